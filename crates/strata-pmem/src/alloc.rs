@@ -1,0 +1,403 @@
+//! Extents: runs of contiguous slots, leased to the engine.
+#![allow(unsafe_code)]
+//!
+//! A slot's head word (8 bytes, little-endian) is
+//! `kind (bits 0..8) | (slots - 1) (bits 8..24) | number (bits 24..64)`,
+//! zero for "no extent starts here". The engine decides which extents are
+//! live (from its own roots) at recovery; the head words only say where
+//! extents are and what they were for.
+//!
+//! Exclusive write access is handed out in two steps: `Region::allocate`
+//! returns the only [`ExtentWriter`] for a fresh extent, and the writer's
+//! bump pointer hands out disjoint [`Slot`]s. A slot is the only way to
+//! write an extent's bytes, which is what makes `Slot::write` sound.
+
+use std::sync::Arc;
+
+use crate::error::PmError;
+use crate::region::Region;
+
+/// Largest number of slots one extent can span.
+pub const MAX_EXTENT_SLOTS: u64 = 1 << 16;
+/// Largest extent number.
+pub const MAX_EXTENT_NUMBER: u64 = (1 << 40) - 1;
+
+/// What a head word says about the extent starting at `slot`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtentHead {
+    /// First slot of the extent.
+    pub slot: u64,
+    /// Engine-defined kind (never 0).
+    pub kind: u8,
+    /// Number of slots.
+    pub slots: u64,
+    /// Engine-defined number (e.g. the log number).
+    pub number: u64,
+}
+
+impl ExtentHead {
+    pub(crate) fn encode(&self) -> u64 {
+        self.kind as u64 | ((self.slots - 1) << 8) | (self.number << 24)
+    }
+
+    pub(crate) fn decode(slot: u64, w: u64) -> Option<ExtentHead> {
+        let kind = (w & 0xff) as u8;
+        if kind == 0 {
+            return None;
+        }
+        Some(ExtentHead { slot, kind, slots: ((w >> 8) & 0xffff) + 1, number: w >> 24 })
+    }
+}
+
+/// DRAM map of which slots are leased.
+pub(crate) struct SlotMap {
+    used: Vec<bool>,
+    free: u64,
+    cursor: usize,
+}
+
+impl SlotMap {
+    pub fn new(count: u64) -> SlotMap {
+        SlotMap { used: vec![false; count as usize], free: count, cursor: 0 }
+    }
+
+    pub fn free(&self) -> u64 {
+        self.free
+    }
+
+    /// Next-fit search for `n` contiguous free slots: from the cursor to
+    /// the end, then from the start.
+    fn find_run(&self, n: usize) -> Option<usize> {
+        let total = self.used.len();
+        if n == 0 || n > total {
+            return None;
+        }
+        for from in [self.cursor.min(total), 0] {
+            let mut run = 0;
+            for (i, used) in self.used.iter().enumerate().skip(from) {
+                if *used {
+                    run = 0;
+                } else {
+                    run += 1;
+                    if run == n {
+                        return Some(i + 1 - n);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn is_free(&self, start: usize, n: usize) -> bool {
+        (start..start + n).all(|j| !self.used.get(j).copied().unwrap_or(true))
+    }
+
+    fn mark(&mut self, start: usize, n: usize, used: bool) {
+        for j in start..start + n {
+            if let Some(s) = self.used.get_mut(j) {
+                if *s != used {
+                    *s = used;
+                    if used {
+                        self.free -= 1;
+                    } else {
+                        self.free += 1;
+                    }
+                }
+            }
+        }
+        if used {
+            self.cursor = (start + n) % self.used.len().max(1);
+        }
+    }
+}
+
+struct ExtentInner {
+    region: Region,
+    head: ExtentHead,
+    off: u64,
+    len: u64,
+}
+
+impl Drop for ExtentInner {
+    fn drop(&mut self) {
+        // Only DRAM bookkeeping: whether the extent is live after a restart
+        // is decided by the engine's roots, not by its head word.
+        self.region.inner.slots.lock().mark(self.head.slot as usize, self.head.slots as usize, false);
+    }
+}
+
+/// A lease on an extent. Its slots are not reused while any clone lives.
+#[derive(Clone)]
+pub struct Extent {
+    inner: Arc<ExtentInner>,
+}
+
+impl std::fmt::Debug for Extent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Extent").field("head", &self.inner.head).field("off", &self.inner.off).finish()
+    }
+}
+
+impl Extent {
+    /// The head word's contents.
+    pub fn head(&self) -> ExtentHead {
+        self.inner.head
+    }
+
+    /// Region offset of the first byte.
+    pub fn offset(&self) -> u64 {
+        self.inner.off
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> u64 {
+        self.inner.len
+    }
+
+    /// Whether the extent has no bytes (never true).
+    pub fn is_empty(&self) -> bool {
+        self.inner.len == 0
+    }
+
+    /// The region it belongs to.
+    pub fn region(&self) -> &Region {
+        &self.inner.region
+    }
+
+    /// Whether region offset `off` lies inside this extent.
+    pub fn contains(&self, off: u64) -> bool {
+        off >= self.inner.off && off < self.inner.off + self.inner.len
+    }
+
+    /// Bytes `[at, at+len)` relative to the extent start (published bytes only).
+    pub fn read(&self, at: u64, len: u64) -> Result<&[u8], PmError> {
+        match at.checked_add(len) {
+            Some(end) if end <= self.inner.len => self.inner.region.read(self.inner.off + at, len),
+            _ => Err(PmError::OutOfRange { offset: self.inner.off + at, len }),
+        }
+    }
+}
+
+/// The one writer of a freshly allocated extent; hands out disjoint slots.
+pub struct ExtentWriter {
+    extent: Extent,
+    tail: u64,
+}
+
+impl std::fmt::Debug for ExtentWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtentWriter").field("extent", &self.extent).field("tail", &self.tail).finish()
+    }
+}
+
+impl ExtentWriter {
+    /// The extent being written.
+    pub fn extent(&self) -> &Extent {
+        &self.extent
+    }
+
+    /// Bytes handed out so far (relative to the extent start).
+    pub fn tail(&self) -> u64 {
+        self.tail
+    }
+
+    /// Bytes still available.
+    pub fn remaining(&self) -> u64 {
+        self.extent.len() - self.tail
+    }
+
+    /// Hands out the next `len` bytes (rounded up to 8), or `None` if they do not fit.
+    pub fn reserve(&mut self, len: u64) -> Option<Slot> {
+        let len = len.checked_add(7)? & !7;
+        if len > self.remaining() {
+            return None;
+        }
+        let off = self.extent.offset() + self.tail;
+        self.tail += len;
+        Some(Slot { extent: self.extent.clone(), off, len })
+    }
+}
+
+/// Exclusive write access to a range of an extent.
+pub struct Slot {
+    extent: Extent,
+    off: u64,
+    len: u64,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot").field("off", &self.off).field("len", &self.len).finish()
+    }
+}
+
+impl Slot {
+    /// Region offset of the first byte.
+    pub fn offset(&self) -> u64 {
+        self.off
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the slot has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The extent the slot is in.
+    pub fn extent(&self) -> &Extent {
+        &self.extent
+    }
+
+    fn check(&self, at: u64, len: u64) -> Result<u64, PmError> {
+        match at.checked_add(len) {
+            Some(end) if end <= self.len => Ok(self.off + at),
+            _ => Err(PmError::OutOfRange { offset: self.off + at, len }),
+        }
+    }
+
+    /// Stores `data` at `at` (relative to the slot). Not yet persistent.
+    pub fn write(&mut self, at: u64, data: &[u8]) -> Result<(), PmError> {
+        let off = self.check(at, data.len() as u64)?;
+        // SAFETY: [off, off+len) lies inside this slot (checked), and this
+        // slot is the only handle that may write those bytes: the extent was
+        // handed out once by `Region::allocate`, and its writer's bump
+        // pointer hands out every byte in at most one slot.
+        unsafe { self.extent.region().inner.write_raw(off, data) }
+    }
+
+    /// Writes back `[at, at+len)` without a fence.
+    pub fn flush(&self, at: u64, len: u64) -> Result<(), PmError> {
+        let off = self.check(at, len)?;
+        self.extent.region().inner.flush(off, len);
+        Ok(())
+    }
+
+    /// Writes back and fences `[at, at+len)`.
+    pub fn persist(&self, at: u64, len: u64) -> Result<(), PmError> {
+        let off = self.check(at, len)?;
+        self.extent.region().inner.persist(off, len);
+        Ok(())
+    }
+
+    /// Publishes the aligned word at `at` with one 8-byte store, then persists it.
+    pub fn publish_u64(&mut self, at: u64, value: u64) -> Result<(), PmError> {
+        let off = self.check(at, 8)?;
+        self.extent.region().inner.store_u64(off, value)?;
+        self.extent.region().inner.persist(off, 8);
+        Ok(())
+    }
+}
+
+impl Region {
+    /// Leases `slots` contiguous free slots as a new extent of `kind` and
+    /// `number`, publishing its head word (after clearing any stale heads
+    /// inside it). Returns its only writer.
+    pub fn allocate(&self, kind: u8, slots: u64, number: u64) -> Result<ExtentWriter, PmError> {
+        if kind == 0 || slots == 0 || slots > MAX_EXTENT_SLOTS || number > MAX_EXTENT_NUMBER {
+            return Err(PmError::InvalidOptions(format!(
+                "bad extent request: kind {kind}, {slots} slots, number {number}"
+            )));
+        }
+        let geo = self.inner.geo;
+        let start = {
+            let mut map = self.inner.slots.lock();
+            let Some(start) = map.find_run(slots as usize) else {
+                return Err(PmError::Full { wanted: slots, free: map.free() });
+            };
+            map.mark(start, slots as usize, true);
+            start as u64
+        };
+        let head = ExtentHead { slot: start, kind, slots, number };
+        // From here on the slots are ours; if a PM store fails the extent is
+        // dropped and the slots return to the free map.
+        let extent = Extent {
+            inner: Arc::new(ExtentInner {
+                region: self.clone(),
+                head,
+                off: geo.slot_off(start),
+                len: slots * geo.slot_bytes,
+            }),
+        };
+        // Stale heads inside the run would otherwise claim our slots after a
+        // crash; clear them before the new head is published.
+        let mut cleared = false;
+        for i in start + 1..start + slots {
+            let off = geo.head_off(i);
+            if self.inner.load_u64(off)? != 0 {
+                self.inner.store_u64(off, 0)?;
+                self.inner.flush(off, 8);
+                cleared = true;
+            }
+        }
+        if cleared {
+            self.inner.fence();
+        }
+        let head_off = geo.head_off(start);
+        self.inner.store_u64(head_off, head.encode())?;
+        self.inner.persist(head_off, 8);
+        Ok(ExtentWriter { extent, tail: 0 })
+    }
+
+    /// Takes a lease on an existing extent found by [`Region::heads`] during
+    /// recovery. Fails if its slots are already leased (overlapping extents).
+    pub fn adopt(&self, head: ExtentHead) -> Result<Extent, PmError> {
+        let geo = self.inner.geo;
+        let current = ExtentHead::decode(head.slot, self.inner.load_u64(geo.head_off(head.slot))?);
+        if current != Some(head) {
+            return Err(PmError::Corruption {
+                offset: geo.head_off(head.slot),
+                reason: format!("no extent {head:?} at slot {}", head.slot),
+            });
+        }
+        {
+            let mut map = self.inner.slots.lock();
+            if !map.is_free(head.slot as usize, head.slots as usize) {
+                return Err(PmError::Corruption {
+                    offset: geo.head_off(head.slot),
+                    reason: format!("extent {head:?} overlaps another live extent"),
+                });
+            }
+            map.mark(head.slot as usize, head.slots as usize, true);
+        }
+        Ok(Extent {
+            inner: Arc::new(ExtentInner {
+                region: self.clone(),
+                head,
+                off: geo.slot_off(head.slot),
+                len: head.slots * geo.slot_bytes,
+            }),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_word_round_trips() {
+        let h = ExtentHead { slot: 3, kind: 2, slots: 17, number: 123_456_789 };
+        assert_eq!(ExtentHead::decode(3, h.encode()), Some(h));
+        assert_eq!(ExtentHead::decode(0, 0), None);
+    }
+
+    #[test]
+    fn slot_map_finds_runs_and_wraps() {
+        let mut m = SlotMap::new(8);
+        let a = m.find_run(3).unwrap();
+        m.mark(a, 3, true);
+        let b = m.find_run(3).unwrap();
+        m.mark(b, 3, true);
+        assert_eq!(m.free(), 2);
+        assert!(m.find_run(3).is_none());
+        m.mark(a, 3, false);
+        // Free now: 0..3 and 6..8; no run of 4, and next-fit tries 6.. first.
+        assert!(m.find_run(4).is_none());
+        assert_eq!(m.find_run(2), Some(6));
+        assert_eq!(m.find_run(3), Some(0));
+    }
+}

@@ -1,0 +1,191 @@
+//! Thin wrappers over mmap, munmap, msync and fstatfs.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::ptr::NonNull;
+
+/// A shared, writable mapping of a whole file.
+pub(crate) struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+    /// Whether the kernel accepted MAP_SYNC, i.e. the file is on a DAX
+    /// filesystem and CPU cache flushes alone make stores durable.
+    pub dax: bool,
+}
+
+// SAFETY: the mapping is plain shared memory; the pointer is only used to
+// derive addresses inside [ptr, ptr+len), and all synchronisation of the
+// bytes behind it is done by the region's users (see region.rs).
+unsafe impl Send for Mapping {}
+// SAFETY: as above; `Mapping` itself has no interior state besides the pointer.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `file` shared and writable, trying MAP_SYNC first.
+    pub fn new(file: &File, len: usize) -> io::Result<Mapping> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty file"));
+        }
+        let fd = file.as_raw_fd();
+        // MAP_SHARED_VALIDATE makes the kernel reject MAP_SYNC instead of
+        // silently ignoring it, which is how DAX support is detected.
+        let sync_flags = libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC;
+        // SAFETY: a fresh mapping at a kernel-chosen address cannot alias any
+        // Rust object; fd is a valid open descriptor for the call's duration.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                sync_flags,
+                fd,
+                0,
+            )
+        };
+        let (p, dax) = if p == libc::MAP_FAILED {
+            // SAFETY: as above, without MAP_SYNC.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                )
+            };
+            if p == libc::MAP_FAILED {
+                return Err(io::Error::last_os_error());
+            }
+            (p, false)
+        } else {
+            (p, true)
+        };
+        let ptr = NonNull::new(p.cast::<u8>())
+            .ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
+        Ok(Mapping { ptr, len, dax })
+    }
+
+    /// Base address of the mapping.
+    pub fn ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    /// Writes back the pages covering `[off, off+len)` and waits for the device.
+    pub fn msync(&self, off: usize, len: usize) -> io::Result<()> {
+        if len == 0 || off >= self.len {
+            return Ok(());
+        }
+        let page = page_size();
+        let start = off - off % page;
+        let end = (off + len).min(self.len);
+        // SAFETY: [start, end) lies inside the mapping (start is rounded down
+        // to a page boundary inside it, end is clamped to its length), and
+        // msync does not touch Rust-visible memory.
+        let rc = unsafe {
+            libc::msync(self.ptr.as_ptr().add(start).cast(), end - start, libc::MS_SYNC)
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned, and the owning
+        // region is being dropped, so no reference into the mapping survives.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// The system page size.
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p <= 0 {
+        4096
+    } else {
+        p as usize
+    }
+}
+
+/// Whether `file` lives on tmpfs (e.g. /dev/shm).
+pub(crate) fn is_tmpfs(file: &File) -> bool {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: st points to writable storage of the right type and size.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return false;
+    }
+    // SAFETY: fstatfs succeeded, so it initialised the struct.
+    let st = unsafe { st.assume_init() };
+    st.f_type as i64 == TMPFS_MAGIC
+}
+
+/// A heap buffer addressed through a raw pointer, used as the visible
+/// memory of the simulated PM. Word-aligned so 8-byte atomics work on it.
+pub(crate) struct HeapBuf {
+    ptr: NonNull<u8>,
+    len: usize,
+    words: usize,
+}
+
+// SAFETY: like `Mapping`, a plain block of memory; access discipline is the
+// region's (see region.rs).
+unsafe impl Send for HeapBuf {}
+// SAFETY: as above.
+unsafe impl Sync for HeapBuf {}
+
+impl HeapBuf {
+    /// A buffer holding a copy of `bytes` (length rounded up to 8).
+    pub fn from_bytes(bytes: &[u8]) -> HeapBuf {
+        let words = bytes.len().div_ceil(8).max(1);
+        let mut v: Vec<u64> = vec![0; words];
+        for (i, chunk) in bytes.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            if let Some(slot) = v.get_mut(i) {
+                *slot = u64::from_ne_bytes(w);
+            }
+        }
+        let boxed = v.into_boxed_slice();
+        let raw = Box::into_raw(boxed);
+        // A Box pointer is never null.
+        let ptr = NonNull::new(raw.cast::<u8>()).unwrap_or(NonNull::dangling());
+        HeapBuf { ptr, len: bytes.len(), words }
+    }
+
+    /// Base address.
+    pub fn ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `data` to `off` (test helper; the region writes through `ptr`).
+    #[cfg(test)]
+    pub fn write(&self, off: usize, data: &[u8]) {
+        assert!(off + data.len() <= self.len);
+        // SAFETY: bounds checked above; tests are single-threaded here.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.as_ptr().add(off), data.len()) }
+    }
+}
+
+impl Drop for HeapBuf {
+    fn drop(&mut self) {
+        let slice = std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr().cast::<u64>(), self.words);
+        // SAFETY: ptr/words came from Box::into_raw of a Box<[u64]> of that
+        // length in from_bytes, and are released exactly once, here.
+        drop(unsafe { Box::from_raw(slice) });
+    }
+}

@@ -1,0 +1,597 @@
+//! The region: a mapped file (or simulated PM) with persist primitives.
+#![allow(unsafe_code)]
+//!
+//! # Why the raw accesses here are sound
+//!
+//! The region is one block of memory `[base, base+len)` that stays mapped
+//! for as long as any `Region` clone, `Extent` or `Slot` exists (they all
+//! hold the `Arc<Inner>` that owns the mapping). Every access is bounds
+//! checked against `len` before a pointer is formed.
+//!
+//! Writes happen only through [`Inner::write_raw`] and [`Inner::store_u64`],
+//! whose callers own the bytes they write: a [`crate::Slot`] (a range handed
+//! out once by a bump allocator inside an extent that is itself handed out
+//! once), the superblock during creation (before the region is shared), or
+//! an aligned 8-byte word written with an atomic store.
+//!
+//! Reads ([`Region::read`]) hand out shared slices. The engine reads only
+//! bytes that were published (their writer finished and released them
+//! through an atomic store or a lock) and that are not rewritten while the
+//! slice lives: an extent's slots are reused only after the last `Extent`
+//! lease on them is dropped. That discipline is the engine's side of the
+//! contract, and is what the engine's tests and the crash simulator check.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::alloc::{ExtentHead, SlotMap};
+use crate::error::PmError;
+use crate::flush::{sfence, spin_ns, LineFlush};
+use crate::layout::*;
+use crate::map::{is_tmpfs, Mapping};
+use crate::sim::SimPm;
+
+/// Where the region's bytes live.
+#[derive(Clone, Debug)]
+pub enum Backing {
+    /// A file, memory-mapped shared. Placement is detected (DAX, tmpfs, ordinary).
+    File(PathBuf),
+    /// A simulated PM device (tests and crash exploration).
+    Sim(Arc<SimPm>),
+}
+
+/// How durable a persisted store is, given where the region lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// A DAX file on real PM: persist = cache-line write-back + fence.
+    Dax,
+    /// An ordinary file: persist orders stores; durability needs `sync` (msync).
+    File,
+    /// A file on tmpfs (/dev/shm): survives process crashes only.
+    Shm,
+    /// The crash simulator.
+    Sim,
+}
+
+impl Placement {
+    /// A short name for stats and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::Dax => "dax",
+            Placement::File => "file",
+            Placement::Shm => "shm",
+            Placement::Sim => "sim",
+        }
+    }
+}
+
+/// How to open or create a region.
+#[derive(Clone, Debug)]
+pub struct RegionOptions {
+    /// Size of a new region in bytes (an existing region keeps its size).
+    pub len: u64,
+    /// Slot size of a new region; a multiple of 4 KiB.
+    pub slot_bytes: u64,
+    /// Busy-wait after every persist, to emulate slower PM. 0 = off.
+    pub write_latency_ns: u64,
+    /// Create the region if it does not exist.
+    pub create: bool,
+    /// If set, an existing region must carry this id; a missing or blank
+    /// region is then an error instead of being (re)created.
+    pub expect_id: Option<u64>,
+}
+
+/// Whether `open` created a new region or found an existing one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenOutcome {
+    /// A fresh, empty region was initialised.
+    Created,
+    /// An existing region was opened.
+    Opened,
+}
+
+/// Counters of PM traffic.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RegionStats {
+    /// Bytes stored into the region.
+    pub bytes_written: u64,
+    /// Calls to persist (flush + fence).
+    pub persists: u64,
+    /// msync calls.
+    pub syncs: u64,
+}
+
+enum Mem {
+    Mapped { map: Mapping, _file: File, path: PathBuf },
+    Sim(Arc<SimPm>),
+}
+
+pub(crate) struct Inner {
+    base: NonNull<u8>,
+    len: u64,
+    mem: Mem,
+    placement: Placement,
+    flusher: LineFlush,
+    latency_ns: u64,
+    pub(crate) geo: Geometry,
+    id: u64,
+    pub(crate) slots: Mutex<SlotMap>,
+    bytes_written: AtomicU64,
+    persists: AtomicU64,
+    syncs: AtomicU64,
+}
+
+// SAFETY: `base` points into memory owned by `mem` (a mapping or a heap
+// buffer), which lives as long as `Inner`; see the module docs for the
+// access discipline that makes sharing across threads sound.
+unsafe impl Send for Inner {}
+// SAFETY: as above.
+unsafe impl Sync for Inner {}
+
+/// A PM region. Cheap to clone; all clones share one mapping.
+#[derive(Clone)]
+pub struct Region {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Region {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("len", &self.inner.len)
+            .field("placement", &self.inner.placement)
+            .field("slot_bytes", &self.inner.geo.slot_bytes)
+            .field("slot_count", &self.inner.geo.slot_count)
+            .finish()
+    }
+}
+
+impl Region {
+    /// Opens the region behind `backing`, creating it if allowed and absent.
+    pub fn open(backing: Backing, opts: &RegionOptions) -> Result<(Region, OpenOutcome), PmError> {
+        match backing {
+            Backing::File(path) => Self::open_file(&path, opts),
+            Backing::Sim(sim) => {
+                let base = sim.buf().ptr();
+                let len = sim.len() as u64;
+                Self::finish_open(Mem::Sim(sim), base, len, Placement::Sim, opts)
+            }
+        }
+    }
+
+    fn open_file(path: &Path, opts: &RegionOptions) -> Result<(Region, OpenOutcome), PmError> {
+        let io = |op: &'static str| {
+            let path = path.to_path_buf();
+            move |source| PmError::Io { path, op, source }
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(opts.create)
+            .truncate(false)
+            .open(path)
+            .map_err(io("open"))?;
+        let mut len = file.metadata().map_err(io("stat"))?.len();
+        if len == 0 {
+            if opts.expect_id.is_some() {
+                return Err(PmError::Corruption {
+                    offset: 0,
+                    reason: format!("region file {} is empty but should hold data", path.display()),
+                });
+            }
+            Geometry::plan(opts.len, opts.slot_bytes).ok_or_else(|| {
+                PmError::InvalidOptions(format!(
+                    "a region of {} bytes cannot hold slots of {} bytes",
+                    opts.len, opts.slot_bytes
+                ))
+            })?;
+            file.set_len(opts.len).map_err(io("set_len"))?;
+            len = opts.len;
+        }
+        let len_usize = usize::try_from(len)
+            .map_err(|_| PmError::InvalidOptions("region larger than the address space".into()))?;
+        let map = Mapping::new(&file, len_usize).map_err(io("mmap"))?;
+        let placement = if map.dax {
+            Placement::Dax
+        } else if is_tmpfs(&file) {
+            Placement::Shm
+        } else {
+            Placement::File
+        };
+        let base = map.ptr();
+        Self::finish_open(
+            Mem::Mapped { map, _file: file, path: path.to_path_buf() },
+            base,
+            len,
+            placement,
+            opts,
+        )
+    }
+
+    fn finish_open(
+        mem: Mem,
+        base: NonNull<u8>,
+        len: u64,
+        placement: Placement,
+        opts: &RegionOptions,
+    ) -> Result<(Region, OpenOutcome), PmError> {
+        let flusher = match placement {
+            Placement::Dax => LineFlush::detect(),
+            _ => LineFlush::None,
+        };
+        let mut inner = Inner {
+            base,
+            len,
+            mem,
+            placement,
+            flusher,
+            latency_ns: opts.write_latency_ns,
+            geo: Geometry { region_len: len, slot_bytes: 0, slot_count: 0, table_off: 0, data_off: 0 },
+            id: 0,
+            slots: Mutex::new(SlotMap::new(0)),
+            bytes_written: AtomicU64::new(0),
+            persists: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+        };
+        if len < SUPERBLOCK_BYTES {
+            return Err(PmError::Corruption {
+                offset: 0,
+                reason: format!("region of {len} bytes is smaller than its superblock"),
+            });
+        }
+        let magic = inner.load_u64(OFF_MAGIC)?;
+        let outcome = if magic == MAGIC {
+            inner.validate_superblock(opts)?;
+            OpenOutcome::Opened
+        } else {
+            let blank = inner.read(0, SUPERBLOCK_BYTES)?.iter().all(|b| *b == 0);
+            if !blank || opts.expect_id.is_some() || !opts.create {
+                return Err(PmError::Corruption {
+                    offset: 0,
+                    reason: if blank {
+                        "region has no superblock (was it replaced or never created?)".into()
+                    } else {
+                        "bad region magic".into()
+                    },
+                });
+            }
+            inner.initialise(opts)?;
+            OpenOutcome::Created
+        };
+        inner.slots = Mutex::new(SlotMap::new(inner.geo.slot_count));
+        Ok((Region { inner: Arc::new(inner) }, outcome))
+    }
+
+    /// Where the region lives, which decides what `persist` buys.
+    pub fn placement(&self) -> Placement {
+        self.inner.placement
+    }
+
+    /// Total size in bytes.
+    pub fn len(&self) -> u64 {
+        self.inner.len
+    }
+
+    /// Whether the region has no bytes (never true for an opened region).
+    pub fn is_empty(&self) -> bool {
+        self.inner.len == 0
+    }
+
+    /// The random id written at creation; the engine records it.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// Size of one slot.
+    pub fn slot_bytes(&self) -> u64 {
+        self.inner.geo.slot_bytes
+    }
+
+    /// Number of slots.
+    pub fn slot_count(&self) -> u64 {
+        self.inner.geo.slot_count
+    }
+
+    /// Slots not currently leased.
+    pub fn free_slots(&self) -> u64 {
+        self.inner.slots.lock().free()
+    }
+
+    /// Path of the region file, if file-backed.
+    pub fn path(&self) -> Option<&Path> {
+        match &self.inner.mem {
+            Mem::Mapped { path, .. } => Some(path),
+            Mem::Sim(_) => None,
+        }
+    }
+
+    /// The simulator behind this region, if simulated.
+    pub fn sim(&self) -> Option<&Arc<SimPm>> {
+        match &self.inner.mem {
+            Mem::Sim(s) => Some(s),
+            Mem::Mapped { .. } => None,
+        }
+    }
+
+    /// Traffic counters.
+    pub fn stats(&self) -> RegionStats {
+        RegionStats {
+            bytes_written: self.inner.bytes_written.load(Ordering::Relaxed),
+            persists: self.inner.persists.load(Ordering::Relaxed),
+            syncs: self.inner.syncs.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The bytes `[off, off+len)`. The caller must only read published
+    /// bytes it holds a lease on (see the module docs).
+    pub fn read(&self, off: u64, len: u64) -> Result<&[u8], PmError> {
+        self.inner.read(off, len)
+    }
+
+    /// Atomically loads the aligned 8-byte word at `off`.
+    pub fn load_u64(&self, off: u64) -> Result<u64, PmError> {
+        self.inner.load_u64(off)
+    }
+
+    /// Root word `i` of the superblock (0 if never published).
+    pub fn root(&self, i: usize) -> Result<u64, PmError> {
+        self.inner.load_u64(root_off(i)?)
+    }
+
+    /// Publishes root word `i` with one 8-byte store, then persists it.
+    /// Whatever the word points at must already be persisted.
+    pub fn publish_root(&self, i: usize, value: u64) -> Result<(), PmError> {
+        let off = root_off(i)?;
+        self.inner.store_u64(off, value)?;
+        self.inner.persist(off, 8);
+        Ok(())
+    }
+
+    /// Writes back and fences `[off, off+len)` (see the placement table).
+    pub fn persist(&self, off: u64, len: u64) {
+        self.inner.persist(off, len);
+    }
+
+    /// Writes back `[off, off+len)` without a fence; pair with [`Region::fence`].
+    pub fn flush(&self, off: u64, len: u64) {
+        self.inner.flush(off, len);
+    }
+
+    /// A store fence that completes earlier flushes.
+    pub fn fence(&self) {
+        self.inner.fence();
+    }
+
+    /// Makes `[off, off+len)` durable against power loss on an ordinary file
+    /// (msync); a no-op where persist already does that or nothing can.
+    pub fn sync(&self, off: u64, len: u64) -> Result<(), PmError> {
+        self.inner.sync(off, len)
+    }
+
+    /// `sync` over the whole region.
+    pub fn sync_all(&self) -> Result<(), PmError> {
+        self.inner.sync(0, self.inner.len)
+    }
+
+    /// Every non-empty head word, for recovery to choose live extents from.
+    /// Heads of freed extents remain until their slots are reused, so the
+    /// list may contain stale and overlapping entries.
+    pub fn heads(&self) -> Result<Vec<ExtentHead>, PmError> {
+        let mut out = Vec::new();
+        for i in 0..self.inner.geo.slot_count {
+            let w = self.inner.load_u64(self.inner.geo.head_off(i))?;
+            if let Some(h) = ExtentHead::decode(i, w) {
+                if i + h.slots > self.inner.geo.slot_count {
+                    return Err(PmError::Corruption {
+                        offset: self.inner.geo.head_off(i),
+                        reason: format!(
+                            "extent at slot {i} claims {} slots, past the end ({})",
+                            h.slots, self.inner.geo.slot_count
+                        ),
+                    });
+                }
+                out.push(h);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn root_off(i: usize) -> Result<u64, PmError> {
+    if i >= ROOT_WORDS {
+        return Err(PmError::OutOfRange { offset: OFF_ROOTS + 8 * i as u64, len: 8 });
+    }
+    Ok(OFF_ROOTS + 8 * i as u64)
+}
+
+impl Inner {
+    fn check(&self, off: u64, len: u64) -> Result<(), PmError> {
+        match off.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(PmError::OutOfRange { offset: off, len }),
+        }
+    }
+
+    pub(crate) fn read(&self, off: u64, len: u64) -> Result<&[u8], PmError> {
+        self.check(off, len)?;
+        // SAFETY: bounds checked; the memory lives as long as `self`; see the
+        // module docs for why no write overlaps a published, leased range.
+        Ok(unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(off as usize), len as usize) })
+    }
+
+    pub(crate) fn load_u64(&self, off: u64) -> Result<u64, PmError> {
+        self.check(off, 8)?;
+        if off % 8 != 0 {
+            return Err(PmError::OutOfRange { offset: off, len: 8 });
+        }
+        // SAFETY: in bounds and 8-aligned (the base is page- or word-aligned),
+        // and every write to such a word that can race with this load is an
+        // atomic store (store_u64).
+        let a = unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off as usize).cast::<u64>()) };
+        Ok(u64::from_le(a.load(Ordering::Acquire)))
+    }
+
+    /// Stores `data` at `off`.
+    ///
+    /// # Safety
+    /// The caller must own `[off, off+len)`: no other thread reads or
+    /// writes those bytes until the caller publishes them.
+    pub(crate) unsafe fn write_raw(&self, off: u64, data: &[u8]) -> Result<(), PmError> {
+        self.check(off, data.len() as u64)?;
+        let dst = self.base.as_ptr().wrapping_add(off as usize);
+        let copy = || {
+            // SAFETY: in bounds (checked above), and the caller guarantees
+            // exclusive ownership of the destination range.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
+        };
+        match &self.mem {
+            Mem::Sim(sim) => sim.store(off, data, copy),
+            Mem::Mapped { .. } => copy(),
+        }
+        self.bytes_written.fetch_add(data.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Atomically stores the aligned 8-byte word at `off` (no persist).
+    pub(crate) fn store_u64(&self, off: u64, value: u64) -> Result<(), PmError> {
+        self.check(off, 8)?;
+        if off % 8 != 0 {
+            return Err(PmError::OutOfRange { offset: off, len: 8 });
+        }
+        let p = self.base.as_ptr().wrapping_add(off as usize).cast::<u64>();
+        let store = || {
+            // SAFETY: in bounds and aligned; all racing accesses to this word
+            // are atomic (load_u64/store_u64).
+            let a = unsafe { AtomicU64::from_ptr(p) };
+            a.store(value.to_le(), Ordering::Release);
+        };
+        match &self.mem {
+            Mem::Sim(sim) => sim.store(off, &value.to_le_bytes(), store),
+            Mem::Mapped { .. } => store(),
+        }
+        self.bytes_written.fetch_add(8, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub(crate) fn flush(&self, off: u64, len: u64) {
+        if len == 0 || self.check(off, len).is_err() {
+            return;
+        }
+        match &self.mem {
+            Mem::Sim(sim) => sim.flush(off, len),
+            Mem::Mapped { .. } => {
+                let p = self.base.as_ptr().wrapping_add(off as usize);
+                self.flusher.flush_range(p, len as usize);
+            }
+        }
+    }
+
+    pub(crate) fn fence(&self) {
+        match &self.mem {
+            Mem::Sim(sim) => sim.fence(),
+            Mem::Mapped { .. } => sfence(),
+        }
+        self.persists.fetch_add(1, Ordering::Relaxed);
+        spin_ns(self.latency_ns);
+    }
+
+    pub(crate) fn persist(&self, off: u64, len: u64) {
+        self.flush(off, len);
+        self.fence();
+    }
+
+    fn sync(&self, off: u64, len: u64) -> Result<(), PmError> {
+        match &self.mem {
+            Mem::Mapped { map, path, .. } if self.placement == Placement::File => {
+                self.syncs.fetch_add(1, Ordering::Relaxed);
+                map.msync(off as usize, len as usize).map_err(|source| PmError::Io {
+                    path: path.clone(),
+                    op: "msync",
+                    source,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn validate_superblock(&mut self, opts: &RegionOptions) -> Result<(), PmError> {
+        let version = self.load_u64(OFF_VERSION)? as u32;
+        if version != FORMAT_VERSION {
+            return Err(PmError::Corruption {
+                offset: OFF_VERSION,
+                reason: format!("unsupported region format version {version}"),
+            });
+        }
+        let region_len = self.load_u64(OFF_REGION_LEN)?;
+        let slot_bytes = self.load_u64(OFF_SLOT_BYTES)?;
+        let geo = Geometry::plan(region_len, slot_bytes).ok_or_else(|| PmError::Corruption {
+            offset: OFF_SLOT_BYTES,
+            reason: format!("impossible geometry: {region_len} bytes in slots of {slot_bytes}"),
+        })?;
+        let recorded = Geometry {
+            region_len,
+            slot_bytes,
+            slot_count: self.load_u64(OFF_SLOT_COUNT)?,
+            table_off: self.load_u64(OFF_TABLE)?,
+            data_off: self.load_u64(OFF_DATA)?,
+        };
+        if recorded != geo || region_len > self.len {
+            return Err(PmError::Corruption {
+                offset: OFF_REGION_LEN,
+                reason: format!("superblock geometry {recorded:?} does not match the file ({} bytes)", self.len),
+            });
+        }
+        self.geo = geo;
+        self.id = self.load_u64(OFF_ID)?;
+        if let Some(want) = opts.expect_id {
+            if want != self.id {
+                return Err(PmError::Corruption {
+                    offset: OFF_ID,
+                    reason: format!("region id {:#x} is not the expected {want:#x}", self.id),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a fresh superblock: fields, persist, then the magic word.
+    fn initialise(&mut self, opts: &RegionOptions) -> Result<(), PmError> {
+        let geo = Geometry::plan(self.len, opts.slot_bytes).ok_or_else(|| {
+            PmError::InvalidOptions(format!(
+                "a region of {} bytes cannot hold slots of {} bytes",
+                self.len, opts.slot_bytes
+            ))
+        })?;
+        let id = loop {
+            let id: u64 = rand::random();
+            if id != 0 {
+                break id;
+            }
+        };
+        // The region is not shared yet, so every byte is ours to write.
+        let zero_table = vec![0u8; (geo.data_off - geo.table_off) as usize];
+        // SAFETY: `self` is not shared with any other thread yet.
+        unsafe { self.write_raw(geo.table_off, &zero_table)? };
+        for (off, v) in [
+            (OFF_VERSION, FORMAT_VERSION as u64),
+            (OFF_REGION_LEN, geo.region_len),
+            (OFF_SLOT_BYTES, geo.slot_bytes),
+            (OFF_SLOT_COUNT, geo.slot_count),
+            (OFF_TABLE, geo.table_off),
+            (OFF_DATA, geo.data_off),
+            (OFF_ID, id),
+        ] {
+            self.store_u64(off, v)?;
+        }
+        self.persist(0, geo.data_off);
+        self.store_u64(OFF_MAGIC, MAGIC)?;
+        self.persist(OFF_MAGIC, 8);
+        self.geo = geo;
+        self.id = id;
+        Ok(())
+    }
+}
