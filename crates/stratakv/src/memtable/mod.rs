@@ -1,0 +1,222 @@
+//! The memtable: a DRAM skiplist from internal key to the PM offset of the
+//! value. Values are never copied into DRAM; they stay in the log entry
+//! they were written to (the index-unified log, DESIGN.md §2).
+
+mod skiplist;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use strata_pmem::{Extent, Region};
+
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::key::{make_internal_key, Kind, ParsedKey, SeqNo, KIND_FOR_SEEK};
+use skiplist::SkipList;
+
+/// Result of a point lookup in one layer of the tree.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The newest visible version is a value.
+    Found(Vec<u8>),
+    /// The newest visible version is a tombstone.
+    Deleted,
+    /// This layer has no version of the key.
+    Missing,
+}
+
+/// A memtable over PM-resident log entries.
+pub struct Memtable {
+    list: SkipList,
+    region: Region,
+    region_path: PathBuf,
+    /// Leases on the log extents holding this memtable's entries; dropping
+    /// the memtable releases them.
+    extents: Mutex<Vec<Extent>>,
+    bytes: AtomicUsize,
+    /// Highest sequence number reserved into this memtable.
+    last_seq: AtomicU64,
+    /// Log number of the first extent written for this memtable.
+    first_log: u64,
+    /// Identifier for stats and debugging.
+    id: u64,
+}
+
+impl std::fmt::Debug for Memtable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memtable")
+            .field("id", &self.id)
+            .field("entries", &self.list.len())
+            .field("bytes", &self.approximate_bytes())
+            .field("first_log", &self.first_log)
+            .finish()
+    }
+}
+
+impl Memtable {
+    /// An empty memtable whose entries start in log `first_log`.
+    pub fn new(id: u64, region: Region, region_path: PathBuf, first_log: u64) -> Memtable {
+        Memtable {
+            list: SkipList::new(),
+            region,
+            region_path,
+            extents: Mutex::new(Vec::new()),
+            bytes: AtomicUsize::new(0),
+            last_seq: AtomicU64::new(0),
+            first_log,
+            id,
+        }
+    }
+
+    /// Identifier.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Log number of the first extent of this memtable.
+    pub fn first_log(&self) -> u64 {
+        self.first_log
+    }
+
+    /// Keeps `extent` alive as long as this memtable.
+    pub fn hold_extent(&self, extent: Extent) {
+        self.extents.lock().push(extent);
+    }
+
+    /// Extents this memtable holds.
+    pub fn extents(&self) -> Vec<Extent> {
+        self.extents.lock().clone()
+    }
+
+    /// Notes that sequence numbers up to `seq` were reserved into this memtable.
+    pub fn note_seq(&self, seq: SeqNo) {
+        self.last_seq.fetch_max(seq, Ordering::AcqRel);
+    }
+
+    /// Highest sequence number reserved into this memtable (0 if none).
+    pub fn last_seq(&self) -> SeqNo {
+        self.last_seq.load(Ordering::Acquire)
+    }
+
+    /// Bytes of DRAM index plus PM entries attributed to this memtable.
+    pub fn approximate_bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Adds to the size estimate (PM bytes of an entry).
+    pub fn charge(&self, bytes: usize) {
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether it has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.list.len() == 0
+    }
+
+    /// Indexes one record whose value sits at `value_off` in PM.
+    pub fn add(&self, seq: SeqNo, kind: Kind, key: &[u8], value_off: u64, value_len: u32) {
+        let mut ik = Vec::with_capacity(key.len() + 8);
+        make_internal_key(&mut ik, key, seq, kind);
+        self.bytes.fetch_add(key.len() + 8 + 48, Ordering::Relaxed);
+        self.list.insert(ik.into_boxed_slice(), value_off, value_len);
+    }
+
+    /// The newest version of `key` with sequence <= `seq`.
+    pub fn get(&self, key: &[u8], seq: SeqNo) -> Result<Lookup> {
+        let mut probe = Vec::with_capacity(key.len() + 8);
+        make_internal_key(&mut probe, key, seq, KIND_FOR_SEEK);
+        let x = self.list.seek(&probe);
+        let Some(node) = self.list.node(x) else { return Ok(Lookup::Missing) };
+        let Some(p) = ParsedKey::parse(&node.key) else {
+            return Err(Error::corruption(&self.region_path, node.value_off, "bad key in memtable"));
+        };
+        if p.user_key != key {
+            return Ok(Lookup::Missing);
+        }
+        match p.kind {
+            Kind::Delete => Ok(Lookup::Deleted),
+            Kind::Put => Ok(Lookup::Found(self.value_at(node.value_off, node.value_len)?.to_vec())),
+        }
+    }
+
+    fn value_at(&self, off: u64, len: u32) -> Result<&[u8]> {
+        self.region.read(off, len as u64).map_err(|e| Error::from_pm(&self.region_path, e))
+    }
+
+    /// An iterator over every entry, in internal-key order.
+    pub fn iter(self: &Arc<Self>) -> MemIter {
+        MemIter { mem: self.clone(), cur: 0 }
+    }
+}
+
+/// A cursor over a memtable (holds it alive).
+pub struct MemIter {
+    mem: Arc<Memtable>,
+    cur: u32,
+}
+
+impl MemIter {
+    fn land(&mut self, x: u32) -> Result<()> {
+        self.cur = x;
+        if let Some(n) = self.mem.list.node(x) {
+            // Check once here so that value() can hand out the slice.
+            self.mem.value_at(n.value_off, n.value_len)?;
+        }
+        Ok(())
+    }
+
+    /// Region offset and length of the current value (for the matrix).
+    pub fn value_location(&self) -> Option<(u64, u32)> {
+        self.mem.list.node(self.cur).map(|n| (n.value_off, n.value_len))
+    }
+}
+
+impl InternalIterator for MemIter {
+    fn valid(&self) -> bool {
+        SkipList::is_node(self.cur)
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        let x = self.mem.list.first();
+        self.land(x)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let x = self.mem.list.last();
+        self.land(x)
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let x = self.mem.list.seek(target);
+        self.land(x)
+    }
+
+    fn next(&mut self) -> Result<()> {
+        let x = self.mem.list.next_of(self.cur);
+        self.land(x)
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        let x = self.mem.list.prev_of(self.cur);
+        self.land(x)
+    }
+
+    fn key(&self) -> &[u8] {
+        self.mem.list.node(self.cur).map(|n| &*n.key).unwrap_or(&[])
+    }
+
+    fn value(&self) -> &[u8] {
+        match self.mem.list.node(self.cur) {
+            // land() verified the range, so this read cannot fail.
+            Some(n) => self.mem.value_at(n.value_off, n.value_len).unwrap_or(&[]),
+            None => &[],
+        }
+    }
+}
