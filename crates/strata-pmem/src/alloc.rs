@@ -342,6 +342,27 @@ impl Region {
         Ok(ExtentWriter { extent, tail: 0 })
     }
 
+    /// Erases the head word of a dead extent found by [`Region::heads`]
+    /// (one 8-byte store, persisted), so later recoveries do not see it.
+    /// Fails if any of its slots is leased.
+    pub fn retire(&self, head: ExtentHead) -> Result<(), PmError> {
+        let geo = self.inner.geo;
+        let off = geo.head_off(head.slot);
+        let current = ExtentHead::decode(head.slot, self.inner.load_u64(off)?);
+        if current != Some(head) {
+            return Ok(());
+        }
+        // Hold the map lock so no allocation can take these slots meanwhile.
+        let map = self.inner.slots.lock();
+        if !map.is_free(head.slot as usize, 1) {
+            return Err(PmError::InvalidOptions(format!("cannot retire leased extent {head:?}")));
+        }
+        self.inner.store_u64(off, 0)?;
+        self.inner.persist(off, 8);
+        drop(map);
+        Ok(())
+    }
+
     /// Takes a lease on an existing extent found by [`Region::heads`] during
     /// recovery. Fails if its slots are already leased (overlapping extents).
     pub fn adopt(&self, head: ExtentHead) -> Result<Extent, PmError> {

@@ -104,9 +104,4 @@ impl Error {
             other => Error::Pm(other.to_string()),
         }
     }
-
-    /// A cheap description for poisoning and for handing to other threads.
-    pub(crate) fn summary(&self) -> String {
-        self.to_string()
-    }
 }

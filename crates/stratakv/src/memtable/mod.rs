@@ -40,6 +40,9 @@ pub struct Memtable {
     last_seq: AtomicU64,
     /// Log number of the first extent written for this memtable.
     first_log: u64,
+    /// Set when sealed: the first log number of the next memtable, i.e. the
+    /// MANIFEST's log number once this memtable is in tables.
+    next_log: AtomicU64,
     /// Identifier for stats and debugging.
     id: u64,
 }
@@ -66,6 +69,7 @@ impl Memtable {
             bytes: AtomicUsize::new(0),
             last_seq: AtomicU64::new(0),
             first_log,
+            next_log: AtomicU64::new(0),
             id,
         }
     }
@@ -78,6 +82,16 @@ impl Memtable {
     /// Log number of the first extent of this memtable.
     pub fn first_log(&self) -> u64 {
         self.first_log
+    }
+
+    /// Marks the memtable sealed; `next_log` is where the next one starts.
+    pub fn seal(&self, next_log: u64) {
+        self.next_log.store(next_log, Ordering::Release);
+    }
+
+    /// The next memtable's first log number (0 if not sealed).
+    pub fn next_log(&self) -> u64 {
+        self.next_log.load(Ordering::Acquire)
     }
 
     /// Keeps `extent` alive as long as this memtable.

@@ -1,0 +1,201 @@
+//! Write batches: several puts and deletes applied atomically.
+//!
+//! The batch's byte representation is exactly the body of a PM log entry
+//! (see `log::format`), so committing a batch is one copy into PM.
+//!
+//! ```text
+//! record = kind u8 | key_len varint | key | (kind == Put: value_len varint | value)
+//! ```
+
+use crate::coding::{put_varint, Reader};
+use crate::key::{Kind, MAX_KEY_LEN, MAX_VALUE_LEN};
+
+/// An ordered list of updates applied all-or-nothing, also across a crash.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteBatch {
+    rep: Vec<u8>,
+    count: u32,
+    invalid: Option<String>,
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> WriteBatch {
+        WriteBatch::default()
+    }
+
+    /// Adds `key = value`. Over-limit keys or values make the whole batch
+    /// fail with `InvalidArgument` when written.
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        self.check(key, Some(value));
+        self.rep.push(Kind::Put as u8);
+        put_varint(&mut self.rep, key.len() as u64);
+        self.rep.extend_from_slice(key);
+        put_varint(&mut self.rep, value.len() as u64);
+        self.rep.extend_from_slice(value);
+        self.count += 1;
+        self
+    }
+
+    /// Adds a deletion of `key`.
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
+        let key = key.as_ref();
+        self.check(key, None);
+        self.rep.push(Kind::Delete as u8);
+        put_varint(&mut self.rep, key.len() as u64);
+        self.rep.extend_from_slice(key);
+        self.count += 1;
+        self
+    }
+
+    fn check(&mut self, key: &[u8], value: Option<&[u8]>) {
+        if self.invalid.is_some() {
+            return;
+        }
+        if key.len() > MAX_KEY_LEN {
+            self.invalid = Some(format!("key of {} bytes exceeds the {MAX_KEY_LEN}-byte limit", key.len()));
+        } else if let Some(v) = value.filter(|v| v.len() > MAX_VALUE_LEN) {
+            self.invalid = Some(format!("value of {} bytes exceeds the {MAX_VALUE_LEN}-byte limit", v.len()));
+        } else if self.count == u32::MAX {
+            self.invalid = Some("batch has too many records".into());
+        }
+    }
+
+    /// Number of updates.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether the batch has no updates.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Removes every update.
+    pub fn clear(&mut self) {
+        self.rep.clear();
+        self.count = 0;
+        self.invalid = None;
+    }
+
+    /// Bytes of the encoded updates.
+    pub fn approximate_size(&self) -> usize {
+        self.rep.len()
+    }
+
+    pub(crate) fn rep(&self) -> &[u8] {
+        &self.rep
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.count
+    }
+
+    pub(crate) fn invalid(&self) -> Option<&str> {
+        self.invalid.as_deref()
+    }
+
+    /// The updates, in order: (kind, key, value).
+    pub fn iter(&self) -> impl Iterator<Item = (Kind, &[u8], &[u8])> + '_ {
+        Records::new(&self.rep, 0).map_while(|r| r.ok()).map(|r| (r.kind, r.key, r.value))
+    }
+}
+
+/// One decoded record, with where its value starts relative to the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// Put or delete.
+    pub kind: Kind,
+    /// The key.
+    pub key: &'a [u8],
+    /// The value (empty for deletes).
+    pub value: &'a [u8],
+    /// Offset of the value, relative to the body start plus `base`.
+    pub value_off: u64,
+}
+
+/// Decodes the records of a batch body; yields `Err(offset)` at a malformed record.
+pub struct Records<'a> {
+    r: Reader<'a>,
+    base: u64,
+    failed: bool,
+}
+
+impl<'a> Records<'a> {
+    /// Records of `body`, with value offsets reported as `base + offset in body`.
+    pub fn new(body: &'a [u8], base: u64) -> Records<'a> {
+        Records { r: Reader::new(body), base, failed: false }
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<Record<'a>, u64>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.r.is_empty() {
+            return None;
+        }
+        let start = self.r.pos() as u64;
+        let rec = (|| {
+            let kind = Kind::from_u8(self.r.u8()?)?;
+            let key = self.r.len_bytes()?;
+            if key.len() > MAX_KEY_LEN {
+                return None;
+            }
+            let (value, value_off) = match kind {
+                Kind::Put => {
+                    let n = usize::try_from(self.r.varint()?).ok()?;
+                    let off = self.r.pos() as u64;
+                    (self.r.bytes(n)?, off)
+                }
+                Kind::Delete => (&[][..], self.r.pos() as u64),
+            };
+            Some(Record { kind, key, value, value_off: self.base + value_off })
+        })();
+        match rec {
+            Some(r) => Some(Ok(r)),
+            None => {
+                self.failed = true;
+                Some(Err(self.base + start))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_round_trips_with_offsets() {
+        let mut b = WriteBatch::new();
+        b.put("a", "1").delete("b").put("ccc", vec![7u8; 300]);
+        assert_eq!(b.len(), 3);
+        let recs: Vec<_> = Records::new(b.rep(), 1000).collect::<Result<_, _>>().unwrap();
+        assert_eq!(recs[0].key, b"a");
+        assert_eq!(recs[1].kind, Kind::Delete);
+        assert_eq!(recs[2].value.len(), 300);
+        let off = (recs[2].value_off - 1000) as usize;
+        assert_eq!(&b.rep()[off..off + 300], &[7u8; 300][..]);
+        assert_eq!(b.iter().count(), 3);
+    }
+
+    #[test]
+    fn oversize_key_marks_batch_invalid() {
+        let mut b = WriteBatch::new();
+        b.put(vec![0u8; MAX_KEY_LEN + 1], "v");
+        assert!(b.invalid().is_some());
+        b.clear();
+        assert!(b.invalid().is_none());
+    }
+
+    #[test]
+    fn truncated_body_yields_error_offset() {
+        let mut b = WriteBatch::new();
+        b.put("key", "value");
+        let rep = b.rep();
+        let r: Vec<_> = Records::new(&rep[..rep.len() - 1], 0).collect();
+        assert_eq!(r, vec![Err(0)]);
+    }
+}

@@ -1,0 +1,356 @@
+//! Background work: flushing sealed memtables, compaction, log msync,
+//! deleting obsolete files; plus the synchronous `flush` and `compact_range`.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{DbInner, KeyRange, State};
+use crate::compaction::picker::key_may_exist_below;
+use crate::compaction::{build_tables, pick, pick_range, BuildCtx, CompactionTask, Dropper, LevelPolicy};
+use crate::error::{Error, Result};
+use crate::iterator::{InternalIterator, MergingIterator};
+use crate::memtable::Memtable;
+use crate::version::filename::table_path;
+use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
+
+impl DbInner {
+    pub(crate) fn start_threads(self: &Arc<Self>) -> Result<()> {
+        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new().name(name).spawn(f).map_err(|e| Error::io(&self.dir, "spawn thread", e))
+        };
+        let mut threads = self.threads.lock();
+        let me = self.clone();
+        threads.push(spawn("strata-flush".into(), Box::new(move || me.flush_loop()))?);
+        for i in 0..self.opts.background_compactions {
+            let me = self.clone();
+            threads.push(spawn(format!("strata-compact-{i}"), Box::new(move || me.compaction_loop()))?);
+        }
+        if self.needs_msync() && self.opts.pm_sync_interval_ms > 0 {
+            let me = self.clone();
+            threads.push(spawn("strata-sync".into(), Box::new(move || me.sync_loop()))?);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn level_policy(&self) -> LevelPolicy {
+        LevelPolicy {
+            l0_trigger: self.opts.l0_compaction_trigger,
+            base_bytes: self.opts.max_bytes_for_level_base,
+            multiplier: self.opts.level_size_multiplier,
+            target_file_size: self.opts.target_file_size,
+        }
+    }
+
+    /// Stops background threads and syncs the log. Idempotent.
+    pub(crate) fn shutdown(&self) -> Result<()> {
+        if self.shutting_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let _st = self.state.lock();
+            self.state_cv.notify_all();
+        }
+        let handles: Vec<_> = self.threads.lock().drain(..).collect();
+        for h in handles {
+            let _ = h.join();
+        }
+        self.delete_obsolete();
+        self.sync_log()
+    }
+
+    fn sync_loop(self: Arc<Self>) {
+        let every = Duration::from_millis(self.opts.pm_sync_interval_ms);
+        while !self.shutting_down.load(Ordering::Acquire) {
+            {
+                let mut st = self.state.lock();
+                self.state_cv.wait_for(&mut st, every);
+            }
+            if let Err(e) = self.sync_log() {
+                // msync failed: the kernel may have dropped the dirty pages;
+                // retrying could report success without the data (fsyncgate).
+                self.poison(&e);
+                return;
+            }
+        }
+    }
+
+    fn flush_loop(self: Arc<Self>) {
+        loop {
+            let imm = {
+                let mut st = self.state.lock();
+                loop {
+                    if st.poisoned.is_some() {
+                        return;
+                    }
+                    if let Some(m) = st.imms.front() {
+                        break m.clone();
+                    }
+                    if self.shutting_down.load(Ordering::Acquire) {
+                        return;
+                    }
+                    self.state_cv.wait_for(&mut st, Duration::from_millis(100));
+                }
+            };
+            if self.shutting_down.load(Ordering::Acquire) {
+                // The log keeps the data; recovery rebuilds the memtable.
+                return;
+            }
+            if let Err(e) = self.flush_memtable(&imm) {
+                self.poison(&e);
+                return;
+            }
+        }
+    }
+
+    fn build_ctx<'a>(&'a self, next: &'a dyn Fn() -> u64, target: u64) -> BuildCtx<'a> {
+        BuildCtx { fs: &*self.fs, dir: &self.dir, table: self.table_opts.clone(), target_file_size: target, next_number: next }
+    }
+
+    fn next_file_number(&self) -> u64 {
+        self.versions.lock().new_file_number()
+    }
+
+    /// Writes the oldest sealed memtable to an L0 table and retires its log.
+    fn flush_memtable(&self, imm: &Arc<Memtable>) -> Result<()> {
+        self.pipeline.wait_visible(imm.last_seq());
+        let version = self.state.lock().version.clone();
+        let oldest = self.oldest_snapshot();
+        let mut outputs = Vec::new();
+        if !imm.is_empty() {
+            let mut it = imm.iter();
+            let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(&version, 0, uk) || in_l0(&version, uk));
+            let next = || self.next_file_number();
+            outputs = build_tables(&self.build_ctx(&next, u64::MAX), &mut it, &mut dropper, &[])?;
+        }
+        let bytes: u64 = outputs.iter().map(|f| f.size).sum();
+        let mut vs = self.versions.lock();
+        let edit = VersionEdit {
+            log_number: Some(imm.next_log()),
+            last_sequence: Some(imm.last_seq().max(vs.last_sequence)),
+            added: outputs.into_iter().map(|f| (0, f)).collect(),
+            ..Default::default()
+        };
+        vs.log_and_apply(edit)?;
+        self.counters.table_bytes_written.fetch_add(bytes, Ordering::Relaxed);
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        let mut st = self.state.lock();
+        if st.imms.front().map(|m| m.id()) == Some(imm.id()) {
+            st.imms.pop_front();
+        }
+        st.version = vs.current();
+        st.installs += 1;
+        self.install_sv(&st);
+        self.state_cv.notify_all();
+        Ok(())
+    }
+
+    fn compaction_loop(self: Arc<Self>) {
+        loop {
+            let task = {
+                let mut picked = None;
+                while picked.is_none() {
+                    if self.shutting_down.load(Ordering::Acquire) {
+                        return;
+                    }
+                    let vs = self.versions.lock();
+                    let mut st = self.state.lock();
+                    if st.poisoned.is_some() {
+                        return;
+                    }
+                    if !self.opts.disable_auto_compaction {
+                        if let Some(t) = pick(&st.version, &self.level_policy(), &st.busy, &vs.compact_pointers) {
+                            mark_busy(&mut st, &t);
+                            picked = Some((t, st.version.clone()));
+                            break;
+                        }
+                    }
+                    drop(vs);
+                    self.state_cv.wait_for(&mut st, Duration::from_millis(200));
+                    drop(st);
+                    self.delete_obsolete();
+                }
+                match picked {
+                    Some(p) => p,
+                    None => return,
+                }
+            };
+            let r = self.run_compaction(&task.0, &task.1);
+            {
+                let mut st = self.state.lock();
+                unmark_busy(&mut st, &task.0);
+                self.state_cv.notify_all();
+            }
+            self.delete_obsolete();
+            if let Err(e) = r {
+                self.poison(&e);
+                return;
+            }
+        }
+    }
+
+    /// Merges a task's inputs into the next level and installs the result.
+    fn run_compaction(&self, t: &CompactionTask, version: &Arc<Version>) -> Result<()> {
+        let out_level = t.output_level();
+        let mut edit = VersionEdit::default();
+        for f in t.inputs.iter() {
+            edit.deleted.push((t.level as u32, f.number));
+        }
+        for f in t.next_inputs.iter() {
+            edit.deleted.push((out_level as u32, f.number));
+        }
+        let mut written = 0;
+        if t.trivial_move {
+            for f in &t.inputs {
+                edit.added.push((out_level as u32, (**f).clone()));
+            }
+        } else {
+            let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+            if t.level == 0 {
+                for f in &t.inputs {
+                    children.push(Box::new(self.tables.get(f.number)?.iter()));
+                }
+            } else {
+                children.push(Box::new(LevelIter::new(self.tables.clone(), t.inputs.clone())));
+            }
+            if !t.next_inputs.is_empty() {
+                children.push(Box::new(LevelIter::new(self.tables.clone(), t.next_inputs.clone())));
+            }
+            let mut it = MergingIterator::new(children);
+            let oldest = self.oldest_snapshot();
+            let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(version, out_level, uk));
+            let next = || self.next_file_number();
+            let outputs =
+                build_tables(&self.build_ctx(&next, self.opts.target_file_size), &mut it, &mut dropper, &t.grandparents)?;
+            written = outputs.iter().map(|f| f.size).sum();
+            for f in outputs {
+                edit.added.push((out_level as u32, f));
+            }
+            self.counters.compaction_bytes_read.fetch_add(t.input_bytes(), Ordering::Relaxed);
+        }
+        if let Some(last) = t.inputs.iter().map(|f| &f.largest).max_by(|a, b| crate::key::compare_internal(a, b)) {
+            edit.compact_pointers.push((t.level as u32, last.clone()));
+        }
+        let mut vs = self.versions.lock();
+        vs.log_and_apply(edit)?;
+        self.counters.table_bytes_written.fetch_add(written, Ordering::Relaxed);
+        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        let mut st = self.state.lock();
+        st.version = vs.current();
+        st.installs += 1;
+        if !t.trivial_move {
+            st.obsolete.extend(t.all_inputs().cloned());
+        }
+        self.install_sv(&st);
+        self.state_cv.notify_all();
+        Ok(())
+    }
+
+    /// Deletes table files that no version references any more.
+    pub(crate) fn delete_obsolete(&self) {
+        let doomed: Vec<Arc<FileMeta>> = {
+            let mut st = self.state.lock();
+            let (dead, alive): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut st.obsolete).into_iter().partition(|f| Arc::strong_count(f) == 1);
+            st.obsolete = alive;
+            dead
+        };
+        for f in doomed {
+            self.tables.evict(f.number);
+            // Best effort: an undeleted orphan is removed at the next open.
+            let _ = self.fs.remove(&table_path(&self.dir, f.number));
+        }
+    }
+
+    /// Seals the memtable and waits until it and all earlier ones are in tables.
+    pub(crate) fn flush_all(&self) -> Result<()> {
+        self.check_writable()?;
+        let target = {
+            let mut w = self.write.lock();
+            if !w.mem.is_empty() {
+                self.switch_memtable(&mut w);
+            }
+            w.next_mem_id
+        };
+        let mut st = self.state.lock();
+        loop {
+            if let Some(p) = &st.poisoned {
+                return Err(Error::Poisoned(p.clone()));
+            }
+            if self.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            if !st.imms.front().map(|m| m.id() < target).unwrap_or(false) {
+                return Ok(());
+            }
+            self.state_cv.wait_for(&mut st, Duration::from_millis(50));
+        }
+    }
+
+    /// Flushes, then pushes every file overlapping `range` down to the deepest level.
+    pub(crate) fn compact_range(&self, range: KeyRange) -> Result<()> {
+        self.flush_all()?;
+        let (lo, hi) = range.user_bounds();
+        let policy = self.level_policy();
+        let mut level = 0;
+        loop {
+            let deepest = self.state.lock().version.deepest_level().unwrap_or(0).max(1);
+            if level >= deepest {
+                return Ok(());
+            }
+            loop {
+                let picked = {
+                    let mut st = self.state.lock();
+                    if let Some(p) = &st.poisoned {
+                        return Err(Error::Poisoned(p.clone()));
+                    }
+                    if st.version.overlapping(level, lo.as_deref(), hi.as_deref()).is_empty() {
+                        break;
+                    }
+                    match pick_range(&st.version, &policy, level, lo.as_deref(), hi.as_deref(), &st.busy) {
+                        Some(t) => {
+                            mark_busy(&mut st, &t);
+                            Some((t, st.version.clone()))
+                        }
+                        None => {
+                            self.state_cv.wait_for(&mut st, Duration::from_millis(20));
+                            None
+                        }
+                    }
+                };
+                if let Some((t, v)) = picked {
+                    let r = self.run_compaction(&t, &v);
+                    {
+                        let mut st = self.state.lock();
+                        unmark_busy(&mut st, &t);
+                        self.state_cv.notify_all();
+                    }
+                    self.delete_obsolete();
+                    if let Err(e) = r {
+                        self.poison(&e);
+                        return Err(e);
+                    }
+                }
+            }
+            level += 1;
+        }
+    }
+}
+
+fn in_l0(v: &Version, uk: &[u8]) -> bool {
+    v.files(0).iter().any(|f| f.smallest_user() <= uk && uk <= f.largest_user())
+}
+
+fn mark_busy(st: &mut State, t: &CompactionTask) {
+    for f in t.all_inputs() {
+        st.busy.insert(f.number);
+    }
+    st.compactions_running += 1;
+}
+
+fn unmark_busy(st: &mut State, t: &CompactionTask) {
+    for f in t.all_inputs() {
+        st.busy.remove(&f.number);
+    }
+    st.compactions_running = st.compactions_running.saturating_sub(1);
+}

@@ -1,0 +1,430 @@
+//! User iteration: the newest visible version of each key in a range,
+//! tombstones hidden, in either direction.
+
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use super::DbInner;
+use crate::error::{Error, Result};
+use crate::iterator::{InternalIterator, MergingIterator};
+use crate::key::{internal_key, Kind, ParsedKey, SeqNo, MAX_SEQ};
+
+/// A range of user keys. Built from any Rust range of byte strings:
+/// `..`, `b"a"..b"k"`, `"a".."k"`, `(Bound::Excluded(k), Bound::Unbounded)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRange {
+    /// Lower bound.
+    pub start: Bound<Vec<u8>>,
+    /// Upper bound.
+    pub end: Bound<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// Every key.
+    pub fn all() -> KeyRange {
+        KeyRange { start: Bound::Unbounded, end: Bound::Unbounded }
+    }
+
+    /// Keys starting with `prefix`.
+    pub fn prefix(prefix: impl AsRef<[u8]>) -> KeyRange {
+        let p = prefix.as_ref().to_vec();
+        let mut end = p.clone();
+        // The smallest key greater than every key with this prefix.
+        while let Some(last) = end.pop() {
+            if last < 0xff {
+                end.push(last + 1);
+                return KeyRange { start: Bound::Included(p), end: Bound::Excluded(end) };
+            }
+        }
+        KeyRange { start: Bound::Included(p), end: Bound::Unbounded }
+    }
+
+    /// Whether `k` is at or after the start.
+    pub fn after_start(&self, k: &[u8]) -> bool {
+        match &self.start {
+            Bound::Included(s) => k >= s.as_slice(),
+            Bound::Excluded(s) => k > s.as_slice(),
+            Bound::Unbounded => true,
+        }
+    }
+
+    /// Whether `k` is at or before the end.
+    pub fn before_end(&self, k: &[u8]) -> bool {
+        match &self.end {
+            Bound::Included(e) => k <= e.as_slice(),
+            Bound::Excluded(e) => k < e.as_slice(),
+            Bound::Unbounded => true,
+        }
+    }
+
+    /// Whether `k` is in the range.
+    pub fn contains(&self, k: &[u8]) -> bool {
+        self.after_start(k) && self.before_end(k)
+    }
+
+    /// Inclusive user-key bounds covering the range (for picking files).
+    pub(crate) fn user_bounds(&self) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+        let lo = match &self.start {
+            Bound::Included(s) | Bound::Excluded(s) => Some(s.clone()),
+            Bound::Unbounded => None,
+        };
+        let hi = match &self.end {
+            Bound::Included(e) | Bound::Excluded(e) => Some(e.clone()),
+            Bound::Unbounded => None,
+        };
+        (lo, hi)
+    }
+}
+
+fn conv<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+macro_rules! range_from {
+    ($($t:ty),*) => {$(
+        impl<K: AsRef<[u8]>> From<$t> for KeyRange {
+            fn from(r: $t) -> KeyRange {
+                KeyRange { start: conv(r.start_bound()), end: conv(r.end_bound()) }
+            }
+        }
+    )*};
+}
+range_from!(
+    std::ops::Range<K>,
+    std::ops::RangeInclusive<K>,
+    std::ops::RangeFrom<K>,
+    std::ops::RangeTo<K>,
+    std::ops::RangeToInclusive<K>,
+    (Bound<K>, Bound<K>)
+);
+
+impl From<std::ops::RangeFull> for KeyRange {
+    fn from(_: std::ops::RangeFull) -> KeyRange {
+        KeyRange::all()
+    }
+}
+
+fn parse(ikey: &[u8]) -> Result<ParsedKey<'_>> {
+    ParsedKey::parse(ikey).ok_or_else(|| Error::corruption("<iterator>", 0, "malformed internal key"))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// A cursor over user keys (LevelDB's DBIter): positioned on the newest
+/// version with sequence <= its snapshot, skipping tombstones.
+pub struct Cursor {
+    iter: MergingIterator,
+    seq: SeqNo,
+    range: KeyRange,
+    direction: Direction,
+    valid: bool,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl Cursor {
+    pub(crate) fn new(iter: MergingIterator, seq: SeqNo, range: KeyRange) -> Cursor {
+        Cursor { iter, seq, range, direction: Direction::Forward, valid: false, key: Vec::new(), value: Vec::new() }
+    }
+
+    /// Whether the cursor is on a key.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current key.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The current value.
+    pub fn value(&self) -> &[u8] {
+        &self.value
+    }
+
+
+    /// Moves to the first key of the range.
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.direction = Direction::Forward;
+        match self.range.start.clone() {
+            Bound::Unbounded => self.iter.seek_to_first()?,
+            Bound::Included(s) | Bound::Excluded(s) => self.iter.seek(&internal_key(&s, MAX_SEQ, Kind::Put))?,
+        }
+        let skip = match &self.range.start {
+            Bound::Excluded(s) => Some(s.clone()),
+            _ => None,
+        };
+        self.find_next(skip)
+    }
+
+    /// Moves to the first key >= `key` within the range.
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        if !self.range.after_start(key) {
+            return self.seek_to_first();
+        }
+        self.direction = Direction::Forward;
+        self.iter.seek(&internal_key(key, MAX_SEQ, Kind::Put))?;
+        self.find_next(None)
+    }
+
+    /// Moves to the last key of the range.
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        match self.range.end.clone() {
+            Bound::Unbounded => self.iter.seek_to_last()?,
+            // The last internal key of user key e is (e, seq 0, Delete).
+            Bound::Included(e) => self.iter.seek_for_prev(&internal_key(&e, 0, Kind::Delete))?,
+            Bound::Excluded(e) => {
+                self.iter.seek(&internal_key(&e, MAX_SEQ, Kind::Put))?;
+                if self.iter.valid() {
+                    self.iter.prev()?;
+                } else {
+                    self.iter.seek_to_last()?;
+                }
+            }
+        }
+        self.find_prev()
+    }
+
+    /// Moves to the next key.
+    pub fn next(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        if self.direction == Direction::Reverse {
+            // The merged cursor sits before this key's versions; step in.
+            self.direction = Direction::Forward;
+            if self.iter.valid() {
+                self.iter.next()?;
+            } else {
+                self.iter.seek_to_first()?;
+            }
+        } else {
+            self.iter.next()?;
+        }
+        let skip = std::mem::take(&mut self.key);
+        self.find_next(Some(skip))
+    }
+
+    /// Moves to the previous key.
+    pub fn prev(&mut self) -> Result<()> {
+        if !self.valid {
+            return Ok(());
+        }
+        if self.direction == Direction::Forward {
+            // Step back past every version of the current key.
+            loop {
+                self.iter.prev()?;
+                if !self.iter.valid() {
+                    self.valid = false;
+                    return Ok(());
+                }
+                if crate::key::user_key(self.iter.key()) < self.key.as_slice() {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev()
+    }
+
+    fn find_next(&mut self, mut skip: Option<Vec<u8>>) -> Result<()> {
+        while self.iter.valid() {
+            let p = parse(self.iter.key())?;
+            if !self.range.before_end(p.user_key) {
+                break;
+            }
+            let hidden = skip.as_deref().map(|s| p.user_key <= s).unwrap_or(false);
+            if p.seq <= self.seq && !hidden {
+                match p.kind {
+                    Kind::Delete => skip = Some(p.user_key.to_vec()),
+                    Kind::Put => {
+                        self.key.clear();
+                        self.key.extend_from_slice(p.user_key);
+                        self.value.clear();
+                        self.value.extend_from_slice(self.iter.value());
+                        self.valid = true;
+                        return Ok(());
+                    }
+                }
+            }
+            self.iter.next()?;
+        }
+        self.valid = false;
+        Ok(())
+    }
+
+    fn find_prev(&mut self) -> Result<()> {
+        self.direction = Direction::Reverse;
+        let mut kind = Kind::Delete;
+        while self.iter.valid() {
+            let p = parse(self.iter.key())?;
+            if p.seq <= self.seq {
+                if kind != Kind::Delete && p.user_key < self.key.as_slice() {
+                    break;
+                }
+                if !self.range.after_start(p.user_key) {
+                    if kind == Kind::Delete {
+                        break;
+                    }
+                } else {
+                    kind = p.kind;
+                    self.key.clear();
+                    self.value.clear();
+                    if kind == Kind::Put {
+                        self.key.extend_from_slice(p.user_key);
+                        self.value.extend_from_slice(self.iter.value());
+                    }
+                }
+            }
+            self.iter.prev()?;
+        }
+        self.valid = kind == Kind::Put;
+        Ok(())
+    }
+}
+
+/// Iterates a key range in order, forward (`next`) or backward (`rev`,
+/// `next_back`), at the sequence number it was created with.
+///
+/// Items are `(key, value)`. A read error ends the iteration; check
+/// [`DbIter::status`] afterwards (or use [`DbIter::try_next`]).
+pub struct DbIter {
+    db: Arc<DbInner>,
+    range: KeyRange,
+    seq: SeqNo,
+    front: Option<Cursor>,
+    back: Option<Cursor>,
+    front_last: Option<Vec<u8>>,
+    back_last: Option<Vec<u8>>,
+    done: bool,
+    error: Option<Error>,
+    _pin: Option<super::Snapshot>,
+}
+
+impl DbIter {
+    pub(crate) fn new(db: Arc<DbInner>, range: KeyRange, seq: SeqNo, pin: Option<super::Snapshot>) -> Result<DbIter> {
+        Ok(DbIter {
+            db,
+            range,
+            seq,
+            front: None,
+            back: None,
+            front_last: None,
+            back_last: None,
+            done: false,
+            error: None,
+            _pin: pin,
+        })
+    }
+
+    /// A positionable cursor over the same range and sequence.
+    pub fn cursor(&self) -> Result<Cursor> {
+        Ok(Cursor::new(self.db.merged_iter()?, self.seq, self.range.clone()))
+    }
+
+    /// The error that ended iteration, if any.
+    pub fn status(&self) -> Result<(), &Error> {
+        match &self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Like `next`, but reports errors.
+    pub fn try_next(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        match self.step_front() {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                self.done = true;
+                Err(e)
+            }
+        }
+    }
+
+    fn step_front(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.done {
+            return Ok(None);
+        }
+        let c = match &mut self.front {
+            Some(c) => {
+                c.next()?;
+                c
+            }
+            None => {
+                let mut c = Cursor::new(self.db.merged_iter()?, self.seq, self.range.clone());
+                c.seek_to_first()?;
+                self.front.insert(c)
+            }
+        };
+        if !c.valid() || self.back_last.as_deref().map(|b| c.key() >= b).unwrap_or(false) {
+            self.done = true;
+            return Ok(None);
+        }
+        let kv = (c.key().to_vec(), std::mem::take(&mut c.value));
+        self.front_last = Some(kv.0.clone());
+        Ok(Some(kv))
+    }
+
+    fn step_back(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if self.done {
+            return Ok(None);
+        }
+        let c = match &mut self.back {
+            Some(c) => {
+                c.prev()?;
+                c
+            }
+            None => {
+                let mut c = Cursor::new(self.db.merged_iter()?, self.seq, self.range.clone());
+                c.seek_to_last()?;
+                self.back.insert(c)
+            }
+        };
+        if !c.valid() || self.front_last.as_deref().map(|f| c.key() <= f).unwrap_or(false) {
+            self.done = true;
+            return Ok(None);
+        }
+        let kv = (c.key().to_vec(), std::mem::take(&mut c.value));
+        self.back_last = Some(kv.0.clone());
+        Ok(Some(kv))
+    }
+}
+
+impl Iterator for DbIter {
+    type Item = (Vec<u8>, Vec<u8>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.step_front() {
+            Ok(v) => v,
+            Err(e) => {
+                self.error = Some(e);
+                self.done = true;
+                None
+            }
+        }
+    }
+}
+
+impl DoubleEndedIterator for DbIter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self.step_back() {
+            Ok(v) => v,
+            Err(e) => {
+                self.error = Some(e);
+                self.done = true;
+                None
+            }
+        }
+    }
+}

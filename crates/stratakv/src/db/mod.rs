@@ -1,0 +1,358 @@
+//! The database: write path, read path, background work.
+//!
+//! # Locks, in the only order they are taken
+//!
+//! * `write` (reservation: sequence numbers, log space, the mutable memtable)
+//!   → `state` (sealed memtables, the version readers see, stall/poison)
+//! * `versions` (the MANIFEST) → `state`
+//!
+//! Nobody takes `write` or `versions` while holding `state`, and nobody
+//! takes `write` while holding `versions`.
+
+mod background;
+mod iter;
+mod open;
+mod pipeline;
+mod snapshot;
+mod stats;
+mod write;
+
+pub use iter::{DbIter, KeyRange};
+pub use snapshot::Snapshot;
+pub use stats::{LevelStats, Stats};
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+use strata_pmem::{Extent, ExtentWriter, Region};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, Fs};
+use crate::iterator::{InternalIterator, MergingIterator};
+use crate::key::{SeqNo, MAX_KEY_LEN};
+use crate::memtable::{Lookup, Memtable};
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::sstable::TableOptions;
+use crate::version::{FileMeta, TableCache, Version, VersionSet};
+
+use pipeline::Pipeline;
+
+/// What a reader needs, swapped atomically: memtables and the version.
+pub(crate) struct SuperVersion {
+    pub mem: Arc<Memtable>,
+    /// Sealed memtables, newest first.
+    pub imms: Vec<Arc<Memtable>>,
+    pub version: Arc<Version>,
+}
+
+/// Reservation state: who writes where, with which sequence numbers.
+pub(crate) struct WriteState {
+    pub mem: Arc<Memtable>,
+    pub writer: Option<ExtentWriter>,
+    pub log_number: u64,
+    pub next_log_number: u64,
+    pub next_seq: SeqNo,
+    pub next_mem_id: u64,
+}
+
+/// Shared state of the background work.
+pub(crate) struct State {
+    pub mem: Arc<Memtable>,
+    /// Sealed memtables, oldest first.
+    pub imms: VecDeque<Arc<Memtable>>,
+    pub version: Arc<Version>,
+    /// Files being compacted.
+    pub busy: HashSet<u64>,
+    /// Files removed from the version, deleted once no version uses them.
+    pub obsolete: Vec<Arc<FileMeta>>,
+    /// Set when a write or background failure leaves durable state unknown.
+    pub poisoned: Option<String>,
+    pub compactions_running: usize,
+    /// Bumped whenever a flush or compaction installs a version.
+    pub installs: u64,
+}
+
+/// Counters behind [`Stats`].
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub user_bytes: AtomicU64,
+    pub writes: AtomicU64,
+    pub table_bytes_written: AtomicU64,
+    pub flushes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub compaction_bytes_read: AtomicU64,
+    pub stall_micros: AtomicU64,
+    pub slowdowns: AtomicU64,
+    pub gets: AtomicU64,
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub opts: Options,
+    pub fs: Arc<dyn Fs>,
+    _lock: Box<dyn FileLock>,
+    pub region: Region,
+    pub region_path: PathBuf,
+    pub tables: Arc<TableCache>,
+    pub write: Mutex<WriteState>,
+    pub pipeline: Pipeline,
+    pub state: Mutex<State>,
+    /// Signalled when background work may be due or has finished.
+    pub state_cv: Condvar,
+    pub versions: Mutex<VersionSet>,
+    pub sv: ArcSwap<SuperVersion>,
+    pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
+    /// Log extents that may hold data not yet msynced.
+    pub unsynced: Mutex<Vec<Extent>>,
+    pub shutting_down: AtomicBool,
+    /// Mirrors `state.poisoned.is_some()` for a lock-free check on the write path.
+    pub poisoned_flag: AtomicBool,
+    pub counters: Counters,
+    pub threads: Mutex<Vec<JoinHandle<()>>>,
+    pub recovery_micros: u64,
+    pub table_opts: TableOptions,
+}
+
+/// An open database. Cheap to clone; every clone is the same database,
+/// and it is closed when the last clone is dropped (or by [`Db::close`]).
+#[derive(Clone)]
+pub struct Db {
+    inner: Arc<DbInner>,
+    _guard: Arc<CloseGuard>,
+}
+
+/// Shuts the database down when the last `Db` clone goes away. Background
+/// threads hold `Arc<DbInner>` but not this guard.
+struct CloseGuard {
+    inner: Arc<DbInner>,
+}
+
+impl Drop for CloseGuard {
+    fn drop(&mut self) {
+        // Errors cannot be reported from Drop; `Db::close` reports them.
+        let _ = self.inner.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.inner.dir).finish()
+    }
+}
+
+impl Db {
+    /// Opens (creating if allowed) the database in `dir`, recovering
+    /// whatever a crash left in the PM log.
+    pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = open::open(dir.as_ref(), opts)?;
+        Ok(Db { _guard: Arc::new(CloseGuard { inner: inner.clone() }), inner })
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// Sets `key` to `value` with write options (e.g. `sync`).
+    pub fn put_opt(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, wo: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write_opt(&b, wo)
+    }
+
+    /// Removes `key` (a no-op if absent).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// Removes `key` with write options.
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, wo: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write_opt(&b, wo)
+    }
+
+    /// Applies a batch atomically: all of it or none, also after a crash.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(&batch, &WriteOptions::default())
+    }
+
+    /// Applies a batch atomically with write options.
+    pub fn write_opt(&self, batch: &WriteBatch, wo: &WriteOptions) -> Result<()> {
+        self.inner.write(batch, wo.sync)
+    }
+
+    /// The current value of `key`.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    /// The value of `key` as of `ro.snapshot` (or now).
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, ro: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        if key.len() > MAX_KEY_LEN {
+            return Err(Error::InvalidArgument(format!("key of {} bytes exceeds the limit", key.len())));
+        }
+        let seq = ro.snapshot.unwrap_or_else(|| self.inner.pipeline.visible());
+        self.inner.get_at(key, seq)
+    }
+
+    /// Values of several keys, read at one consistent point.
+    pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        let seq = self.inner.pipeline.visible();
+        keys.iter().map(|k| self.inner.get_at(k.as_ref(), seq)).collect()
+    }
+
+    /// A consistent read view at the current point; released when dropped.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::new(self.inner.clone())
+    }
+
+    /// Iterates the keys in `range` (both directions; see [`DbIter`]).
+    pub fn iter(&self, range: impl Into<KeyRange>) -> Result<DbIter> {
+        let seq = self.inner.pipeline.visible();
+        DbIter::new(self.inner.clone(), range.into(), seq, None)
+    }
+
+    /// Iterates `range` as of a snapshot sequence.
+    pub fn iter_opt(&self, range: impl Into<KeyRange>, ro: &ReadOptions) -> Result<DbIter> {
+        let seq = ro.snapshot.unwrap_or_else(|| self.inner.pipeline.visible());
+        DbIter::new(self.inner.clone(), range.into(), seq, None)
+    }
+
+    /// Seals the memtable and waits until everything written so far is in tables.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_all()
+    }
+
+    /// Compacts every level overlapping `range` down to the bottom, dropping
+    /// overwritten versions and tombstones not needed by snapshots.
+    pub fn compact_range(&self, range: impl Into<KeyRange>) -> Result<()> {
+        self.inner.compact_range(range.into())
+    }
+
+    /// Counters and the shape of the tree.
+    pub fn stats(&self) -> Stats {
+        self.inner.stats()
+    }
+
+    /// Reads every table block and checks every checksum and the key order.
+    /// Returns the number of table entries verified.
+    pub fn verify_checksums(&self) -> Result<u64> {
+        self.inner.verify()
+    }
+
+    /// Makes every write so far durable against power loss (msync of the log).
+    pub fn sync(&self) -> Result<()> {
+        self.inner.sync_log()
+    }
+
+    /// Stops background work, syncs the log and releases the directory.
+    /// Other clones of this `Db` get `Error::Closed` afterwards.
+    pub fn close(self) -> Result<()> {
+        self.inner.shutdown()
+    }
+
+    /// The data directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+}
+
+impl DbInner {
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        if let Some(p) = &self.state.lock().poisoned {
+            return Err(Error::Poisoned(p.clone()));
+        }
+        Ok(())
+    }
+
+    /// Refuses further writes until the database is reopened.
+    pub(crate) fn poison(&self, why: &Error) {
+        let mut st = self.state.lock();
+        if st.poisoned.is_none() {
+            st.poisoned = Some(why.to_string());
+        }
+        self.poisoned_flag.store(true, Ordering::Release);
+        self.state_cv.notify_all();
+    }
+
+    pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        self.counters.gets.fetch_add(1, Ordering::Relaxed);
+        let sv = self.sv.load();
+        for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+            match m.get(key, seq)? {
+                Lookup::Found(v) => return Ok(Some(v)),
+                Lookup::Deleted => return Ok(None),
+                Lookup::Missing => {}
+            }
+        }
+        match sv.version.get(&self.tables, key, seq)? {
+            Lookup::Found(v) => Ok(Some(v)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Cursors over every source, newest first, pinned by the returned superversion.
+    pub(crate) fn source_iters(&self) -> Result<Vec<Box<dyn InternalIterator>>> {
+        let sv = self.sv.load_full();
+        let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
+        out.push(Box::new(sv.mem.iter()));
+        for m in &sv.imms {
+            out.push(Box::new(m.iter()));
+        }
+        sv.version.add_iterators(&self.tables, &mut out)?;
+        Ok(out)
+    }
+
+    pub(crate) fn merged_iter(&self) -> Result<MergingIterator> {
+        Ok(MergingIterator::new(self.source_iters()?))
+    }
+
+    /// Rebuilds the readers' view from `st` (call with `state` held).
+    pub(crate) fn install_sv(&self, st: &State) {
+        self.sv.store(Arc::new(SuperVersion {
+            mem: st.mem.clone(),
+            imms: st.imms.iter().rev().cloned().collect(),
+            version: st.version.clone(),
+        }));
+    }
+
+    /// Oldest sequence any reader may still read at.
+    pub(crate) fn oldest_snapshot(&self) -> SeqNo {
+        let snaps = self.snapshots.lock();
+        let visible = self.pipeline.visible();
+        snaps.keys().next().copied().map(|s| s.min(visible)).unwrap_or(visible)
+    }
+
+    pub(crate) fn sync_log(&self) -> Result<()> {
+        let list: Vec<Extent> = self.unsynced.lock().clone();
+        for e in &list {
+            self.region.sync(e.offset(), e.len()).map_err(|err| Error::from_pm(&self.region_path, err))?;
+        }
+        // Keep only what may still receive writes (the newest extent).
+        let mut u = self.unsynced.lock();
+        let keep_from = list.len().saturating_sub(1);
+        let done: Vec<u64> = list.iter().take(keep_from).map(|e| e.offset()).collect();
+        u.retain(|e| !done.contains(&e.offset()));
+        Ok(())
+    }
+
+    fn verify(&self) -> Result<u64> {
+        let v = self.sv.load().version.clone();
+        let mut n = 0;
+        for f in v.levels.iter().flatten() {
+            n += self.tables.get(f.number)?.verify()?;
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,196 @@
+//! Opening a database: lock, MANIFEST replay, PM log recovery.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::io;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+use strata_pmem::{Backing, Region, RegionOptions};
+
+use super::pipeline::Pipeline;
+use super::{Counters, DbInner, State, SuperVersion, WriteState};
+use crate::error::{Error, Result};
+use crate::log::{scan_extent, EXTENT_KIND_LOG};
+use crate::memtable::Memtable;
+use crate::options::{L0Kind, Options};
+use crate::sstable::{BlockCache, TableOptions};
+use crate::version::filename::{self, lock_path, FileKind};
+use crate::version::{TableCache, VersionEdit, VersionSet};
+
+/// Name of the region file inside the PM directory.
+pub const REGION_FILE: &str = "strata.pm";
+
+pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
+    let started = Instant::now();
+    opts.validate().map_err(Error::InvalidArgument)?;
+    let fs = opts.fs.clone();
+    if !fs.exists(dir) && !opts.create_if_missing {
+        return Err(Error::InvalidArgument(format!("{} does not exist (create_if_missing is off)", dir.display())));
+    }
+    fs.create_dir_all(dir).map_err(|e| Error::io(dir, "create dir", e))?;
+    let lpath = lock_path(dir);
+    let lock = fs.lock(&lpath).map_err(|e| match e.kind() {
+        io::ErrorKind::WouldBlock => Error::Locked { path: dir.to_path_buf() },
+        _ => Error::io(&lpath, "lock", e),
+    })?;
+    let exists = VersionSet::exists(&*fs, dir);
+    if exists && opts.error_if_exists {
+        return Err(Error::InvalidArgument(format!("{} already holds a database", dir.display())));
+    }
+    if !exists && !opts.create_if_missing {
+        return Err(Error::InvalidArgument(format!("{} holds no database", dir.display())));
+    }
+    let mut vs = if exists {
+        VersionSet::recover(fs.clone(), dir)?
+    } else {
+        VersionSet::create(fs.clone(), dir, opts.l0.code())?
+    };
+    // A database keeps the L0 layout it was created with.
+    opts.l0 = match vs.l0_kind {
+        Some(1) => L0Kind::Matrix,
+        _ => L0Kind::Sstable,
+    };
+
+    let pm_dir = opts.pm_dir.clone().unwrap_or_else(|| dir.join("pm"));
+    let region_path = pm_dir.join(REGION_FILE);
+    let backing = match &opts.pm_sim {
+        Some(sim) => Backing::Sim(sim.clone()),
+        None => {
+            std::fs::create_dir_all(&pm_dir).map_err(|e| Error::io(&pm_dir, "create dir", e))?;
+            Backing::File(region_path.clone())
+        }
+    };
+    let ropts = RegionOptions {
+        len: opts.pm_size,
+        slot_bytes: opts.slot_bytes(),
+        write_latency_ns: opts.pm_write_latency_ns,
+        create: true,
+        expect_id: vs.pm_region_id,
+    };
+    let (region, _outcome) = Region::open(backing, &ropts).map_err(|e| Error::from_pm(&region_path, e))?;
+    if vs.pm_region_id.is_none() {
+        vs.log_and_apply(VersionEdit { pm_region_id: Some(region.id()), ..Default::default() })?;
+    }
+
+    // Rebuild the memtable from the live log extents, in log order.
+    let heads = region.heads().map_err(|e| Error::from_pm(&region_path, e))?;
+    let max_number = heads.iter().map(|h| h.number).max().unwrap_or(0);
+    let mut logs: Vec<_> = heads.iter().filter(|h| h.kind == EXTENT_KIND_LOG).copied().collect();
+    logs.sort_by_key(|h| h.number);
+    let mem = Arc::new(Memtable::new(1, region.clone(), region_path.clone(), vs.log_number));
+    let mut next_seq = Some(vs.last_sequence + 1);
+    for h in logs {
+        if h.number < vs.log_number {
+            // Its data is in tables; forget it.
+            region.retire(h).map_err(|e| Error::from_pm(&region_path, e))?;
+            continue;
+        }
+        let ext = region.adopt(h).map_err(|e| Error::from_pm(&region_path, e))?;
+        let mut accepted = 0u64;
+        scan_extent(&ext, h.number, &mut next_seq, &region_path, |entry| {
+            for (i, rec) in entry.records.iter().enumerate() {
+                mem.add(entry.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32);
+            }
+            mem.charge(entry.len as usize);
+            accepted += 1;
+            Ok(())
+        })?;
+        if accepted == 0 {
+            // Nothing here continues the log: written after a gap (never
+            // acknowledged) or never written. Erase it so that a later
+            // recovery cannot mistake it for part of the log.
+            drop(ext);
+            region.retire(h).map_err(|e| Error::from_pm(&region_path, e))?;
+        } else {
+            mem.hold_extent(ext);
+        }
+    }
+    let last_seq = next_seq.map(|s| s - 1).unwrap_or(vs.last_sequence).max(vs.last_sequence);
+    mem.note_seq(last_seq);
+
+    remove_orphans(&*fs, dir, &vs);
+
+    let blocks = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+    let tables = Arc::new(TableCache::new(fs.clone(), dir, blocks));
+    let version = vs.current();
+    let write = WriteState {
+        mem: mem.clone(),
+        writer: None,
+        log_number: 0,
+        next_log_number: (max_number + 1).max(vs.log_number),
+        next_seq: last_seq + 1,
+        next_mem_id: 2,
+    };
+    let state = State {
+        mem: mem.clone(),
+        imms: VecDeque::new(),
+        version: version.clone(),
+        busy: HashSet::new(),
+        obsolete: Vec::new(),
+        poisoned: None,
+        compactions_running: 0,
+        installs: 0,
+    };
+    let sv = SuperVersion { mem: mem.clone(), imms: Vec::new(), version };
+    let inner = Arc::new(DbInner {
+        dir: dir.to_path_buf(),
+        fs,
+        _lock: lock,
+        region,
+        region_path,
+        tables,
+        write: Mutex::new(write),
+        pipeline: Pipeline::new(last_seq),
+        state: Mutex::new(state),
+        state_cv: Condvar::new(),
+        versions: Mutex::new(vs),
+        sv: ArcSwap::from_pointee(sv),
+        snapshots: Mutex::new(BTreeMap::new()),
+        unsynced: Mutex::new(Vec::new()),
+        shutting_down: AtomicBool::new(false),
+        poisoned_flag: AtomicBool::new(false),
+        counters: Counters::default(),
+        threads: Mutex::new(Vec::new()),
+        recovery_micros: started.elapsed().as_micros() as u64,
+        table_opts: TableOptions {
+            block_size: opts.block_size,
+            restart_interval: opts.block_restart_interval,
+            bloom_bits_per_key: opts.bloom_bits_per_key,
+            compression: opts.compression,
+        },
+        opts,
+    });
+    {
+        let mut w = inner.write.lock();
+        if w.mem.approximate_bytes() >= inner.opts.write_buffer_size {
+            inner.switch_memtable(&mut w);
+        }
+    }
+    if let Err(e) = inner.start_threads() {
+        let _ = inner.shutdown();
+        return Err(e);
+    }
+    Ok(inner)
+}
+
+/// Removes files a crash left behind: tables no version references,
+/// temporary files, old MANIFESTs. Best effort.
+fn remove_orphans(fs: &dyn crate::fs::Fs, dir: &Path, vs: &VersionSet) {
+    let live = vs.live_files();
+    let Ok(names) = fs.list(dir) else { return };
+    for name in names {
+        let remove = match filename::parse(&name) {
+            Some(FileKind::Table(n)) => !live.contains(&n),
+            Some(FileKind::Temp) => true,
+            Some(FileKind::Manifest(n)) => n != vs.manifest_number(),
+            _ => false,
+        };
+        if remove {
+            let _ = fs.remove(&dir.join(&name));
+        }
+    }
+}

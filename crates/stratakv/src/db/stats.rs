@@ -1,0 +1,201 @@
+//! Counters and the shape of the tree, for `Db::stats` and `strata stats`.
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+
+use super::DbInner;
+
+/// One level of the tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LevelStats {
+    /// Level number.
+    pub level: usize,
+    /// Table files.
+    pub files: usize,
+    /// Bytes in those files.
+    pub bytes: u64,
+}
+
+/// A snapshot of the engine's counters.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// What L0 is made of (`sstable` or `matrix`).
+    pub l0: &'static str,
+    /// Every level, L0 first.
+    pub levels: Vec<LevelStats>,
+    /// Levels holding at least one file.
+    pub nonempty_levels: usize,
+    /// Bytes attributed to the mutable memtable (DRAM index + PM entries).
+    pub memtable_bytes: u64,
+    /// Entries in the mutable memtable.
+    pub memtable_entries: u64,
+    /// Sealed memtables waiting for flush.
+    pub immutable_memtables: usize,
+    /// Where the PM region lives (`dax`, `file`, `shm`, `sim`).
+    pub pm_placement: &'static str,
+    /// PM region size.
+    pub pm_region_bytes: u64,
+    /// PM slot size.
+    pub pm_slot_bytes: u64,
+    /// PM slots in total.
+    pub pm_slots: u64,
+    /// PM slots leased (log extents, rows).
+    pub pm_slots_used: u64,
+    /// Bytes stored into PM since open.
+    pub pm_bytes_written: u64,
+    /// PM persist (flush + fence) operations since open.
+    pub pm_persists: u64,
+    /// msync calls since open.
+    pub pm_syncs: u64,
+    /// Highest published sequence number.
+    pub last_sequence: u64,
+    /// Updates written since open.
+    pub writes: u64,
+    /// Key and value bytes the user wrote since open (encoded batches).
+    pub user_bytes_written: u64,
+    /// Table bytes written by flushes and compactions since open.
+    pub table_bytes_written: u64,
+    /// MANIFEST bytes written since open.
+    pub manifest_bytes_written: u64,
+    /// Bytes written to the SSD since open (tables + MANIFEST).
+    pub device_bytes_written: u64,
+    /// SSD bytes written per user byte (device / user).
+    pub write_amplification: f64,
+    /// Memtable flushes since open.
+    pub flushes: u64,
+    /// Compactions since open.
+    pub compactions: u64,
+    /// Bytes read by compactions since open.
+    pub compaction_bytes_read: u64,
+    /// Time writers spent stopped by back-pressure, in microseconds.
+    pub stall_micros: u64,
+    /// Writes delayed by the L0 slowdown trigger.
+    pub slowdowns: u64,
+    /// Bytes in the block cache.
+    pub block_cache_bytes: u64,
+    /// DRAM held by table indexes and filters.
+    pub table_index_bytes: u64,
+    /// How long the last open took, recovery included, in microseconds.
+    pub recovery_micros: u64,
+    /// Why the database refuses writes, if it does.
+    pub poisoned: Option<String>,
+}
+
+impl DbInner {
+    pub(crate) fn stats(&self) -> Stats {
+        let (version, mem, imms, poisoned) = {
+            let st = self.state.lock();
+            (st.version.clone(), st.mem.clone(), st.imms.len(), st.poisoned.clone())
+        };
+        let levels: Vec<LevelStats> = version
+            .levels
+            .iter()
+            .enumerate()
+            .map(|(level, files)| LevelStats { level, files: files.len(), bytes: files.iter().map(|f| f.size).sum() })
+            .collect();
+        let manifest = self.versions.lock().manifest_bytes_written;
+        let c = &self.counters;
+        let user = c.user_bytes.load(Ordering::Relaxed);
+        let tables = c.table_bytes_written.load(Ordering::Relaxed);
+        let device = tables + manifest;
+        let pm = self.region.stats();
+        Stats {
+            l0: self.opts.l0.name(),
+            nonempty_levels: version.nonempty_levels(),
+            levels,
+            memtable_bytes: mem.approximate_bytes() as u64,
+            memtable_entries: mem.len() as u64,
+            immutable_memtables: imms,
+            pm_placement: self.region.placement().name(),
+            pm_region_bytes: self.region.len(),
+            pm_slot_bytes: self.region.slot_bytes(),
+            pm_slots: self.region.slot_count(),
+            pm_slots_used: self.region.slot_count() - self.region.free_slots(),
+            pm_bytes_written: pm.bytes_written,
+            pm_persists: pm.persists,
+            pm_syncs: pm.syncs,
+            last_sequence: self.pipeline.visible(),
+            writes: c.writes.load(Ordering::Relaxed),
+            user_bytes_written: user,
+            table_bytes_written: tables,
+            manifest_bytes_written: manifest,
+            device_bytes_written: device,
+            write_amplification: if user == 0 { 0.0 } else { device as f64 / user as f64 },
+            flushes: c.flushes.load(Ordering::Relaxed),
+            compactions: c.compactions.load(Ordering::Relaxed),
+            compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
+            stall_micros: c.stall_micros.load(Ordering::Relaxed),
+            slowdowns: c.slowdowns.load(Ordering::Relaxed),
+            block_cache_bytes: self.tables.block_cache().map(|b| b.used_bytes()).unwrap_or(0),
+            table_index_bytes: self.tables.memory_bytes() as u64,
+            recovery_micros: self.recovery_micros,
+            poisoned,
+        }
+    }
+}
+
+fn mib(b: u64) -> f64 {
+    b as f64 / (1u64 << 20) as f64
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "l0 layout:            {}", self.l0)?;
+        writeln!(f, "levels in use:        {}", self.nonempty_levels)?;
+        writeln!(f, "level  files        MiB")?;
+        for l in &self.levels {
+            writeln!(f, "  L{}  {:>6}  {:>10.2}", l.level, l.files, mib(l.bytes))?;
+        }
+        writeln!(
+            f,
+            "memtable:             {:.2} MiB, {} entries; {} sealed waiting",
+            mib(self.memtable_bytes),
+            self.memtable_entries,
+            self.immutable_memtables
+        )?;
+        writeln!(
+            f,
+            "PM region:            {} ({:.0} MiB, {} slots of {} KiB, {} used)",
+            self.pm_placement,
+            mib(self.pm_region_bytes),
+            self.pm_slots,
+            self.pm_slot_bytes / 1024,
+            self.pm_slots_used
+        )?;
+        writeln!(
+            f,
+            "PM traffic:           {:.2} MiB written, {} persists, {} msyncs",
+            mib(self.pm_bytes_written),
+            self.pm_persists,
+            self.pm_syncs
+        )?;
+        writeln!(f, "last sequence:        {}", self.last_sequence)?;
+        writeln!(
+            f,
+            "since open:           {} writes, {:.2} MiB user data, {:.2} MiB to SSD (write amp {:.2})",
+            self.writes,
+            mib(self.user_bytes_written),
+            mib(self.device_bytes_written),
+            self.write_amplification
+        )?;
+        writeln!(
+            f,
+            "background:           {} flushes, {} compactions ({:.2} MiB read)",
+            self.flushes,
+            self.compactions,
+            mib(self.compaction_bytes_read)
+        )?;
+        writeln!(f, "write stalls:         {} ms stopped, {} slowed writes", self.stall_micros / 1000, self.slowdowns)?;
+        writeln!(
+            f,
+            "DRAM:                 {:.2} MiB block cache, {:.2} MiB table indexes/filters",
+            mib(self.block_cache_bytes),
+            mib(self.table_index_bytes)
+        )?;
+        writeln!(f, "open took:            {:.1} ms", self.recovery_micros as f64 / 1000.0)?;
+        if let Some(p) = &self.poisoned {
+            writeln!(f, "REFUSING WRITES:      {p}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,199 @@
+//! The write path: back-pressure, reservation, copy into PM, publication.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use strata_pmem::{Placement, PmError, Slot};
+
+use super::{DbInner, WriteState};
+use crate::batch::{Records, WriteBatch};
+use crate::error::{Error, Result};
+use crate::log::{entry_len, write_entry, EXTENT_KIND_LOG, HEADER_LEN};
+use crate::memtable::Memtable;
+use crate::options::L0Kind;
+
+/// Space and sequence numbers handed to one writer.
+struct Reserved {
+    slot: Slot,
+    seq: u64,
+    mem: Arc<Memtable>,
+    log_number: u64,
+}
+
+impl DbInner {
+    /// Whether `sync` writes need an msync (an ordinary-file region).
+    pub(crate) fn needs_msync(&self) -> bool {
+        self.region.placement() == Placement::File
+    }
+
+    pub(crate) fn write(&self, batch: &WriteBatch, sync: bool) -> Result<()> {
+        if let Some(why) = batch.invalid() {
+            return Err(Error::InvalidArgument(why.to_string()));
+        }
+        self.check_writable()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let body = batch.rep();
+        if HEADER_LEN + body.len() > u32::MAX as usize {
+            return Err(Error::InvalidArgument(format!("batch of {} bytes is too large", body.len())));
+        }
+        let len = entry_len(body.len());
+        let data_bytes = self.region.slot_count().saturating_sub(2) * self.region.slot_bytes();
+        if len > data_bytes / 2 {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {len} bytes does not fit the PM region ({} bytes); enlarge pm_size",
+                self.region.len()
+            )));
+        }
+        let count = batch.count();
+        self.make_room()?;
+        let mut r = self.reserve(len, count)?;
+        let first = r.seq;
+        let last = first + count as u64 - 1;
+        let filled = self.fill(&mut r, body, count);
+        if let Err(e) = &filled {
+            // The log now has a hole at our entry: nothing after it may be
+            // acknowledged, so stop accepting writes.
+            self.poison(e);
+        }
+        drop(r);
+        let published = self.pipeline.publish(first, last, sync && self.needs_msync(), &|| self.sync_log());
+        if let Err(e) = &published {
+            self.poison(e);
+        }
+        filled?;
+        published?;
+        if self.poisoned_flag.load(Ordering::Acquire) {
+            // An earlier write in the log failed; ours would not survive recovery.
+            self.check_writable()?;
+        }
+        self.counters.user_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        self.counters.writes.fetch_add(count as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Copies the entry into PM (payload, persist, commit word, persist) and
+    /// indexes its records in the memtable.
+    fn fill(&self, r: &mut Reserved, body: &[u8], count: u32) -> Result<()> {
+        write_entry(&mut r.slot, r.log_number, r.seq, count, body).map_err(|e| Error::from_pm(&self.region_path, e))?;
+        let base = r.slot.offset() + HEADER_LEN as u64;
+        for (i, rec) in Records::new(body, base).enumerate() {
+            let rec = rec.map_err(|at| Error::corruption(&self.region_path, at, "batch does not decode"))?;
+            r.mem.add(r.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32);
+        }
+        Ok(())
+    }
+
+    /// Waits while the tree is too far behind (LevelDB-style slowdown, then stop).
+    fn make_room(&self) -> Result<()> {
+        let mut slowed = false;
+        let mut stalled: Option<Instant> = None;
+        let mut st = self.state.lock();
+        let result = loop {
+            if let Some(p) = &st.poisoned {
+                break Err(Error::Poisoned(p.clone()));
+            }
+            if self.shutting_down.load(Ordering::Acquire) {
+                break Err(Error::Closed);
+            }
+            let l0 = if self.opts.l0 == L0Kind::Sstable { st.version.files(0).len() } else { 0 };
+            let mem_full = st.mem.approximate_bytes() >= self.opts.write_buffer_size;
+            let mems_full = mem_full && st.imms.len() + 1 >= self.opts.max_write_buffer_number;
+            if l0 >= self.opts.l0_stop_writes_trigger || mems_full {
+                stalled.get_or_insert_with(Instant::now);
+                self.state_cv.notify_all();
+                self.state_cv.wait_for(&mut st, Duration::from_millis(100));
+                continue;
+            }
+            if !slowed && l0 >= self.opts.l0_slowdown_writes_trigger {
+                drop(st);
+                self.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(1));
+                slowed = true;
+                st = self.state.lock();
+                continue;
+            }
+            break Ok(());
+        };
+        if let Some(t) = stalled {
+            self.counters.stall_micros.fetch_add(t.elapsed().as_micros() as u64, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Reserves `len` bytes of log and `count` sequence numbers.
+    fn reserve(&self, len: u64, count: u32) -> Result<Reserved> {
+        let start = Instant::now();
+        let mut w = self.write.lock();
+        loop {
+            if w.mem.approximate_bytes() >= self.opts.write_buffer_size && !w.mem.is_empty() {
+                let imms = self.state.lock().imms.len();
+                if imms + 1 < self.opts.max_write_buffer_number {
+                    self.switch_memtable(&mut w);
+                }
+            }
+            if let Some(writer) = w.writer.as_mut() {
+                if let Some(slot) = writer.reserve(len) {
+                    let seq = w.next_seq;
+                    w.next_seq += count as u64;
+                    w.mem.note_seq(w.next_seq - 1);
+                    w.mem.charge(len as usize);
+                    return Ok(Reserved { slot, seq, mem: w.mem.clone(), log_number: w.log_number });
+                }
+            }
+            let slots = len.div_ceil(self.region.slot_bytes()).max(1);
+            match self.region.allocate(EXTENT_KIND_LOG, slots, w.next_log_number) {
+                Ok(writer) => {
+                    w.log_number = w.next_log_number;
+                    w.next_log_number += 1;
+                    w.mem.hold_extent(writer.extent().clone());
+                    if self.needs_msync() {
+                        self.unsynced.lock().push(writer.extent().clone());
+                    }
+                    w.writer = Some(writer);
+                }
+                Err(PmError::Full { wanted, free }) => {
+                    // Seal what we have so a flush can free its extents.
+                    if !w.mem.is_empty() && self.state.lock().imms.len() + 1 < self.opts.max_write_buffer_number {
+                        self.switch_memtable(&mut w);
+                    }
+                    if start.elapsed() > Duration::from_millis(self.opts.pm_full_timeout_ms) {
+                        return Err(Error::PmFull(format!(
+                            "waited {:?} for {wanted} free slots ({free} free); flushes are not freeing PM \
+                             (long-lived iterators or snapshots pin memtables?)",
+                            start.elapsed()
+                        )));
+                    }
+                    drop(w);
+                    {
+                        let mut st = self.state.lock();
+                        self.state_cv.notify_all();
+                        if let Some(p) = &st.poisoned {
+                            return Err(Error::Poisoned(p.clone()));
+                        }
+                        self.state_cv.wait_for(&mut st, Duration::from_millis(10));
+                    }
+                    w = self.write.lock();
+                }
+                Err(e) => return Err(Error::from_pm(&self.region_path, e)),
+            }
+        }
+    }
+
+    /// Seals the mutable memtable and starts a new one in a new log extent.
+    pub(crate) fn switch_memtable(&self, w: &mut WriteState) {
+        let id = w.next_mem_id;
+        w.next_mem_id += 1;
+        let new = Arc::new(Memtable::new(id, self.region.clone(), self.region_path.clone(), w.next_log_number));
+        let old = std::mem::replace(&mut w.mem, new.clone());
+        old.seal(w.next_log_number);
+        w.writer = None;
+        let mut st = self.state.lock();
+        st.imms.push_back(old);
+        st.mem = new;
+        self.install_sv(&st);
+        self.state_cv.notify_all();
+    }
+}

@@ -1,0 +1,59 @@
+//! The index-unified log in PM (ListDB's IUL, SLM-DB's persistent memtable).
+//!
+//! A write (or write batch) is stored once, as a self-describing entry in a
+//! log extent. There is no separate WAL file and no copy at flush: the
+//! memtable indexes offsets into these entries.
+//!
+//! # Entry format (all integers little-endian)
+//!
+//! ```text
+//! 0   8  commit word = masked crc32c(bytes 8..len) << 32 | len   (stored last)
+//! 8   8  log number (must equal the extent's number)
+//! 16  8  first sequence number
+//! 24  4  record count
+//! 28  4  reserved, 0
+//! 32  .. records (see batch.rs), then zero padding to 8 bytes
+//! ```
+//!
+//! # Persist order
+//!
+//! Bytes 8..len are written and persisted first; then the commit word is
+//! published with one 8-byte store and persisted. Recovery accepts an entry
+//! only if its commit word is non-zero, its checksum matches, its log
+//! number is the extent's (so stale bytes from an earlier use of the slots
+//! never count) and its first sequence continues the previous entry's.
+//! The first entry that fails any check ends the log: everything after it
+//! was never acknowledged (a write is acknowledged only when it and every
+//! earlier entry are durable).
+
+mod recovery;
+
+pub use recovery::{scan_extent, RecoveredEntry, ScanEnd};
+
+use strata_pmem::{PmError, Slot};
+
+use crate::coding::{crc2, mask_crc};
+
+/// Extent kind of log extents in the PM region's head words.
+pub const EXTENT_KIND_LOG: u8 = 1;
+/// Bytes of an entry header.
+pub const HEADER_LEN: usize = 32;
+
+/// Total bytes an entry with a body of `body_len` occupies (with padding).
+pub fn entry_len(body_len: usize) -> u64 {
+    ((HEADER_LEN + body_len) as u64 + 7) & !7
+}
+
+/// Writes one entry into `slot` and makes it durable in the required order.
+pub fn write_entry(slot: &mut Slot, log_number: u64, seq: u64, count: u32, body: &[u8]) -> Result<(), PmError> {
+    let total = HEADER_LEN + body.len();
+    let mut hdr = [0u8; HEADER_LEN - 8];
+    hdr[0..8].copy_from_slice(&log_number.to_le_bytes());
+    hdr[8..16].copy_from_slice(&seq.to_le_bytes());
+    hdr[16..20].copy_from_slice(&count.to_le_bytes());
+    slot.write(8, &hdr)?;
+    slot.write(HEADER_LEN as u64, body)?;
+    slot.persist(8, (total - 8) as u64)?;
+    let crc = mask_crc(crc2(&hdr, body));
+    slot.publish_u64(0, ((crc as u64) << 32) | total as u64)
+}

@@ -1,0 +1,231 @@
+//! Options: plain fields with defaults that need no tuning.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use strata_pmem::SimPm;
+
+use crate::fs::{default_fs, Fs};
+use crate::sstable::Compression;
+
+/// What level 0 is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum L0Kind {
+    /// Level 0 is SSTables on SSD (RocksDB/LevelDB layout), the baseline.
+    Sstable,
+    /// Level 0 is the matrix container in PM (MatrixKV).
+    Matrix,
+}
+
+impl L0Kind {
+    /// The MANIFEST encoding.
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            L0Kind::Sstable => 0,
+            L0Kind::Matrix => 1,
+        }
+    }
+
+    /// Parses `sstable` or `matrix`.
+    pub fn parse(s: &str) -> Option<L0Kind> {
+        match s {
+            "sstable" => Some(L0Kind::Sstable),
+            "matrix" => Some(L0Kind::Matrix),
+            _ => None,
+        }
+    }
+
+    /// Name as accepted by [`L0Kind::parse`].
+    pub fn name(self) -> &'static str {
+        match self {
+            L0Kind::Sstable => "sstable",
+            L0Kind::Matrix => "matrix",
+        }
+    }
+}
+
+/// How to open a database. Every field has a default; see [`Options::default`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    // --- usual ---
+    /// Create the database if the directory holds none. Default: true.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists. Default: false.
+    pub error_if_exists: bool,
+    /// What level 0 is made of. Default: [`L0Kind::Sstable`].
+    pub l0: L0Kind,
+    /// Directory of the PM region file. Default: `<data dir>/pm`. Put it on
+    /// a DAX mount for real PM, or on /dev/shm to emulate PM with DRAM.
+    pub pm_dir: Option<PathBuf>,
+    /// Size of a new PM region in bytes (a sparse file). Default: 4 GiB.
+    pub pm_size: u64,
+    /// Busy-wait after each PM persist, to emulate slower PM. Default: 0.
+    pub pm_write_latency_ns: u64,
+    /// Bytes of writes collected in a memtable before it is sealed. Default: 64 MiB.
+    pub write_buffer_size: usize,
+    /// Memtables (mutable + sealed) before writers wait for a flush. Default: 4.
+    pub max_write_buffer_number: usize,
+    /// Block cache budget in bytes. Default: 256 MiB.
+    pub block_cache_bytes: u64,
+    /// Bloom filter bits per key; 0 disables filters. Default: 10.
+    pub bloom_bits_per_key: u32,
+    /// Data-block compression. Default: none.
+    pub compression: Compression,
+
+    // --- fine tuning ---
+    /// Size of a PM slot (the unit of log extents) for a new region; a
+    /// multiple of 4 KiB. Default: 0 = derived from `write_buffer_size`
+    /// (an eighth of it, between 64 KiB and 8 MiB).
+    pub pm_slot_bytes: u64,
+    /// Target uncompressed data-block size. Default: 4096.
+    pub block_size: usize,
+    /// Entries between restart points in a block. Default: 16.
+    pub block_restart_interval: usize,
+    /// Target size of a table file. Default: 64 MiB.
+    pub target_file_size: u64,
+    /// L0 tables that trigger an L0→L1 compaction. Default: 4.
+    pub l0_compaction_trigger: usize,
+    /// L0 tables at which each write is delayed by 1 ms. Default: 20.
+    pub l0_slowdown_writes_trigger: usize,
+    /// L0 tables at which writes wait for compaction. Default: 36.
+    pub l0_stop_writes_trigger: usize,
+    /// Target size of L1. Default: 256 MiB.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor between levels. Default: 10.
+    pub level_size_multiplier: u64,
+    /// Background compaction threads (a flush thread runs besides). Default: 1.
+    pub background_compactions: usize,
+    /// How often unsynced PM log data is msynced on an ordinary-file region,
+    /// in milliseconds; 0 = only on sync writes and close. Default: 1000.
+    pub pm_sync_interval_ms: u64,
+    /// How long a writer waits for PM space to be freed before failing. Default: 30 s.
+    pub pm_full_timeout_ms: u64,
+    /// Disables background compaction (tests). Default: false.
+    pub disable_auto_compaction: bool,
+
+    // --- injection (tests, stress) ---
+    /// File system for the SSD side. Default: the real one.
+    pub fs: Arc<dyn Fs>,
+    /// A simulated PM device to use instead of a region file (crash tests).
+    pub pm_sim: Option<Arc<SimPm>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            l0: L0Kind::Sstable,
+            pm_dir: None,
+            pm_size: 4 << 30,
+            pm_write_latency_ns: 0,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 4,
+            block_cache_bytes: 256 << 20,
+            bloom_bits_per_key: 10,
+            compression: Compression::None,
+            pm_slot_bytes: 0,
+            block_size: 4096,
+            block_restart_interval: 16,
+            target_file_size: 64 << 20,
+            l0_compaction_trigger: 4,
+            l0_slowdown_writes_trigger: 20,
+            l0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            level_size_multiplier: 10,
+            background_compactions: 1,
+            pm_sync_interval_ms: 1000,
+            pm_full_timeout_ms: 30_000,
+            disable_auto_compaction: false,
+            fs: default_fs(),
+            pm_sim: None,
+        }
+    }
+}
+
+impl Options {
+    /// Small sizes so that tests see flushes, compactions and many levels.
+    pub fn for_tests() -> Options {
+        Options {
+            pm_size: 64 << 20,
+            write_buffer_size: 64 << 10,
+            pm_slot_bytes: 64 << 10,
+            block_cache_bytes: 1 << 20,
+            block_size: 1024,
+            target_file_size: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            level_size_multiplier: 4,
+            pm_sync_interval_ms: 0,
+            pm_full_timeout_ms: 10_000,
+            ..Options::default()
+        }
+    }
+
+    /// Slot size for a new region.
+    pub(crate) fn slot_bytes(&self) -> u64 {
+        if self.pm_slot_bytes != 0 {
+            return self.pm_slot_bytes;
+        }
+        let s = (self.write_buffer_size as u64 / 8).clamp(64 << 10, 8 << 20);
+        s.next_power_of_two().min(8 << 20)
+    }
+
+    /// Every problem with these options, or Ok.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut bad = Vec::new();
+        if self.write_buffer_size < 4096 {
+            bad.push("write_buffer_size must be at least 4096".to_string());
+        }
+        if self.max_write_buffer_number < 2 {
+            bad.push("max_write_buffer_number must be at least 2".into());
+        }
+        if self.pm_slot_bytes % 4096 != 0 {
+            bad.push("pm_slot_bytes must be a multiple of 4096".into());
+        }
+        if self.pm_size < 16 * self.slot_bytes() {
+            bad.push(format!("pm_size must hold at least 16 slots of {} bytes", self.slot_bytes()));
+        }
+        if self.block_size < 64 {
+            bad.push("block_size must be at least 64".into());
+        }
+        if self.block_restart_interval == 0 {
+            bad.push("block_restart_interval must be positive".into());
+        }
+        if self.target_file_size < 4096 {
+            bad.push("target_file_size must be at least 4096".into());
+        }
+        if self.l0_compaction_trigger == 0
+            || self.l0_slowdown_writes_trigger < self.l0_compaction_trigger
+            || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
+        {
+            bad.push("need 0 < l0_compaction_trigger <= l0_slowdown_writes_trigger <= l0_stop_writes_trigger".into());
+        }
+        if self.level_size_multiplier < 2 {
+            bad.push("level_size_multiplier must be at least 2".into());
+        }
+        if self.background_compactions == 0 {
+            bad.push("background_compactions must be at least 1".into());
+        }
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(bad.join("; "))
+        }
+    }
+}
+
+/// Options of one write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// Make the write durable against power loss before returning (msync on
+    /// an ordinary-file PM region; already so on DAX). Without it a write
+    /// survives a process crash as soon as it returns.
+    pub sync: bool,
+}
+
+/// Options of one read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadOptions {
+    /// Read as of this snapshot sequence instead of the latest.
+    pub snapshot: Option<u64>,
+}

@@ -1,0 +1,188 @@
+//! Version edits: the records of the MANIFEST.
+//!
+//! An edit is a sequence of fields, each `tag varint | length varint |
+//! payload`. Tags are written to disk and must never be renumbered; an
+//! unknown tag means the MANIFEST was written by a newer version and is
+//! refused rather than misread.
+
+use crate::coding::{put_bytes, put_varint, Reader};
+
+use super::FileMeta;
+
+const TAG_LOG_NUMBER: u64 = 1;
+const TAG_NEXT_FILE: u64 = 2;
+const TAG_LAST_SEQ: u64 = 3;
+const TAG_PM_REGION: u64 = 4;
+const TAG_COMPACT_POINTER: u64 = 5;
+const TAG_DELETED_FILE: u64 = 6;
+const TAG_NEW_FILE: u64 = 7;
+const TAG_L0_KIND: u64 = 8;
+const TAG_MATRIX: u64 = 9;
+
+/// A change to the file layout and counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// Log extents with a smaller number hold nothing that is not in tables.
+    pub log_number: Option<u64>,
+    /// Next file number to hand out.
+    pub next_file_number: Option<u64>,
+    /// Highest sequence number whose data is in tables (or the matrix).
+    pub last_sequence: Option<u64>,
+    /// Id of the PM region this database's log lives in.
+    pub pm_region_id: Option<u64>,
+    /// Where the next compaction of a level starts (round robin).
+    pub compact_pointers: Vec<(u32, Vec<u8>)>,
+    /// Files removed: (level, number).
+    pub deleted: Vec<(u32, u64)>,
+    /// Files added.
+    pub added: Vec<(u32, FileMeta)>,
+    /// The L0 layout the database was created with (0 = sstable, 1 = matrix).
+    pub l0_kind: Option<u8>,
+    /// Opaque record of the matrix container (see matrix::root).
+    pub matrix: Option<Vec<u8>>,
+}
+
+impl VersionEdit {
+    /// Encodes the edit.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut field = |tag: u64, payload: &[u8]| {
+            put_varint(&mut out, tag);
+            put_bytes(&mut out, payload);
+        };
+        let varint = |v: u64| {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            b
+        };
+        if let Some(v) = self.log_number {
+            field(TAG_LOG_NUMBER, &varint(v));
+        }
+        if let Some(v) = self.next_file_number {
+            field(TAG_NEXT_FILE, &varint(v));
+        }
+        if let Some(v) = self.last_sequence {
+            field(TAG_LAST_SEQ, &varint(v));
+        }
+        if let Some(v) = self.pm_region_id {
+            field(TAG_PM_REGION, &v.to_le_bytes());
+        }
+        if let Some(v) = self.l0_kind {
+            field(TAG_L0_KIND, &[v]);
+        }
+        for (level, key) in &self.compact_pointers {
+            let mut b = Vec::new();
+            put_varint(&mut b, *level as u64);
+            put_bytes(&mut b, key);
+            field(TAG_COMPACT_POINTER, &b);
+        }
+        for (level, number) in &self.deleted {
+            let mut b = Vec::new();
+            put_varint(&mut b, *level as u64);
+            put_varint(&mut b, *number);
+            field(TAG_DELETED_FILE, &b);
+        }
+        for (level, f) in &self.added {
+            let mut b = Vec::new();
+            put_varint(&mut b, *level as u64);
+            put_varint(&mut b, f.number);
+            put_varint(&mut b, f.size);
+            put_bytes(&mut b, &f.smallest);
+            put_bytes(&mut b, &f.largest);
+            put_varint(&mut b, f.entries);
+            put_varint(&mut b, f.deletions);
+            put_varint(&mut b, f.smallest_seq);
+            put_varint(&mut b, f.largest_seq);
+            field(TAG_NEW_FILE, &b);
+        }
+        if let Some(m) = &self.matrix {
+            field(TAG_MATRIX, m);
+        }
+        out
+    }
+
+    /// Decodes an edit; `Err(reason)` if malformed.
+    pub fn decode(buf: &[u8]) -> Result<VersionEdit, String> {
+        let mut e = VersionEdit::default();
+        let mut r = Reader::new(buf);
+        while !r.is_empty() {
+            let tag = r.varint().ok_or("truncated tag")?;
+            let payload = r.len_bytes().ok_or("truncated field")?;
+            let mut p = Reader::new(payload);
+            let short = || format!("field {tag} is malformed");
+            match tag {
+                TAG_LOG_NUMBER => e.log_number = Some(p.varint().ok_or_else(short)?),
+                TAG_NEXT_FILE => e.next_file_number = Some(p.varint().ok_or_else(short)?),
+                TAG_LAST_SEQ => e.last_sequence = Some(p.varint().ok_or_else(short)?),
+                TAG_PM_REGION => e.pm_region_id = Some(p.u64().ok_or_else(short)?),
+                TAG_L0_KIND => e.l0_kind = Some(p.u8().ok_or_else(short)?),
+                TAG_COMPACT_POINTER => {
+                    let level = p.varint32().ok_or_else(short)?;
+                    let key = p.len_bytes().ok_or_else(short)?.to_vec();
+                    e.compact_pointers.push((level, key));
+                }
+                TAG_DELETED_FILE => {
+                    let level = p.varint32().ok_or_else(short)?;
+                    let number = p.varint().ok_or_else(short)?;
+                    e.deleted.push((level, number));
+                }
+                TAG_NEW_FILE => {
+                    let level = p.varint32().ok_or_else(short)?;
+                    let f = FileMeta {
+                        number: p.varint().ok_or_else(short)?,
+                        size: p.varint().ok_or_else(short)?,
+                        smallest: p.len_bytes().ok_or_else(short)?.to_vec(),
+                        largest: p.len_bytes().ok_or_else(short)?.to_vec(),
+                        entries: p.varint().ok_or_else(short)?,
+                        deletions: p.varint().ok_or_else(short)?,
+                        smallest_seq: p.varint().ok_or_else(short)?,
+                        largest_seq: p.varint().ok_or_else(short)?,
+                    };
+                    if f.smallest.len() < 8 || f.largest.len() < 8 {
+                        return Err(format!("file {} has malformed bounds", f.number));
+                    }
+                    e.added.push((level, f));
+                }
+                TAG_MATRIX => e.matrix = Some(payload.to_vec()),
+                other => return Err(format!("unknown field tag {other} (written by a newer version?)")),
+            }
+        }
+        Ok(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{internal_key, Kind};
+
+    #[test]
+    fn edit_round_trips() {
+        let e = VersionEdit {
+            log_number: Some(3),
+            next_file_number: Some(9),
+            last_sequence: Some(1000),
+            pm_region_id: Some(0xdead_beef),
+            compact_pointers: vec![(1, b"k".to_vec())],
+            deleted: vec![(0, 4), (1, 5)],
+            added: vec![(
+                1,
+                FileMeta {
+                    number: 8,
+                    size: 1234,
+                    smallest: internal_key(b"a", 1, Kind::Put),
+                    largest: internal_key(b"z", 2, Kind::Delete),
+                    entries: 10,
+                    deletions: 1,
+                    smallest_seq: 1,
+                    largest_seq: 2,
+                },
+            )],
+            l0_kind: Some(1),
+            matrix: Some(vec![1, 2, 3]),
+        };
+        assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        assert!(VersionEdit::decode(&[99, 0]).is_err());
+        assert!(VersionEdit::decode(&[7, 50, 1]).is_err());
+    }
+}

@@ -1,0 +1,166 @@
+//! Versions: immutable snapshots of which tables make up each level.
+//!
+//! A [`Version`] is shared through `Arc`; readers keep the one they started
+//! with while compactions install new ones, so readers never block on
+//! compaction. The [`VersionSet`] records every change as a
+//! [`VersionEdit`] in the MANIFEST.
+
+mod edit;
+pub mod filename;
+mod level_iter;
+pub mod manifest;
+mod set;
+mod table_cache;
+
+pub use edit::VersionEdit;
+pub use level_iter::LevelIter;
+pub use set::VersionSet;
+pub use table_cache::TableCache;
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::iterator::InternalIterator;
+use crate::key::{compare_internal, make_internal_key, user_key, Kind, ParsedKey, SeqNo, KIND_FOR_SEEK};
+use crate::memtable::Lookup;
+use crate::sstable::key_hash;
+
+/// Number of levels (L0..L6).
+pub const NUM_LEVELS: usize = 7;
+
+/// What the version knows about one table file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileMeta {
+    /// File number (`<number>.sst`).
+    pub number: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Entries.
+    pub entries: u64,
+    /// Tombstones.
+    pub deletions: u64,
+    /// Smallest sequence number.
+    pub smallest_seq: SeqNo,
+    /// Largest sequence number.
+    pub largest_seq: SeqNo,
+}
+
+impl FileMeta {
+    /// Smallest user key.
+    pub fn smallest_user(&self) -> &[u8] {
+        user_key(&self.smallest)
+    }
+
+    /// Largest user key.
+    pub fn largest_user(&self) -> &[u8] {
+        user_key(&self.largest)
+    }
+
+    /// Whether the file's user-key range intersects `[lo, hi]` (None = unbounded).
+    pub fn overlaps(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
+        let below = hi.map(|h| self.smallest_user() > h).unwrap_or(false);
+        let above = lo.map(|l| self.largest_user() < l).unwrap_or(false);
+        !(below || above)
+    }
+}
+
+/// The tables of every level at one point in time.
+#[derive(Clone, Debug, Default)]
+pub struct Version {
+    /// `levels[0]` newest file first (files may overlap); deeper levels
+    /// sorted by key and disjoint.
+    pub levels: Vec<Vec<Arc<FileMeta>>>,
+}
+
+impl Version {
+    /// A version with no files.
+    pub fn empty() -> Version {
+        Version { levels: vec![Vec::new(); NUM_LEVELS] }
+    }
+
+    /// Files of `level`.
+    pub fn files(&self, level: usize) -> &[Arc<FileMeta>] {
+        self.levels.get(level).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+
+    /// Total bytes in `level`.
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.files(level).iter().map(|f| f.size).sum()
+    }
+
+    /// Number of levels that hold at least one file.
+    pub fn nonempty_levels(&self) -> usize {
+        self.levels.iter().filter(|l| !l.is_empty()).count()
+    }
+
+    /// Deepest level holding a file, if any.
+    pub fn deepest_level(&self) -> Option<usize> {
+        self.levels.iter().rposition(|l| !l.is_empty())
+    }
+
+    /// Files of `level` whose user-key range intersects `[lo, hi]`.
+    pub fn overlapping(&self, level: usize, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<Arc<FileMeta>> {
+        self.files(level).iter().filter(|f| f.overlaps(lo, hi)).cloned().collect()
+    }
+
+    /// The newest version of `ukey` with sequence <= `seq` in the tables.
+    pub fn get(&self, tables: &TableCache, ukey: &[u8], seq: SeqNo) -> Result<Lookup> {
+        let mut seek = Vec::with_capacity(ukey.len() + 8);
+        make_internal_key(&mut seek, ukey, seq, KIND_FOR_SEEK);
+        let hash = key_hash(ukey);
+        for (level, files) in self.levels.iter().enumerate() {
+            if level == 0 {
+                for f in files {
+                    if ukey < f.smallest_user() || ukey > f.largest_user() {
+                        continue;
+                    }
+                    if let Some(r) = probe(tables, f, &seek, ukey, hash)? {
+                        return Ok(r);
+                    }
+                }
+            } else {
+                let i = files.partition_point(|f| compare_internal(&f.largest, &seek) == Ordering::Less);
+                if let Some(f) = files.get(i) {
+                    if ukey >= f.smallest_user() {
+                        if let Some(r) = probe(tables, f, &seek, ukey, hash)? {
+                            return Ok(r);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Lookup::Missing)
+    }
+
+    /// Cursors over every table: one per L0 file, one per deeper level.
+    pub fn add_iterators(&self, tables: &Arc<TableCache>, out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()> {
+        for (level, files) in self.levels.iter().enumerate() {
+            if files.is_empty() {
+                continue;
+            }
+            if level == 0 {
+                for f in files {
+                    out.push(Box::new(tables.get(f.number)?.iter()));
+                }
+            } else {
+                out.push(Box::new(LevelIter::new(tables.clone(), files.clone())));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn probe(tables: &TableCache, f: &FileMeta, seek: &[u8], ukey: &[u8], hash: u64) -> Result<Option<Lookup>> {
+    let t = tables.get(f.number)?;
+    let Some((k, v)) = t.get(seek, ukey, hash)? else { return Ok(None) };
+    match ParsedKey::parse(&k).map(|p| p.kind) {
+        Some(Kind::Put) => Ok(Some(Lookup::Found(v))),
+        Some(Kind::Delete) => Ok(Some(Lookup::Deleted)),
+        None => Err(crate::error::Error::corruption(t.path(), 0, "malformed internal key")),
+    }
+}

@@ -1,0 +1,278 @@
+//! The version set: the current version plus the MANIFEST that records it.
+//!
+//! Installing a change means: append the edit to the MANIFEST, fsync, and
+//! only then make the new version current. A new MANIFEST (written when
+//! the database opens, and when the old one grows large) becomes the
+//! manifest of record by an atomic rename of a temporary file to CURRENT.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::edit::VersionEdit;
+use super::filename::{current_path, manifest_path, temp_path};
+use super::manifest::{decode_records, encode_record};
+use super::{Version, NUM_LEVELS};
+use crate::error::{Error, Result};
+use crate::fs::{Fs, WritableFile};
+use crate::key::compare_internal;
+
+/// Roll to a new MANIFEST once the current one passes this size.
+const MANIFEST_ROLL_BYTES: u64 = 64 << 20;
+
+/// Current version and the counters persisted with it.
+pub struct VersionSet {
+    fs: Arc<dyn Fs>,
+    dir: PathBuf,
+    current: Arc<Version>,
+    /// Next file number to hand out.
+    pub next_file_number: u64,
+    /// Smallest log number that may hold data not in tables.
+    pub log_number: u64,
+    /// Highest sequence number persisted in tables (or the matrix).
+    pub last_sequence: u64,
+    /// Id of the PM region in use.
+    pub pm_region_id: Option<u64>,
+    /// L0 kind the database was created with.
+    pub l0_kind: Option<u8>,
+    /// The matrix container's record.
+    pub matrix: Option<Vec<u8>>,
+    /// Per level, where the next compaction starts.
+    pub compact_pointers: Vec<Vec<u8>>,
+    manifest: Option<Box<dyn WritableFile>>,
+    manifest_number: u64,
+    /// Bytes written to MANIFEST files (for write amplification).
+    pub manifest_bytes_written: u64,
+}
+
+impl std::fmt::Debug for VersionSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VersionSet")
+            .field("next_file_number", &self.next_file_number)
+            .field("log_number", &self.log_number)
+            .field("last_sequence", &self.last_sequence)
+            .finish()
+    }
+}
+
+impl VersionSet {
+    fn blank(fs: Arc<dyn Fs>, dir: &Path) -> VersionSet {
+        VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            current: Arc::new(Version::empty()),
+            next_file_number: 2,
+            log_number: 0,
+            last_sequence: 0,
+            pm_region_id: None,
+            l0_kind: None,
+            matrix: None,
+            compact_pointers: vec![Vec::new(); NUM_LEVELS],
+            manifest: None,
+            manifest_number: 0,
+            manifest_bytes_written: 0,
+        }
+    }
+
+    /// Whether `dir` holds a database (has a CURRENT file).
+    pub fn exists(fs: &dyn Fs, dir: &Path) -> bool {
+        fs.exists(&current_path(dir))
+    }
+
+    /// Creates the MANIFEST of a new, empty database.
+    pub fn create(fs: Arc<dyn Fs>, dir: &Path, l0_kind: u8) -> Result<VersionSet> {
+        let mut vs = Self::blank(fs, dir);
+        vs.l0_kind = Some(l0_kind);
+        vs.roll_manifest()?;
+        Ok(vs)
+    }
+
+    /// Reads CURRENT and replays its MANIFEST, then starts a fresh MANIFEST.
+    pub fn recover(fs: Arc<dyn Fs>, dir: &Path) -> Result<VersionSet> {
+        let cur_path = current_path(dir);
+        let cur = fs.read(&cur_path).map_err(|e| Error::io(&cur_path, "read", e))?;
+        let name = std::str::from_utf8(&cur)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .filter(|s| s.starts_with("MANIFEST-") && !s.contains('/'))
+            .ok_or_else(|| Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST"))?;
+        let mpath = dir.join(name);
+        let data = fs.read(&mpath).map_err(|e| Error::io(&mpath, "read", e))?;
+        let (records, _torn) = decode_records(&data, &mpath)?;
+        let mut vs = Self::blank(fs, dir);
+        let mut version = Version::empty();
+        if records.is_empty() {
+            return Err(Error::corruption(&mpath, 0, "MANIFEST holds no records"));
+        }
+        for (off, rec) in records {
+            let edit = VersionEdit::decode(rec).map_err(|why| Error::corruption(&mpath, off, why))?;
+            version = apply(&version, &edit).map_err(|why| Error::corruption(&mpath, off, why))?;
+            vs.absorb(&edit);
+        }
+        vs.current = Arc::new(version);
+        vs.roll_manifest()?;
+        Ok(vs)
+    }
+
+    fn absorb(&mut self, e: &VersionEdit) {
+        if let Some(v) = e.log_number {
+            self.log_number = v;
+        }
+        if let Some(v) = e.next_file_number {
+            self.next_file_number = self.next_file_number.max(v);
+        }
+        if let Some(v) = e.last_sequence {
+            self.last_sequence = v;
+        }
+        if let Some(v) = e.pm_region_id {
+            self.pm_region_id = Some(v);
+        }
+        if let Some(v) = e.l0_kind {
+            self.l0_kind = Some(v);
+        }
+        if let Some(m) = &e.matrix {
+            self.matrix = Some(m.clone());
+        }
+        for (level, key) in &e.compact_pointers {
+            if let Some(p) = self.compact_pointers.get_mut(*level as usize) {
+                *p = key.clone();
+            }
+        }
+        for (_, f) in &e.added {
+            self.next_file_number = self.next_file_number.max(f.number + 1);
+        }
+    }
+
+    /// The current version.
+    pub fn current(&self) -> Arc<Version> {
+        self.current.clone()
+    }
+
+    /// Hands out a new file number.
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Every table number referenced by the current version.
+    pub fn live_files(&self) -> HashSet<u64> {
+        self.current.levels.iter().flatten().map(|f| f.number).collect()
+    }
+
+    /// Number of the MANIFEST in use.
+    pub fn manifest_number(&self) -> u64 {
+        self.manifest_number
+    }
+
+    /// Records `edit` durably, then makes the resulting version current.
+    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+        let mpath = manifest_path(&self.dir, self.manifest_number);
+        let version = apply(&self.current, &edit)
+            .map_err(|why| Error::corruption(&mpath, 0, format!("edit does not apply: {why}")))?;
+        edit.next_file_number = Some(self.next_file_number);
+        let rec = encode_record(&edit.encode());
+        let m = self.manifest.as_mut().ok_or(Error::Closed)?;
+        m.append(&rec).map_err(|e| Error::io(&mpath, "write", e))?;
+        m.sync().map_err(|e| Error::io(&mpath, "fsync", e))?;
+        self.manifest_bytes_written += rec.len() as u64;
+        self.absorb(&edit);
+        self.current = Arc::new(version);
+        if self.manifest.as_ref().map(|m| m.size()).unwrap_or(0) > MANIFEST_ROLL_BYTES {
+            self.roll_manifest()?;
+        }
+        Ok(())
+    }
+
+    fn snapshot_edit(&self) -> VersionEdit {
+        let mut e = VersionEdit {
+            log_number: Some(self.log_number),
+            next_file_number: Some(self.next_file_number),
+            last_sequence: Some(self.last_sequence),
+            pm_region_id: self.pm_region_id,
+            l0_kind: self.l0_kind,
+            matrix: self.matrix.clone(),
+            ..Default::default()
+        };
+        for (level, p) in self.compact_pointers.iter().enumerate() {
+            if !p.is_empty() {
+                e.compact_pointers.push((level as u32, p.clone()));
+            }
+        }
+        for (level, files) in self.current.levels.iter().enumerate() {
+            for f in files {
+                e.added.push((level as u32, (**f).clone()));
+            }
+        }
+        e
+    }
+
+    /// Writes a new MANIFEST holding the whole current state, points CURRENT
+    /// at it, and removes the old one.
+    fn roll_manifest(&mut self) -> Result<()> {
+        let number = self.new_file_number();
+        let mpath = manifest_path(&self.dir, number);
+        let mut f = self.fs.create(&mpath).map_err(|e| Error::io(&mpath, "create", e))?;
+        let mut snap = self.snapshot_edit();
+        snap.next_file_number = Some(self.next_file_number);
+        let rec = encode_record(&snap.encode());
+        f.append(&rec).map_err(|e| Error::io(&mpath, "write", e))?;
+        f.sync().map_err(|e| Error::io(&mpath, "fsync", e))?;
+        self.manifest_bytes_written += rec.len() as u64;
+        set_current(&*self.fs, &self.dir, number)?;
+        let old = std::mem::replace(&mut self.manifest_number, number);
+        self.manifest = Some(f);
+        if old != 0 {
+            // Best effort: a leftover old MANIFEST is harmless and removed at next open.
+            let _ = self.fs.remove(&manifest_path(&self.dir, old));
+        }
+        Ok(())
+    }
+}
+
+/// Atomically points CURRENT at MANIFEST-`number`.
+fn set_current(fs: &dyn Fs, dir: &Path, number: u64) -> Result<()> {
+    let tmp = temp_path(dir, number);
+    let body = format!("MANIFEST-{number:06}\n");
+    let mut f = fs.create(&tmp).map_err(|e| Error::io(&tmp, "create", e))?;
+    f.append(body.as_bytes()).map_err(|e| Error::io(&tmp, "write", e))?;
+    f.sync().map_err(|e| Error::io(&tmp, "fsync", e))?;
+    drop(f);
+    let cur = current_path(dir);
+    fs.rename(&tmp, &cur).map_err(|e| Error::io(&cur, "rename", e))?;
+    fs.sync_dir(dir).map_err(|e| Error::io(dir, "fsync dir", e))?;
+    Ok(())
+}
+
+/// Applies an edit to a version, checking that it makes sense.
+pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, String> {
+    let mut levels = base.levels.clone();
+    levels.resize(NUM_LEVELS, Vec::new());
+    for (level, number) in &edit.deleted {
+        let files = levels.get_mut(*level as usize).ok_or_else(|| format!("bad level {level}"))?;
+        let before = files.len();
+        files.retain(|f| f.number != *number);
+        if files.len() == before {
+            return Err(format!("deletes file {number} which is not in level {level}"));
+        }
+    }
+    for (level, f) in &edit.added {
+        let files = levels.get_mut(*level as usize).ok_or_else(|| format!("bad level {level}"))?;
+        files.push(Arc::new(f.clone()));
+    }
+    for (level, files) in levels.iter_mut().enumerate() {
+        if level == 0 {
+            files.sort_by(|a, b| b.number.cmp(&a.number));
+        } else {
+            files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+            for w in files.windows(2) {
+                if let [a, b] = w {
+                    if a.largest_user() >= b.smallest_user() {
+                        return Err(format!("files {} and {} overlap in level {level}", a.number, b.number));
+                    }
+                }
+            }
+        }
+    }
+    Ok(Version { levels })
+}

@@ -1,0 +1,110 @@
+//! Basic behaviour of the public API.
+
+use stratakv::{Db, Error, Options, WriteBatch, WriteOptions};
+
+fn opts() -> Options {
+    Options::for_tests()
+}
+
+#[test]
+fn put_get_delete_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        db.put(b"k1", b"v1").unwrap();
+        db.put(b"k2", b"v2").unwrap();
+        db.delete(b"k1").unwrap();
+        db.put_opt(b"k3", b"v3", &WriteOptions { sync: true }).unwrap();
+        assert_eq!(db.get(b"k1").unwrap(), None);
+        assert_eq!(db.get(b"k2").unwrap().as_deref(), Some(&b"v2"[..]));
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.get(b"k1").unwrap(), None);
+    assert_eq!(db.get(b"k2").unwrap().as_deref(), Some(&b"v2"[..]));
+    assert_eq!(db.get(b"k3").unwrap().as_deref(), Some(&b"v3"[..]));
+}
+
+#[test]
+fn many_writes_flush_compact_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 20_000u32;
+    {
+        let db = Db::open(dir.path(), opts()).unwrap();
+        for i in 0..n {
+            db.put(format!("key{:08}", i * 7919 % n), format!("value{i}")).unwrap();
+        }
+        db.flush().unwrap();
+        let s = db.stats();
+        assert!(s.flushes > 0, "{s}");
+        for i in 0..n {
+            let k = format!("key{:08}", i * 7919 % n);
+            assert_eq!(db.get(&k).unwrap(), Some(format!("value{i}").into_bytes()), "{k}");
+        }
+        db.compact_range(..).unwrap();
+        assert_eq!(db.iter(..).unwrap().count(), n as usize);
+        db.close().unwrap();
+    }
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let all: Vec<_> = db.iter(..).unwrap().collect();
+    assert_eq!(all.len(), n as usize);
+    assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+    let back: Vec<_> = db.iter(..).unwrap().rev().collect();
+    assert_eq!(back.len(), n as usize);
+    assert_eq!(back.first().map(|x| &x.0), all.last().map(|x| &x.0));
+    assert_eq!(db.verify_checksums().unwrap() > 0, true);
+}
+
+#[test]
+fn batches_snapshots_and_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let mut b = WriteBatch::new();
+    for i in 0..10 {
+        b.put(format!("k{i}"), format!("{i}"));
+    }
+    db.write(b).unwrap();
+    let snap = db.snapshot();
+    db.delete("k3").unwrap();
+    db.put("k4", "new").unwrap();
+    assert_eq!(snap.get("k3").unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(snap.get("k4").unwrap().as_deref(), Some(&b"4"[..]));
+    assert_eq!(db.get("k3").unwrap(), None);
+    let keys: Vec<_> = db.iter("k2".."k6").unwrap().map(|(k, _)| k).collect();
+    assert_eq!(keys, vec![b"k2".to_vec(), b"k4".to_vec(), b"k5".to_vec()]);
+    let keys: Vec<_> = db.iter("k2"..="k6").unwrap().rev().map(|(k, _)| k).collect();
+    assert_eq!(keys, vec![b"k6".to_vec(), b"k5".to_vec(), b"k4".to_vec(), b"k2".to_vec()]);
+    let snap_keys: Vec<_> = snap.iter(..).unwrap().map(|(k, _)| k).collect();
+    assert_eq!(snap_keys.len(), 10);
+    // Double-ended meets in the middle without repeating.
+    let mut it = db.iter(..).unwrap();
+    let mut seen = Vec::new();
+    loop {
+        match (it.next(), it.next_back()) {
+            (Some(a), Some(b)) => {
+                seen.push(a.0);
+                seen.push(b.0);
+            }
+            (Some(a), None) | (None, Some(a)) => seen.push(a.0),
+            (None, None) => break,
+        }
+    }
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 9);
+}
+
+#[test]
+fn limits_and_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let big_key = vec![0u8; 64 * 1024 + 1];
+    assert!(matches!(db.put(&big_key, b"v"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(db.get(&big_key), Err(Error::InvalidArgument(_))));
+    let ok_key = vec![1u8; 64 * 1024];
+    db.put(&ok_key, b"v").unwrap();
+    assert!(matches!(Db::open(dir.path(), opts()), Err(Error::Locked { .. })));
+    drop(db);
+    let db = Db::open(dir.path(), opts()).unwrap();
+    assert_eq!(db.get(&ok_key).unwrap().as_deref(), Some(&b"v"[..]));
+}
