@@ -1,0 +1,220 @@
+//! Model test: random operations against the engine and a BTreeMap, with
+//! flush, compaction and close/reopen in between; they must agree.
+//!
+//! `STRATA_MODEL_CASES` and `STRATA_MODEL_OPS` scale the run; a failure
+//! prints the seed, and `STRATA_MODEL_SEED` replays one case.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use stratakv::{Db, KeyRange, L0Kind, Options, WriteBatch};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
+    // Mostly a small key space (overwrites, deletes of live keys), some long keys.
+    let n = rng.gen_range(0..space);
+    if rng.gen_bool(0.05) {
+        format!("long-key-{n:06}-{}", "x".repeat(rng.gen_range(0..200))).into_bytes()
+    } else {
+        format!("k{n:06}").into_bytes()
+    }
+}
+
+fn value(rng: &mut StdRng) -> Vec<u8> {
+    let len = match rng.gen_range(0..100) {
+        0..=9 => 0,
+        10..=89 => rng.gen_range(1..64),
+        90..=98 => rng.gen_range(64..2048),
+        _ => rng.gen_range(2048..20_000),
+    };
+    (0..len).map(|_| rng.gen()).collect()
+}
+
+fn range(rng: &mut StdRng, space: u32) -> KeyRange {
+    let mut b = || -> Bound<Vec<u8>> {
+        let k = format!("k{:06}", rng.gen_range(0..space)).into_bytes();
+        match rng.gen_range(0..3) {
+            0 => Bound::Unbounded,
+            1 => Bound::Included(k),
+            _ => Bound::Excluded(k),
+        }
+    };
+    KeyRange { start: b(), end: b() }
+}
+
+fn model_range(m: &Model, r: &KeyRange) -> Vec<(Vec<u8>, Vec<u8>)> {
+    m.iter().filter(|(k, _)| r.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn options(rng: &mut StdRng, l0: L0Kind) -> Options {
+    let mut o = Options::for_tests();
+    o.l0 = l0;
+    o.write_buffer_size = [8 << 10, 32 << 10, 64 << 10][rng.gen_range(0..3)];
+    o.compression = [stratakv::Compression::None, stratakv::Compression::Lz4][rng.gen_range(0..2)];
+    o.target_file_size = [16 << 10, 64 << 10][rng.gen_range(0..2)];
+    o.max_bytes_for_level_base = 64 << 10;
+    o.l0_compaction_trigger = rng.gen_range(2..5);
+    o
+}
+
+struct Stats {
+    ops: u64,
+    reopens: u64,
+    flushes: u64,
+    compactions: u64,
+    iterations: u64,
+}
+
+fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(&mut rng, l0);
+    let space = [50u32, 500, 5000][rng.gen_range(0..3)];
+    let mut db = Db::open(dir.path(), opts.clone()).unwrap();
+    let mut model = Model::new();
+    let mut snaps: Vec<(stratakv::Snapshot, Model)> = Vec::new();
+    for op in 0..ops {
+        let ctx = || format!("seed {seed} op {op}");
+        match rng.gen_range(0..1000) {
+            0..=449 => {
+                let (k, v) = (key(&mut rng, space), value(&mut rng));
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            450..=549 => {
+                let k = key(&mut rng, space);
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            }
+            550..=619 => {
+                let mut b = WriteBatch::new();
+                for _ in 0..rng.gen_range(1..20) {
+                    let k = key(&mut rng, space);
+                    if rng.gen_bool(0.7) {
+                        let v = value(&mut rng);
+                        b.put(&k, &v);
+                        model.insert(k, v);
+                    } else {
+                        b.delete(&k);
+                        model.remove(&k);
+                    }
+                }
+                db.write(b).unwrap();
+            }
+            620..=819 => {
+                let k = key(&mut rng, space);
+                assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "get {} at {}", String::from_utf8_lossy(&k), ctx());
+            }
+            820..=869 => {
+                stats.iterations += 1;
+                let r = range(&mut rng, space);
+                let want = model_range(&model, &r);
+                let reverse = rng.gen_bool(0.5);
+                let mut it = db.iter(r.clone()).unwrap();
+                let got: Vec<_> = if reverse { it.by_ref().rev().collect() } else { it.by_ref().collect() };
+                it.status().unwrap();
+                let want: Vec<_> = if reverse { want.into_iter().rev().collect() } else { want };
+                assert_eq!(got.len(), want.len(), "iter {r:?} reverse={reverse} at {}", ctx());
+                assert!(got == want, "iter {r:?} reverse={reverse} differs at {}", ctx());
+            }
+            870..=889 => {
+                // Zig-zag with a cursor.
+                let it = db.iter(..).unwrap();
+                let mut c = it.cursor().unwrap();
+                let k = key(&mut rng, space);
+                c.seek(&k).unwrap();
+                let want = model.range(k.clone()..).next();
+                assert_eq!(c.valid(), want.is_some(), "seek at {}", ctx());
+                if let Some((wk, wv)) = want {
+                    assert_eq!((c.key(), c.value()), (wk.as_slice(), wv.as_slice()), "seek at {}", ctx());
+                    c.prev().unwrap();
+                    let before = model.range(..wk.clone()).next_back();
+                    assert_eq!(c.valid(), before.is_some(), "prev at {}", ctx());
+                    if let Some((bk, _)) = before {
+                        assert_eq!(c.key(), bk.as_slice(), "prev at {}", ctx());
+                        c.next().unwrap();
+                        assert_eq!(c.key(), wk.as_slice(), "next after prev at {}", ctx());
+                    }
+                }
+            }
+            890..=909 => {
+                if snaps.len() < 4 {
+                    snaps.push((db.snapshot(), model.clone()));
+                } else {
+                    let i = rng.gen_range(0..snaps.len());
+                    let (s, m) = snaps.swap_remove(i);
+                    for _ in 0..20 {
+                        let k = key(&mut rng, space);
+                        assert_eq!(s.get(&k).unwrap(), m.get(&k).cloned(), "snapshot get at {}", ctx());
+                    }
+                    let got: Vec<_> = s.iter(..).unwrap().collect();
+                    let want: Vec<_> = m.into_iter().collect();
+                    assert!(got == want, "snapshot iter at {}", ctx());
+                }
+            }
+            910..=939 => {
+                stats.flushes += 1;
+                db.flush().unwrap();
+            }
+            940..=954 => {
+                stats.compactions += 1;
+                let r = if rng.gen_bool(0.5) { KeyRange::all() } else { range(&mut rng, space) };
+                db.compact_range(r).unwrap();
+            }
+            _ => {
+                stats.reopens += 1;
+                snaps.clear();
+                if rng.gen_bool(0.5) {
+                    db.close().unwrap();
+                } else {
+                    drop(db);
+                }
+                db = Db::open(dir.path(), opts.clone()).unwrap();
+            }
+        }
+        stats.ops += 1;
+    }
+    snaps.clear();
+    // Final full comparison after a reopen.
+    db.close().unwrap();
+    let db = Db::open(dir.path(), opts).unwrap();
+    let got: Vec<_> = db.iter(..).unwrap().collect();
+    let want: Vec<_> = model.into_iter().collect();
+    assert!(got == want, "final state differs, seed {seed}");
+    db.verify_checksums().unwrap();
+}
+
+fn run(l0: L0Kind, base_seed: u64) {
+    let cases = env("STRATA_MODEL_CASES", 12);
+    let ops = env("STRATA_MODEL_OPS", 3000);
+    let mut stats = Stats { ops: 0, reopens: 0, flushes: 0, compactions: 0, iterations: 0 };
+    let seeds: Vec<u64> = match std::env::var("STRATA_MODEL_SEED").ok().and_then(|s| s.parse().ok()) {
+        Some(s) => vec![s],
+        None => (0..cases).map(|i| base_seed + i).collect(),
+    };
+    for seed in &seeds {
+        run_case(*seed, ops, l0, &mut stats);
+    }
+    println!(
+        "model[{}]: cases={} ops={} reopens={} flushes={} compactions={} range_scans={} mismatches=0",
+        l0.name(),
+        seeds.len(),
+        stats.ops,
+        stats.reopens,
+        stats.flushes,
+        stats.compactions,
+        stats.iterations
+    );
+}
+
+#[test]
+fn model_sstable_l0() {
+    run(L0Kind::Sstable, 1000);
+}
