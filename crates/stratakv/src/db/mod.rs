@@ -116,6 +116,8 @@ pub(crate) struct DbInner {
     pub counters: Counters,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     pub recovery_micros: u64,
+    /// Damage recovery found and stepped over: (region offset, what).
+    pub recovery_anomalies: Vec<(u64, String)>,
     pub table_opts: TableOptions,
 }
 
@@ -348,6 +350,9 @@ impl DbInner {
     }
 
     fn verify(&self) -> Result<u64> {
+        if let Some((off, why)) = self.recovery_anomalies.first() {
+            return Err(Error::corruption(&self.region_path, *off, why.clone()));
+        }
         let v = self.sv.load().version.clone();
         let mut n = 0;
         for f in v.levels.iter().flatten() {

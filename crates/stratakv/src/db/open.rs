@@ -14,7 +14,7 @@ use strata_pmem::{Backing, Region, RegionOptions};
 use super::pipeline::Pipeline;
 use super::{Counters, DbInner, State, SuperVersion, WriteState};
 use crate::error::{Error, Result};
-use crate::log::{scan_extent, EXTENT_KIND_LOG};
+use crate::log::{scan_extent, ScanEnd, EXTENT_KIND_LOG};
 use crate::memtable::Memtable;
 use crate::options::{L0Kind, Options};
 use crate::sstable::{BlockCache, TableOptions};
@@ -83,6 +83,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     logs.sort_by_key(|h| h.number);
     let mem = Arc::new(Memtable::new(1, region.clone(), region_path.clone(), vs.log_number));
     let mut next_seq = Some(vs.last_sequence + 1);
+    let mut anomalies: Vec<(u64, String)> = Vec::new();
     for h in logs {
         if h.number < vs.log_number {
             // Its data is in tables; forget it.
@@ -91,7 +92,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         }
         let ext = region.adopt(h).map_err(|e| Error::from_pm(&region_path, e))?;
         let mut accepted = 0u64;
-        scan_extent(&ext, h.number, &mut next_seq, &region_path, |entry| {
+        let end = scan_extent(&ext, h.number, &mut next_seq, &region_path, |entry| {
             for (i, rec) in entry.records.iter().enumerate() {
                 mem.add(entry.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32);
             }
@@ -99,6 +100,13 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             accepted += 1;
             Ok(())
         })?;
+        if let ScanEnd::Torn { offset, valid_after: true } = end {
+            anomalies.push((offset, format!(
+                "log extent {} has a damaged entry followed by valid ones; \
+                 recovery kept the log up to it (point-in-time)",
+                h.number
+            )));
+        }
         if accepted == 0 {
             // Nothing here continues the log: written after a gap (never
             // acknowledged) or never written. Erase it so that a later
@@ -156,6 +164,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         counters: Counters::default(),
         threads: Mutex::new(Vec::new()),
         recovery_micros: started.elapsed().as_micros() as u64,
+        recovery_anomalies: anomalies,
         table_opts: TableOptions {
             block_size: opts.block_size,
             restart_interval: opts.block_restart_interval,

@@ -28,8 +28,40 @@ pub enum ScanEnd {
     /// A zero commit word or the end of the extent: nothing more was written.
     Clean,
     /// An entry failed its checks (torn write, stale bytes, or a gap in the
-    /// sequence): the log ends here.
-    Torn,
+    /// sequence): the log ends here, at region offset `offset`.
+    Torn {
+        /// Region offset of the entry that failed.
+        offset: u64,
+        /// Whether a valid entry that continues the sequence appears later in
+        /// the extent: after a process crash that cannot happen, so it
+        /// points at corruption (or a power loss on an unsynced file region).
+        valid_after: bool,
+    },
+}
+
+/// Looks past a failed entry for a later valid one that continues the sequence.
+fn torn(extent: &Extent, number: u64, pos: u64, next_seq: Option<u64>) -> ScanEnd {
+    let base = extent.offset();
+    let region = extent.region();
+    let mut p = pos + 8;
+    while p + HEADER_LEN as u64 <= extent.len() {
+        if let Ok(word) = region.load_u64(base + p) {
+            let total = word & 0xffff_ffff;
+            if word != 0 && total >= HEADER_LEN as u64 && p + total <= extent.len() {
+                if let Ok(bytes) = extent.read(p + 8, total - 8) {
+                    let (hdr, body) = bytes.split_at(HEADER_LEN - 8);
+                    let ok = crc2(hdr, body) == unmask_crc((word >> 32) as u32)
+                        && get_u64(hdr, 0) == Some(number)
+                        && get_u64(hdr, 8).zip(next_seq).map(|(s, n)| s > n).unwrap_or(true);
+                    if ok {
+                        return ScanEnd::Torn { offset: base + pos, valid_after: true };
+                    }
+                }
+            }
+        }
+        p += 8;
+    }
+    ScanEnd::Torn { offset: base + pos, valid_after: false }
 }
 
 /// Scans `extent` (log number `number`), calling `f` for each accepted
@@ -60,23 +92,21 @@ pub fn scan_extent<'a>(
         let total = (word & 0xffff_ffff) as u64;
         let stored_crc = unmask_crc((word >> 32) as u32);
         if total < HEADER_LEN as u64 || pos + total > extent.len() {
-            return Ok(ScanEnd::Torn);
+            return Ok(torn(extent, number, pos, *next_seq));
         }
         let bytes = extent.read(pos + 8, total - 8).map_err(|e| Error::from_pm(region_path, e))?;
         let (hdr, body) = bytes.split_at(HEADER_LEN - 8);
         if crc2(hdr, body) != stored_crc {
-            return Ok(ScanEnd::Torn);
+            return Ok(torn(extent, number, pos, *next_seq));
         }
         let (Some(log_no), Some(seq), Some(count)) = (get_u64(hdr, 0), get_u64(hdr, 8), get_u32(hdr, 16)) else {
-            return Ok(ScanEnd::Torn);
+            return Ok(torn(extent, number, pos, *next_seq));
         };
-        if log_no != number {
-            return Ok(ScanEnd::Torn);
-        }
-        if let Some(want) = *next_seq {
-            if seq != want {
-                return Ok(ScanEnd::Torn);
-            }
+        // Stale bytes from an earlier use of the slots, or entries written
+        // after a gap (never acknowledged): the log ends, and that is normal.
+        let end = ScanEnd::Torn { offset: base + pos, valid_after: false };
+        if log_no != number || next_seq.map(|want| seq != want).unwrap_or(false) {
+            return Ok(end);
         }
         let entry_off = base + pos;
         let body_off = entry_off + HEADER_LEN as u64;

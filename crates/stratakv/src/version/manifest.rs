@@ -1,19 +1,27 @@
-//! Record framing of the MANIFEST: `masked crc32c u32 | length u32 | payload`.
+//! Record framing of the MANIFEST:
 //!
-//! A record cut short at the end of the file (a crash while appending) is a
-//! torn tail and is ignored; a bad record followed by more data is
-//! corruption.
+//! ```text
+//! length u32 | masked crc32c(length) u32 | masked crc32c(payload) u32 | payload
+//! ```
+//!
+//! The length has its own checksum, so a damaged length is told apart from
+//! a record cut short at the end of the file by a crash while appending
+//! (a torn tail, which is ignored). Any other bad record is corruption.
 
 use std::path::Path;
 
 use crate::coding::{crc, get_u32, mask_crc, put_u32, unmask_crc};
 use crate::error::{Error, Result};
 
+const HEADER: usize = 12;
+
 /// Frames one record.
 pub fn encode_record(payload: &[u8]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(payload.len() + 8);
+    let mut b = Vec::with_capacity(payload.len() + HEADER);
+    let len = payload.len() as u32;
+    put_u32(&mut b, len);
+    put_u32(&mut b, mask_crc(crc(&len.to_le_bytes())));
     put_u32(&mut b, mask_crc(crc(payload)));
-    put_u32(&mut b, payload.len() as u32);
     b.extend_from_slice(payload);
     b
 }
@@ -24,18 +32,24 @@ pub fn decode_records<'a>(data: &'a [u8], path: &Path) -> Result<(Vec<(u64, &'a 
     let mut out = Vec::new();
     let mut off = 0usize;
     while off < data.len() {
-        let (Some(c), Some(len)) = (get_u32(data, off), get_u32(data, off + 4)) else {
+        let rest = data.get(off..).unwrap_or(&[]);
+        // A zero-filled tail is what some file systems leave after a crash.
+        if rest.iter().all(|b| *b == 0) {
+            return Ok((out, true));
+        }
+        let (Some(len), Some(len_crc), Some(c)) = (get_u32(data, off), get_u32(data, off + 4), get_u32(data, off + 8))
+        else {
             return Ok((out, true));
         };
-        let start = off + 8;
+        if unmask_crc(len_crc) != crc(&len.to_le_bytes()) {
+            return Err(Error::corruption(path, off as u64, "MANIFEST record length is damaged"));
+        }
+        let start = off + HEADER;
         let Some(end) = start.checked_add(len as usize).filter(|e| *e <= data.len()) else {
             return Ok((out, true));
         };
         let payload = data.get(start..end).unwrap_or(&[]);
         if unmask_crc(c) != crc(payload) {
-            if end == data.len() {
-                return Ok((out, true));
-            }
             return Err(Error::corruption(path, off as u64, "MANIFEST record checksum mismatch"));
         }
         out.push((off as u64, payload));
@@ -64,10 +78,18 @@ mod tests {
         let mut bad = f.clone();
         bad[12] ^= 1;
         assert!(decode_records(&bad, p).unwrap_err().is_corruption());
+        // Damage in the last complete record is corruption too...
         let mut last = f.clone();
         let n = last.len();
         last[n - 1] ^= 1;
-        let (recs, torn) = decode_records(&last, p).unwrap();
+        assert!(decode_records(&last, p).unwrap_err().is_corruption());
+        // ...but a zero-filled last record is a torn append.
+        let mut zeroed = f.clone();
+        let start = n - (HEADER + 14);
+        for b in &mut zeroed[start..] {
+            *b = 0;
+        }
+        let (recs, torn) = decode_records(&zeroed, p).unwrap();
         assert_eq!((recs.len(), torn), (4, true));
     }
 }
