@@ -150,12 +150,10 @@ impl DbInner {
             let task = {
                 let mut picked = None;
                 while picked.is_none() {
-                    if self.shutting_down.load(Ordering::Acquire) {
-                        return;
-                    }
                     let vs = self.versions.lock();
                     let mut st = self.state.lock();
-                    if st.poisoned.is_some() {
+                    // Checked under `state`, which shutdown holds while notifying.
+                    if st.poisoned.is_some() || self.shutting_down.load(Ordering::Acquire) {
                         return;
                     }
                     if !self.opts.disable_auto_compaction {

@@ -107,13 +107,13 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
                 h.number
             )));
         }
-        if accepted == 0 {
-            // Nothing here continues the log: written after a gap (never
-            // acknowledged) or never written. Erase it so that a later
-            // recovery cannot mistake it for part of the log.
-            drop(ext);
-            region.retire(h).map_err(|e| Error::from_pm(&region_path, e))?;
-        } else {
+        // An extent with no accepted entry was never written, or was written
+        // after a gap (never acknowledged, or past a damaged entry). Leaving
+        // it is safe: its entries' sequence numbers are past the gap, so they
+        // can never continue the log at a later recovery either (extents are
+        // scanned in number order, and new writes get higher numbers). It
+        // stops being live once a flush moves the log number past it.
+        if accepted > 0 {
             mem.hold_extent(ext);
         }
     }

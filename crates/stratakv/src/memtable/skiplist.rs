@@ -157,10 +157,14 @@ impl SkipList {
     pub fn seek(&self, key: &[u8]) -> u32 {
         let mut x = HEAD;
         let top = self.height.load(Ordering::Relaxed);
+        let mut found = NIL;
         for level in (0..top).rev() {
-            x = self.find_splice_at(key, x, level).0;
+            // Keep the successor seen by the search itself: re-reading the
+            // link afterwards could return a node inserted meanwhile that
+            // sorts before `key`.
+            (x, found) = self.find_splice_at(key, x, level);
         }
-        self.link(x, 0)
+        found
     }
 
     /// Last node with key < `key`, or NIL.
@@ -253,6 +257,43 @@ mod tests {
         }
         back.reverse();
         assert_eq!(back, want);
+    }
+
+    #[test]
+    fn seek_during_inserts_never_returns_a_smaller_key() {
+        // Newer versions of one key sort first; a reader seeking (k, s) must
+        // never get a version newer than s while a writer keeps inserting.
+        let l = Arc::new(SkipList::new());
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let w = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                for s in 1..20_000u64 {
+                    l.insert(internal_key(b"k", s, Kind::Put).into_boxed_slice(), s, 0);
+                }
+            })
+        };
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (l, stop) = (l.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut n = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let s = 1 + n % 19_000;
+                        let x = l.seek(&internal_key(b"k", s, Kind::Put));
+                        if let Some(node) = l.node(x) {
+                            assert!(node.value_off <= s, "seek({s}) returned version {}", node.value_off);
+                        }
+                        n += 7;
+                    }
+                })
+            })
+            .collect();
+        w.join().unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
     }
 
     #[test]
