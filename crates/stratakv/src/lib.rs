@@ -28,6 +28,7 @@ pub mod fs;
 pub mod iterator;
 pub mod key;
 pub mod log;
+pub mod matrix;
 pub mod memtable;
 pub mod options;
 pub mod sstable;

@@ -1,0 +1,101 @@
+//! A cursor over the live part of one row.
+
+use std::sync::Arc;
+
+use super::row::{key_prefix, Elem, Row};
+use crate::error::Result;
+use crate::iterator::InternalIterator;
+use crate::key::user_key;
+
+/// Iterates elements `[start, end)` of a row as internal keys and values.
+pub struct RowIter {
+    row: Arc<Row>,
+    start: u32,
+    end: u32,
+    pos: Option<u32>,
+    key: Vec<u8>,
+    value: (u64, u32),
+}
+
+impl RowIter {
+    /// A cursor over elements `[start, end)`.
+    pub fn new(row: Arc<Row>, start: u32, end: u32) -> RowIter {
+        let end = end.min(row.len());
+        RowIter { row, start: start.min(end), end, pos: None, key: Vec::new(), value: (0, 0) }
+    }
+
+    fn land(&mut self, i: u32) -> Result<()> {
+        if i < self.start || i >= self.end {
+            self.pos = None;
+            return Ok(());
+        }
+        let e: Elem = self.row.elem(i)?;
+        let uk = self.row.user_key(&e)?;
+        self.key.clear();
+        self.key.extend_from_slice(uk);
+        self.key.extend_from_slice(&e.trailer.to_le_bytes());
+        // Check the value's range now so value() cannot fail later.
+        let v = self.row.value(&e)?;
+        self.value = (e.value_off(), v.len() as u32);
+        self.pos = Some(i);
+        Ok(())
+    }
+}
+
+impl InternalIterator for RowIter {
+    fn valid(&self) -> bool {
+        self.pos.is_some()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.land(self.start)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        match self.end.checked_sub(1) {
+            Some(i) => self.land(i),
+            None => {
+                self.pos = None;
+                Ok(())
+            }
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let i = self.row.lower_bound(target, key_prefix(user_key(target)), self.start, self.end)?;
+        self.land(i)
+    }
+
+    fn next(&mut self) -> Result<()> {
+        match self.pos {
+            Some(i) => self.land(i + 1),
+            None => Ok(()),
+        }
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        match self.pos {
+            Some(i) if i > self.start => self.land(i - 1),
+            _ => {
+                self.pos = None;
+                Ok(())
+            }
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        if self.pos.is_some() {
+            &self.key
+        } else {
+            &[]
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        if self.pos.is_none() || self.value.1 == 0 {
+            return &[];
+        }
+        // land() read this range successfully; the row's leases keep it mapped.
+        self.row.region_read(self.value.0, self.value.1).unwrap_or(&[])
+    }
+}

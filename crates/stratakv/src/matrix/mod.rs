@@ -1,0 +1,405 @@
+//! The matrix container: level 0 in PM (MatrixKV), built on the
+//! index-unified log (ListDB).
+//!
+//! A sealed memtable becomes a *row*: a sorted array of elements pointing
+//! at its log entries, with cross-row hints into the next-older row (see
+//! [`row`]). Rows are grouped into segments with one DRAM bloom filter
+//! each. Lookups search rows newest first, narrowing each older row's
+//! binary search to the window the hints give. Column compaction moves key
+//! ranges of the oldest rows (the *compactor* group) into L1 tables, one
+//! column at a time, while new rows (the *receiver* group) keep arriving.
+//!
+//! The matrix's persistent state (which rows are live, how far each was
+//! compacted, which form the compactor group) is recorded in the MANIFEST
+//! with every change, together with the L1 files a column compaction adds:
+//! that record is the container root, so a crash at any point leaves either
+//! the old or the new state.
+
+pub mod build;
+pub mod column;
+pub mod filter;
+pub mod iter;
+pub mod row;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::coding::{put_varint, Reader};
+use crate::error::Result;
+use crate::iterator::InternalIterator;
+use crate::key::{make_internal_key, Kind, SeqNo, KIND_FOR_SEEK};
+use crate::memtable::Lookup;
+use filter::BlockedBloom;
+use row::{key_prefix, Row};
+
+/// Bloom bits per key for row and segment filters.
+const FILTER_BITS: u32 = 10;
+
+/// What the MANIFEST records about one live row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowMeta {
+    /// Row id (= its extent's number).
+    pub id: u64,
+    /// First slot of its extent.
+    pub slot: u64,
+    /// Slots of its extent.
+    pub slots: u64,
+    /// Elements before this index are compacted into L1.
+    pub start: u32,
+    /// Smallest log number its elements point into.
+    pub first_log: u64,
+    /// Largest log number its elements point into.
+    pub last_log: u64,
+    /// Whether it belongs to the compactor group.
+    pub compactor: bool,
+}
+
+/// Decoded matrix record of the MANIFEST.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MatrixRecord {
+    /// Next row id to hand out.
+    pub next_row_id: u64,
+    /// Live rows, newest first.
+    pub rows: Vec<RowMeta>,
+}
+
+impl MatrixRecord {
+    /// Encodes: `version (1) | next_row_id | n | n * (id, slot, slots, start, first_log, last_log, flags)`, all varints.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        put_varint(&mut b, 1);
+        put_varint(&mut b, self.next_row_id);
+        put_varint(&mut b, self.rows.len() as u64);
+        for r in &self.rows {
+            for v in [r.id, r.slot, r.slots, r.start as u64, r.first_log, r.last_log, r.compactor as u64] {
+                put_varint(&mut b, v);
+            }
+        }
+        b
+    }
+
+    /// Decodes; `Err(reason)` if malformed.
+    pub fn decode(b: &[u8]) -> std::result::Result<MatrixRecord, String> {
+        let mut r = Reader::new(b);
+        let bad = || "malformed matrix record".to_string();
+        if r.varint().ok_or_else(bad)? != 1 {
+            return Err("unknown matrix record version".into());
+        }
+        let next_row_id = r.varint().ok_or_else(bad)?;
+        let n = r.varint().ok_or_else(bad)?;
+        let mut rows = Vec::new();
+        for _ in 0..n {
+            let mut f = [0u64; 7];
+            for v in f.iter_mut() {
+                *v = r.varint().ok_or_else(bad)?;
+            }
+            rows.push(RowMeta {
+                id: f[0],
+                slot: f[1],
+                slots: f[2],
+                start: u32::try_from(f[3]).map_err(|_| bad())?,
+                first_log: f[4],
+                last_log: f[5],
+                compactor: f[6] != 0,
+            });
+        }
+        if !r.is_empty() {
+            return Err(bad());
+        }
+        Ok(MatrixRecord { next_row_id, rows })
+    }
+}
+
+/// A row as the matrix holds it: the row, its consumed prefix, its filter.
+#[derive(Clone, Debug)]
+pub struct LiveRow {
+    /// The row.
+    pub row: Arc<Row>,
+    /// Elements before this index are in L1.
+    pub start: u32,
+    /// Member of the compactor group.
+    pub compactor: bool,
+    /// Log number range its elements point into.
+    pub first_log: u64,
+    /// See `first_log`.
+    pub last_log: u64,
+    /// Segment the row belongs to.
+    pub seg: u64,
+    /// Bloom filter over the row's keys.
+    pub filter: Arc<BlockedBloom>,
+}
+
+impl LiveRow {
+    /// A live row for `row`, building its filter from the stored hashes.
+    pub fn new(row: Row, start: u32, compactor: bool, first_log: u64, last_log: u64) -> Result<LiveRow> {
+        let hashes = row.hashes()?;
+        let filter = Arc::new(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS));
+        Ok(LiveRow { row: Arc::new(row), start, compactor, first_log, last_log, seg: 0, filter })
+    }
+
+    /// Elements not yet compacted.
+    pub fn remaining(&self) -> u32 {
+        self.row.len().saturating_sub(self.start)
+    }
+
+    /// Log bytes of the elements not yet compacted (estimated pro rata).
+    pub fn remaining_data_bytes(&self) -> u64 {
+        let n = self.row.len().max(1) as u64;
+        self.row.header().log_bytes * self.remaining() as u64 / n
+    }
+
+    fn meta(&self) -> RowMeta {
+        let h = self.row.extent().head();
+        RowMeta {
+            id: self.row.id(),
+            slot: h.slot,
+            slots: h.slots,
+            start: self.start,
+            first_log: self.first_log,
+            last_log: self.last_log,
+            compactor: self.compactor,
+        }
+    }
+}
+
+/// The authoritative matrix state (changed under the `versions` lock).
+#[derive(Debug, Default)]
+pub struct MatrixState {
+    /// Next row id.
+    pub next_row_id: u64,
+    /// Live rows, newest first.
+    pub rows: Vec<LiveRow>,
+    next_seg: u64,
+    seg_filters: HashMap<u64, Arc<BlockedBloom>>,
+    rows_per_segment: usize,
+}
+
+impl MatrixState {
+    /// An empty matrix.
+    pub fn new(rows_per_segment: usize) -> MatrixState {
+        MatrixState { next_row_id: 1, rows_per_segment: rows_per_segment.max(1), ..Default::default() }
+    }
+
+    /// A matrix made of recovered rows (newest first).
+    pub fn recovered(next_row_id: u64, rows: Vec<LiveRow>, rows_per_segment: usize) -> MatrixState {
+        let mut m = MatrixState::new(rows_per_segment);
+        m.next_row_id = next_row_id.max(1);
+        for r in rows.into_iter().rev() {
+            m.push_newest(r);
+        }
+        m
+    }
+
+    /// The persistent record of this state.
+    pub fn record(&self) -> MatrixRecord {
+        MatrixRecord { next_row_id: self.next_row_id, rows: self.rows.iter().map(|r| r.meta()).collect() }
+    }
+
+    /// Hands out a row id.
+    pub fn new_row_id(&mut self) -> u64 {
+        let id = self.next_row_id;
+        self.next_row_id += 1;
+        id
+    }
+
+    /// Adds a row as the newest.
+    pub fn push_newest(&mut self, mut r: LiveRow) {
+        let cur = self.rows.first().map(|x| x.seg);
+        let in_cur = cur.map(|s| self.rows.iter().take_while(|x| x.seg == s).count()).unwrap_or(0);
+        r.seg = match cur {
+            Some(s) if in_cur < self.rows_per_segment && !self.seg_filters.contains_key(&s) => s,
+            _ => {
+                self.next_seg += 1;
+                self.next_seg
+            }
+        };
+        self.rows.insert(0, r);
+        self.seal_full_segments();
+    }
+
+    /// Builds the shared filter of every full segment that lacks one.
+    fn seal_full_segments(&mut self) {
+        let mut by_seg: Vec<(u64, Vec<&LiveRow>)> = Vec::new();
+        for r in &self.rows {
+            match by_seg.last_mut() {
+                Some((s, v)) if *s == r.seg => v.push(r),
+                _ => by_seg.push((r.seg, vec![r])),
+            }
+        }
+        let mut built = Vec::new();
+        for (seg, rows) in by_seg {
+            if rows.len() >= self.rows_per_segment && !self.seg_filters.contains_key(&seg) {
+                let total: usize = rows.iter().map(|r| r.row.len() as usize).sum();
+                let mut f = BlockedBloom::with_capacity(total, FILTER_BITS);
+                for r in rows {
+                    if let Ok(hs) = r.row.hashes() {
+                        for h in hs {
+                            f.insert(h);
+                        }
+                    }
+                }
+                built.push((seg, Arc::new(f)));
+            }
+        }
+        self.seg_filters.extend(built);
+        let live: std::collections::HashSet<u64> = self.rows.iter().map(|r| r.seg).collect();
+        self.seg_filters.retain(|s, _| live.contains(s));
+    }
+
+    /// PM bytes held by the matrix (row extents and the log extents they pin).
+    pub fn pm_bytes(&self) -> u64 {
+        let mut logs = std::collections::HashSet::new();
+        let mut total = 0;
+        for r in &self.rows {
+            total += r.row.extent().len();
+            for l in r.row.logs() {
+                if logs.insert(l.offset()) {
+                    total += l.len();
+                }
+            }
+        }
+        total
+    }
+
+    /// Log bytes of data not yet compacted.
+    pub fn data_bytes(&self) -> u64 {
+        self.rows.iter().map(|r| r.remaining_data_bytes()).sum()
+    }
+
+    /// Whether a compaction round is under way (some compactor row has data left).
+    pub fn round_active(&self) -> bool {
+        self.rows.iter().any(|r| r.compactor && r.remaining() > 0)
+    }
+
+    /// Starts a round: every current row joins the compactor group.
+    pub fn begin_round(&mut self) {
+        for r in &mut self.rows {
+            r.compactor = true;
+        }
+    }
+
+    /// Advances the compacted prefix of rows (`(id, new start)`), dropping
+    /// rows that are fully compacted.
+    pub fn apply_column(&mut self, ends: &[(u64, u32)]) {
+        for (id, end) in ends {
+            if let Some(r) = self.rows.iter_mut().find(|r| r.row.id() == *id) {
+                r.start = r.start.max(*end);
+            }
+        }
+        self.rows.retain(|r| r.remaining() > 0);
+        self.seal_full_segments();
+    }
+
+    /// Replaces the rows `ids` (adjacent, receivers) with `merged`.
+    pub fn replace(&mut self, ids: &[u64], mut merged: LiveRow) {
+        let Some(pos) = self.rows.iter().position(|r| ids.contains(&r.row.id())) else { return };
+        self.rows.retain(|r| !ids.contains(&r.row.id()));
+        self.next_seg += 1;
+        merged.seg = self.next_seg;
+        self.rows.insert(pos.min(self.rows.len()), merged);
+        self.seal_full_segments();
+    }
+
+    /// An immutable view for readers.
+    pub fn view(&self) -> Arc<MatrixView> {
+        let mut groups = Vec::new();
+        let mut i = 0;
+        while i < self.rows.len() {
+            let seg = self.rows[i].seg;
+            let n = self.rows[i..].iter().take_while(|r| r.seg == seg).count();
+            groups.push(Group { first: i, len: n, filter: self.seg_filters.get(&seg).cloned() });
+            i += n;
+        }
+        Arc::new(MatrixView { rows: self.rows.clone(), groups })
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Group {
+    first: usize,
+    len: usize,
+    filter: Option<Arc<BlockedBloom>>,
+}
+
+/// What readers see of the matrix: rows newest first, grouped in segments.
+#[derive(Clone, Debug, Default)]
+pub struct MatrixView {
+    /// Live rows, newest first.
+    pub rows: Vec<LiveRow>,
+    groups: Vec<Group>,
+}
+
+impl MatrixView {
+    /// Number of live rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The newest version of `ukey` with sequence <= `seq` (`hash` = its key hash).
+    pub fn get(&self, ukey: &[u8], seq: SeqNo, hash: u64) -> Result<Lookup> {
+        if self.rows.is_empty() {
+            return Ok(Lookup::Missing);
+        }
+        let mut probe = Vec::with_capacity(ukey.len() + 8);
+        make_internal_key(&mut probe, ukey, seq, KIND_FOR_SEEK);
+        let prefix = key_prefix(ukey);
+        // Window in the next row, valid if that row is `hint_row`: [lo, hi).
+        let mut hint: Option<(u64, u32, u32)> = None;
+        for g in &self.groups {
+            if let Some(f) = &g.filter {
+                if !f.may_contain(hash) {
+                    hint = None;
+                    continue;
+                }
+            }
+            for lr in self.rows.iter().skip(g.first).take(g.len) {
+                if !lr.filter.may_contain(hash) {
+                    hint = None;
+                    continue;
+                }
+                let row = &lr.row;
+                let n = row.len();
+                let (lo, hi) = match hint {
+                    Some((id, lo, hi)) if id == row.id() => (lo.max(lr.start), hi.min(n)),
+                    _ => (lr.start, n),
+                };
+                let idx = row.lower_bound(&probe, prefix, lo, hi)?;
+                if idx < n {
+                    let e = row.elem(idx)?;
+                    if e.prefix == prefix && row.user_key(&e)? == ukey && idx >= lr.start {
+                        return match e.kind() {
+                            Some(Kind::Put) => Ok(Lookup::Found(row.value(&e)?.to_vec())),
+                            _ => Ok(Lookup::Deleted),
+                        };
+                    }
+                }
+                // The older row's first element >= probe lies between the
+                // hints of our neighbours of the probe.
+                let lo_h = if idx > 0 { row.elem(idx - 1)?.hint } else { 0 };
+                let hi_h = if idx < n { row.elem(idx)?.hint.saturating_add(1) } else { u32::MAX };
+                hint = Some((row.header().older_id, lo_h, hi_h));
+            }
+        }
+        Ok(Lookup::Missing)
+    }
+
+    /// Cursors over every row's live part, newest first.
+    pub fn add_iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) {
+        for r in &self.rows {
+            out.push(Box::new(iter::RowIter::new(r.row.clone(), r.start, r.row.len())));
+        }
+    }
+
+    /// Log bytes of data not yet compacted.
+    pub fn data_bytes(&self) -> u64 {
+        self.rows.iter().map(|r| r.remaining_data_bytes()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests;
