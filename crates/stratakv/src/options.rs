@@ -103,6 +103,21 @@ pub struct Options {
     /// Disables background compaction (tests). Default: false.
     pub disable_auto_compaction: bool,
 
+    // --- matrix L0 (l0 = Matrix) ---
+    /// PM bytes the matrix container may hold (rows and the log they point
+    /// into). Column compaction starts at half of it; writers wait at all of
+    /// it. L1's target size equals it. Default: 0 = the smaller of 1 GiB and
+    /// a quarter of `pm_size`.
+    pub matrix_bytes: u64,
+    /// Target data size of one column compaction. Default: 0 = `matrix_bytes / 16`
+    /// (at least `target_file_size`).
+    pub column_bytes: u64,
+    /// Rows per segment (one bloom filter per segment). Default: 8.
+    pub rows_per_segment: usize,
+    /// Receiver rows that trigger merging the oldest segment of them into one
+    /// row. Default: 0 = 4 × `rows_per_segment`.
+    pub max_receiver_rows: usize,
+
     // --- injection (tests, stress) ---
     /// File system for the SSD side. Default: the real one.
     pub fs: Arc<dyn Fs>,
@@ -137,6 +152,10 @@ impl Default for Options {
             pm_sync_interval_ms: 1000,
             pm_full_timeout_ms: 30_000,
             disable_auto_compaction: false,
+            matrix_bytes: 0,
+            column_bytes: 0,
+            rows_per_segment: 8,
+            max_receiver_rows: 0,
             fs: default_fs(),
             pm_sim: None,
         }
@@ -157,6 +176,10 @@ impl Options {
             level_size_multiplier: 4,
             pm_sync_interval_ms: 0,
             pm_full_timeout_ms: 10_000,
+            matrix_bytes: 2 << 20,
+            column_bytes: 96 << 10,
+            rows_per_segment: 3,
+            max_receiver_rows: 6,
             ..Options::default()
         }
     }
@@ -168,6 +191,33 @@ impl Options {
         }
         let s = (self.write_buffer_size as u64 / 8).clamp(64 << 10, 8 << 20);
         s.next_power_of_two().min(8 << 20)
+    }
+
+    /// PM bytes the matrix may hold.
+    pub(crate) fn matrix_limit(&self) -> u64 {
+        if self.matrix_bytes != 0 {
+            self.matrix_bytes
+        } else {
+            (1u64 << 30).min(self.pm_size / 4)
+        }
+    }
+
+    /// Target bytes of one column.
+    pub(crate) fn column_target(&self) -> u64 {
+        if self.column_bytes != 0 {
+            self.column_bytes
+        } else {
+            (self.matrix_limit() / 16).max(self.target_file_size)
+        }
+    }
+
+    /// Receiver rows that trigger a row merge.
+    pub(crate) fn merge_trigger(&self) -> usize {
+        if self.max_receiver_rows != 0 {
+            self.max_receiver_rows
+        } else {
+            4 * self.rows_per_segment.max(1)
+        }
     }
 
     /// Every problem with these options, or Ok.
@@ -202,6 +252,12 @@ impl Options {
         }
         if self.level_size_multiplier < 2 {
             bad.push("level_size_multiplier must be at least 2".into());
+        }
+        if self.rows_per_segment == 0 {
+            bad.push("rows_per_segment must be at least 1".into());
+        }
+        if self.l0 == L0Kind::Matrix && self.matrix_limit() >= self.pm_size {
+            bad.push("matrix_bytes must be smaller than pm_size".into());
         }
         if self.background_compactions == 0 {
             bad.push("background_compactions must be at least 1".into());

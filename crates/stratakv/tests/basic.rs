@@ -108,3 +108,37 @@ fn limits_and_lock() {
     let db = Db::open(dir.path(), opts()).unwrap();
     assert_eq!(db.get(&ok_key).unwrap().as_deref(), Some(&b"v"[..]));
 }
+
+#[test]
+fn matrix_profile_builds_rows_merges_and_compacts_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts();
+    o.l0 = stratakv::L0Kind::Matrix;
+    let n = 30_000u32;
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let mut max_rows = 0;
+    for i in 0..n {
+        db.put(format!("key{:08}", (i as u64 * 7919) % n as u64), format!("value{i}-{}", "x".repeat(40))).unwrap();
+        if i % 1000 == 0 {
+            max_rows = max_rows.max(db.stats().matrix_rows);
+        }
+    }
+    let s = db.stats();
+    println!("{s}");
+    assert_eq!(s.l0, "matrix");
+    assert!(max_rows > 3, "rows never accumulated: {max_rows}");
+    assert!(s.columns > 0, "no column compaction ran");
+    assert!(s.levels[1].files > 0, "nothing reached L1");
+    for i in (0..n).step_by(7) {
+        let k = format!("key{:08}", (i as u64 * 7919) % n as u64);
+        assert_eq!(db.get(&k).unwrap(), Some(format!("value{i}-{}", "x".repeat(40)).into_bytes()));
+    }
+    db.compact_range(..).unwrap();
+    let s = db.stats();
+    assert_eq!(s.matrix_rows, 0, "compact_range left rows: {s}");
+    assert_eq!(db.iter(..).unwrap().count(), n as usize);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), o).unwrap();
+    assert_eq!(db.stats().l0, "matrix");
+    assert_eq!(db.iter(..).unwrap().count(), n as usize);
+}

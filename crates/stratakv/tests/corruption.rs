@@ -173,18 +173,28 @@ fn pm_log_damage_never_yields_wrong_values() {
     let pm = dir.path().join("pm").join("strata.pm");
     // Superblock and head table: open must fail with corruption or succeed
     // with only correct data.
+    // Recovery makes its point-in-time cut permanent (it erases the head
+    // words of log extents past a damaged entry), so each probe restores the
+    // whole header area, not just the flipped byte.
+    let data_off = 64 << 10;
+    let header = std::fs::read(&pm).unwrap()[..data_off].to_vec();
+    let restore_header = || {
+        use std::os::unix::fs::FileExt;
+        std::fs::OpenOptions::new().write(true).open(&pm).unwrap().write_all_at(&header, 0).unwrap();
+    };
     for at in (0..64).chain([64, 4096, 4097, 4100, 4103]) {
         let good = flip(&pm, at);
         let _ = probe_with(dir.path(), false, log_only_opts());
         restore(good);
+        restore_header();
     }
     // Log entries: recovery keeps a prefix; `verify` names the PM file.
-    let data_off = 64 << 10;
     let mut reported = 0;
     let mut flips = 0;
     for at in (data_off + 64..data_off + 180_000).step_by(3989) {
         let good = flip(&pm, at);
         let (errors, first) = probe_with(dir.path(), false, log_only_opts());
+        restore_header();
         if errors > 0 {
             let e = first.unwrap();
             assert!(e.to_string().contains("strata.pm"), "{e}");

@@ -170,3 +170,11 @@ fn sigkill_never_loses_acknowledged_writes_sstable_l0() {
     }
     run_rounds(L0Kind::Sstable);
 }
+
+#[test]
+fn sigkill_never_loses_acknowledged_writes_matrix_l0() {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    run_rounds(L0Kind::Matrix);
+}

@@ -218,3 +218,8 @@ fn run(l0: L0Kind, base_seed: u64) {
 fn model_sstable_l0() {
     run(L0Kind::Sstable, 1000);
 }
+
+#[test]
+fn model_matrix_l0() {
+    run(L0Kind::Matrix, 5000);
+}

@@ -8,6 +8,8 @@ use std::time::Duration;
 use super::{DbInner, KeyRange, State};
 use crate::compaction::picker::key_may_exist_below;
 use crate::compaction::{build_tables, pick, pick_range, BuildCtx, CompactionTask, Dropper, LevelPolicy};
+use crate::matrix::column::ColumnTask;
+use crate::options::L0Kind;
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::memtable::Memtable;
@@ -36,7 +38,12 @@ impl DbInner {
     pub(crate) fn level_policy(&self) -> LevelPolicy {
         LevelPolicy {
             l0_trigger: self.opts.l0_compaction_trigger,
-            base_bytes: self.opts.max_bytes_for_level_base,
+            // A big L0 (the matrix) makes a big L1, so the tree needs fewer levels.
+            base_bytes: if self.opts.l0 == L0Kind::Matrix {
+                self.opts.matrix_limit()
+            } else {
+                self.opts.max_bytes_for_level_base
+            },
             multiplier: self.opts.level_size_multiplier,
             target_file_size: self.opts.target_file_size,
         }
@@ -96,14 +103,22 @@ impl DbInner {
                 // The log keeps the data; recovery rebuilds the memtable.
                 return;
             }
-            if let Err(e) = self.flush_memtable(&imm) {
+            let r = if self.opts.l0 == L0Kind::Matrix {
+                self.seal_to_row(&imm).and_then(|_| self.maybe_merge_rows())
+            } else {
+                self.flush_memtable(&imm)
+            };
+            if let Err(e) = r {
+                if matches!(e, Error::Closed) {
+                    return;
+                }
                 self.poison(&e);
                 return;
             }
         }
     }
 
-    fn build_ctx<'a>(&'a self, next: &'a dyn Fn() -> u64, target: u64) -> BuildCtx<'a> {
+    pub(crate) fn build_ctx_pub<'a>(&'a self, next: &'a dyn Fn() -> u64, target: u64) -> BuildCtx<'a> {
         BuildCtx { fs: &*self.fs, dir: &self.dir, table: self.table_opts.clone(), target_file_size: target, next_number: next }
     }
 
@@ -121,7 +136,7 @@ impl DbInner {
             let mut it = imm.iter();
             let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(&version, 0, uk) || in_l0(&version, uk));
             let next = || self.next_file_number();
-            outputs = build_tables(&self.build_ctx(&next, u64::MAX), &mut it, &mut dropper, &[])?;
+            outputs = build_tables(&self.build_ctx_pub(&next, u64::MAX), &mut it, &mut dropper, &[])?;
         }
         let bytes: u64 = outputs.iter().map(|f| f.size).sum();
         let mut vs = self.versions.lock();
@@ -147,43 +162,70 @@ impl DbInner {
 
     fn compaction_loop(self: Arc<Self>) {
         loop {
-            let task = {
-                let mut picked = None;
-                while picked.is_none() {
-                    let vs = self.versions.lock();
-                    let mut st = self.state.lock();
-                    // Checked under `state`, which shutdown holds while notifying.
-                    if st.poisoned.is_some() || self.shutting_down.load(Ordering::Acquire) {
-                        return;
-                    }
-                    if !self.opts.disable_auto_compaction {
-                        if let Some(t) = pick(&st.version, &self.level_policy(), &st.busy, &vs.compact_pointers) {
-                            mark_busy(&mut st, &t);
-                            picked = Some((t, st.version.clone()));
-                            break;
-                        }
-                    }
-                    drop(vs);
-                    self.state_cv.wait_for(&mut st, Duration::from_millis(200));
-                    drop(st);
-                    self.delete_obsolete();
-                }
-                match picked {
-                    Some(p) => p,
-                    None => return,
+            let work = match self.next_work() {
+                Ok(Some(w)) => w,
+                Ok(None) => return,
+                Err(e) => {
+                    self.poison(&e);
+                    return;
                 }
             };
-            let r = self.run_compaction(&task.0, &task.1);
-            {
-                let mut st = self.state.lock();
-                unmark_busy(&mut st, &task.0);
-                self.state_cv.notify_all();
-            }
+            let r = match &work {
+                Work::Column(t) => self.run_column(t),
+                Work::Level(t, v) => {
+                    let r = self.run_compaction(t, v);
+                    let mut st = self.state.lock();
+                    unmark_busy(&mut st, t);
+                    self.state_cv.notify_all();
+                    r
+                }
+            };
             self.delete_obsolete();
             if let Err(e) = r {
-                self.poison(&e);
+                if !matches!(e, Error::Closed) {
+                    self.poison(&e);
+                }
                 return;
             }
+        }
+    }
+
+    /// Waits for the next compaction to do; `None` at shutdown or poison.
+    fn next_work(&self) -> Result<Option<Work>> {
+        let policy = self.level_policy();
+        loop {
+            if self.shutting_down.load(Ordering::Acquire) {
+                return Ok(None);
+            }
+            let vs = self.versions.lock();
+            if self.opts.l0 == L0Kind::Matrix && !self.opts.disable_auto_compaction {
+                // Columns come first unless a level is far over its target.
+                let urgent = {
+                    let st = self.state.lock();
+                    policy.scores(&st.version).iter().skip(1).any(|s| *s >= 1.5)
+                };
+                if !urgent {
+                    if let Some(t) = self.pick_column_task(false)? {
+                        return Ok(Some(Work::Column(t)));
+                    }
+                }
+            }
+            let mut st = self.state.lock();
+            // Checked under `state`, which shutdown holds while notifying.
+            if st.poisoned.is_some() || self.shutting_down.load(Ordering::Acquire) {
+                return Ok(None);
+            }
+            if !self.opts.disable_auto_compaction {
+                if let Some(t) = pick(&st.version, &policy, &st.busy, &vs.compact_pointers) {
+                    mark_busy(&mut st, &t);
+                    let v = st.version.clone();
+                    return Ok(Some(Work::Level(t, v)));
+                }
+            }
+            drop(vs);
+            self.state_cv.wait_for(&mut st, Duration::from_millis(200));
+            drop(st);
+            self.delete_obsolete();
         }
     }
 
@@ -219,7 +261,7 @@ impl DbInner {
             let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(version, out_level, uk));
             let next = || self.next_file_number();
             let outputs =
-                build_tables(&self.build_ctx(&next, self.opts.target_file_size), &mut it, &mut dropper, &t.grandparents)?;
+                build_tables(&self.build_ctx_pub(&next, self.opts.target_file_size), &mut it, &mut dropper, &t.grandparents)?;
             written = outputs.iter().map(|f| f.size).sum();
             for f in outputs {
                 edit.added.push((out_level as u32, f));
@@ -291,6 +333,12 @@ impl DbInner {
         let (lo, hi) = range.user_bounds();
         let policy = self.level_policy();
         let mut level = 0;
+        if self.opts.l0 == L0Kind::Matrix {
+            // L0 is the matrix: move it all into L1 column by column, then
+            // push L1 and below down as usual.
+            self.drain_matrix()?;
+            level = 1;
+        }
         loop {
             let deepest = self.state.lock().version.deepest_level().unwrap_or(0).max(1);
             if level >= deepest {
@@ -333,6 +381,12 @@ impl DbInner {
             level += 1;
         }
     }
+}
+
+/// One unit of compaction work.
+enum Work {
+    Column(ColumnTask),
+    Level(CompactionTask, Arc<Version>),
 }
 
 fn in_l0(v: &Version, uk: &[u8]) -> bool {

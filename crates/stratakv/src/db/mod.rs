@@ -11,6 +11,7 @@
 
 mod background;
 mod iter;
+mod matrix_work;
 mod open;
 mod pipeline;
 mod snapshot;
@@ -36,7 +37,9 @@ use crate::error::{Error, Result};
 use crate::fs::{FileLock, Fs};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{SeqNo, MAX_KEY_LEN};
+use crate::matrix::{MatrixState, MatrixView};
 use crate::memtable::{Lookup, Memtable};
+use crate::sstable::key_hash;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::sstable::TableOptions;
 use crate::version::{FileMeta, TableCache, Version, VersionSet};
@@ -48,6 +51,8 @@ pub(crate) struct SuperVersion {
     pub mem: Arc<Memtable>,
     /// Sealed memtables, newest first.
     pub imms: Vec<Arc<Memtable>>,
+    /// The matrix rows (empty unless l0 = Matrix).
+    pub matrix: Arc<MatrixView>,
     pub version: Arc<Version>,
 }
 
@@ -67,6 +72,12 @@ pub(crate) struct State {
     /// Sealed memtables, oldest first.
     pub imms: VecDeque<Arc<Memtable>>,
     pub version: Arc<Version>,
+    pub matrix: Arc<MatrixView>,
+    /// Log bytes of data in the matrix not yet compacted, and PM bytes it holds.
+    pub matrix_data_bytes: u64,
+    pub matrix_pm_bytes: u64,
+    /// A column compaction is running.
+    pub column_busy: bool,
     /// Files being compacted.
     pub busy: HashSet<u64>,
     /// Files removed from the version, deleted once no version uses them.
@@ -90,6 +101,7 @@ pub(crate) struct Counters {
     pub stall_micros: AtomicU64,
     pub slowdowns: AtomicU64,
     pub gets: AtomicU64,
+    pub columns: AtomicU64,
 }
 
 pub(crate) struct DbInner {
@@ -99,6 +111,7 @@ pub(crate) struct DbInner {
     _lock: Box<dyn FileLock>,
     pub region: Region,
     pub region_path: PathBuf,
+    pub shared_region_path: Arc<PathBuf>,
     pub tables: Arc<TableCache>,
     pub write: Mutex<WriteState>,
     pub pipeline: Pipeline,
@@ -106,6 +119,8 @@ pub(crate) struct DbInner {
     /// Signalled when background work may be due or has finished.
     pub state_cv: Condvar,
     pub versions: Mutex<VersionSet>,
+    /// The matrix's authoritative state; changed only with `versions` held.
+    pub matrix: Mutex<MatrixState>,
     pub sv: ArcSwap<SuperVersion>,
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Log extents that may hold data not yet msynced.
@@ -298,6 +313,13 @@ impl DbInner {
                 Lookup::Missing => {}
             }
         }
+        if !sv.matrix.is_empty() {
+            match sv.matrix.get(key, seq, key_hash(key))? {
+                Lookup::Found(v) => return Ok(Some(v)),
+                Lookup::Deleted => return Ok(None),
+                Lookup::Missing => {}
+            }
+        }
         match sv.version.get(&self.tables, key, seq)? {
             Lookup::Found(v) => Ok(Some(v)),
             _ => Ok(None),
@@ -312,6 +334,7 @@ impl DbInner {
         for m in &sv.imms {
             out.push(Box::new(m.iter()));
         }
+        sv.matrix.add_iterators(&mut out);
         sv.version.add_iterators(&self.tables, &mut out)?;
         Ok(out)
     }
@@ -325,6 +348,7 @@ impl DbInner {
         self.sv.store(Arc::new(SuperVersion {
             mem: st.mem.clone(),
             imms: st.imms.iter().rev().cloned().collect(),
+            matrix: st.matrix.clone(),
             version: st.version.clone(),
         }));
     }

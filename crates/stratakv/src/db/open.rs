@@ -9,12 +9,15 @@ use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use strata_pmem::{Backing, Region, RegionOptions};
+use strata_pmem::{Backing, Extent, Region, RegionOptions};
 
 use super::pipeline::Pipeline;
 use super::{Counters, DbInner, State, SuperVersion, WriteState};
 use crate::error::{Error, Result};
 use crate::log::{scan_extent, ScanEnd, EXTENT_KIND_LOG};
+use crate::matrix::build::EXTENT_KIND_ROW;
+use crate::matrix::row::Row;
+use crate::matrix::{LiveRow, MatrixRecord, MatrixState};
 use crate::memtable::Memtable;
 use crate::options::{L0Kind, Options};
 use crate::sstable::{BlockCache, TableOptions};
@@ -76,21 +79,61 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         vs.log_and_apply(VersionEdit { pm_region_id: Some(region.id()), ..Default::default() })?;
     }
 
-    // Rebuild the memtable from the live log extents, in log order.
+    // Matrix rows: adopt the row extents the MANIFEST names, and the log
+    // extents their elements point into.
+    let mpath = vs.manifest_path();
+    let record = match &vs.matrix {
+        Some(b) => MatrixRecord::decode(b).map_err(|why| Error::corruption(&mpath, 0, why))?,
+        None => MatrixRecord { next_row_id: 1, rows: Vec::new() },
+    };
     let heads = region.heads().map_err(|e| Error::from_pm(&region_path, e))?;
-    let max_number = heads.iter().map(|h| h.number).max().unwrap_or(0);
+    let max_number = heads.iter().filter(|h| h.kind == EXTENT_KIND_LOG).map(|h| h.number).max().unwrap_or(0);
+    let pm = |e| Error::from_pm(&region_path, e);
+    let mut row_extents = Vec::new();
+    for m in &record.rows {
+        let h = heads
+            .iter()
+            .find(|h| h.kind == EXTENT_KIND_ROW && h.slot == m.slot && h.number == m.id && h.slots == m.slots)
+            .copied()
+            .ok_or_else(|| Error::corruption(&region_path, m.slot, format!("matrix row {} is missing from the PM region", m.id)))?;
+        row_extents.push(region.adopt(h).map_err(pm)?);
+    }
+    let mut row_logs: Vec<Vec<Extent>> = vec![Vec::new(); record.rows.len()];
+    for h in heads.iter().filter(|h| h.kind == EXTENT_KIND_ROW) {
+        if !record.rows.iter().any(|m| m.id == h.number && m.slot == h.slot) {
+            // Built but never published (crash before its MANIFEST edit), or merged away.
+            region.retire(*h).map_err(pm)?;
+        }
+    }
     let mut logs: Vec<_> = heads.iter().filter(|h| h.kind == EXTENT_KIND_LOG).copied().collect();
     logs.sort_by_key(|h| h.number);
+    let mut live_logs = Vec::new();
+    for h in logs {
+        if h.number >= vs.log_number {
+            live_logs.push(h);
+        } else if let Some(i) = record.rows.iter().position(|m| (m.first_log..=m.last_log).contains(&h.number)) {
+            if let Some(v) = row_logs.get_mut(i) {
+                v.push(region.adopt(h).map_err(pm)?);
+            }
+        } else {
+            // Its data is in tables; forget it.
+            region.retire(h).map_err(pm)?;
+        }
+    }
+    let shared_path = Arc::new(region_path.clone());
+    let mut live_rows = Vec::new();
+    for ((m, ext), logs) in record.rows.iter().zip(row_extents).zip(row_logs) {
+        let row = Row::open(ext, logs, shared_path.clone())?;
+        live_rows.push(LiveRow::new(row, m.start, m.compactor, m.first_log, m.last_log)?);
+    }
+    let matrix = MatrixState::recovered(record.next_row_id, live_rows, opts.rows_per_segment);
+
+    // Rebuild the memtable from the live log extents, in log order.
     let mem = Arc::new(Memtable::new(1, region.clone(), region_path.clone(), vs.log_number));
     let mut next_seq = Some(vs.last_sequence + 1);
     let mut anomalies: Vec<(u64, String)> = Vec::new();
-    for h in logs {
-        if h.number < vs.log_number {
-            // Its data is in tables; forget it.
-            region.retire(h).map_err(|e| Error::from_pm(&region_path, e))?;
-            continue;
-        }
-        let ext = region.adopt(h).map_err(|e| Error::from_pm(&region_path, e))?;
+    for h in live_logs {
+        let ext = region.adopt(h).map_err(pm)?;
         let mut accepted = 0u64;
         let end = scan_extent(&ext, h.number, &mut next_seq, &region_path, |entry| {
             for (i, rec) in entry.records.iter().enumerate() {
@@ -101,20 +144,23 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             Ok(())
         })?;
         if let ScanEnd::Torn { offset, valid_after: true } = end {
-            anomalies.push((offset, format!(
-                "log extent {} has a damaged entry followed by valid ones; \
-                 recovery kept the log up to it (point-in-time)",
-                h.number
-            )));
+            anomalies.push((
+                offset,
+                format!(
+                    "log extent {} has a damaged entry followed by valid ones; \
+                     recovery kept the log up to it (point-in-time)",
+                    h.number
+                ),
+            ));
         }
-        // An extent with no accepted entry was never written, or was written
-        // after a gap (never acknowledged, or past a damaged entry). Leaving
-        // it is safe: its entries' sequence numbers are past the gap, so they
-        // can never continue the log at a later recovery either (extents are
-        // scanned in number order, and new writes get higher numbers). It
-        // stops being live once a flush moves the log number past it.
         if accepted > 0 {
             mem.hold_extent(ext);
+        } else {
+            // Nothing here continues the log: never written, or written after
+            // a gap (never acknowledged, or past a damaged entry). Erase its
+            // head so it cannot be taken for part of a later memtable's log.
+            drop(ext);
+            region.retire(h).map_err(pm)?;
         }
     }
     let last_seq = next_seq.map(|s| s - 1).unwrap_or(vs.last_sequence).max(vs.last_sequence);
@@ -133,22 +179,28 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         next_seq: last_seq + 1,
         next_mem_id: 2,
     };
+    let view = matrix.view();
     let state = State {
         mem: mem.clone(),
         imms: VecDeque::new(),
         version: version.clone(),
+        matrix_data_bytes: matrix.data_bytes(),
+        matrix_pm_bytes: matrix.pm_bytes(),
+        matrix: view.clone(),
+        column_busy: false,
         busy: HashSet::new(),
         obsolete: Vec::new(),
         poisoned: None,
         compactions_running: 0,
         installs: 0,
     };
-    let sv = SuperVersion { mem: mem.clone(), imms: Vec::new(), version };
+    let sv = SuperVersion { mem: mem.clone(), imms: Vec::new(), matrix: view, version };
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         fs,
         _lock: lock,
         region,
+        shared_region_path: Arc::new(region_path.clone()),
         region_path,
         tables,
         write: Mutex::new(write),
@@ -156,6 +208,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         state: Mutex::new(state),
         state_cv: Condvar::new(),
         versions: Mutex::new(vs),
+        matrix: Mutex::new(matrix),
         sv: ArcSwap::from_pointee(sv),
         snapshots: Mutex::new(BTreeMap::new()),
         unsynced: Mutex::new(Vec::new()),

@@ -31,6 +31,16 @@ pub struct Stats {
     pub memtable_entries: u64,
     /// Sealed memtables waiting for flush.
     pub immutable_memtables: usize,
+    /// Rows in the matrix (l0 = matrix).
+    pub matrix_rows: usize,
+    /// Log bytes of matrix data not yet compacted into L1.
+    pub matrix_data_bytes: u64,
+    /// PM bytes the matrix holds (rows and the log they point into).
+    pub matrix_pm_bytes: u64,
+    /// The matrix's PM budget.
+    pub matrix_limit_bytes: u64,
+    /// Column compactions since open.
+    pub columns: u64,
     /// Where the PM region lives (`dax`, `file`, `shm`, `sim`).
     pub pm_placement: &'static str,
     /// PM region size.
@@ -83,16 +93,33 @@ pub struct Stats {
 
 impl DbInner {
     pub(crate) fn stats(&self) -> Stats {
-        let (version, mem, imms, poisoned) = {
+        let (version, mem, imms, poisoned, matrix, mdata, mpm) = {
             let st = self.state.lock();
-            (st.version.clone(), st.mem.clone(), st.imms.len(), st.poisoned.clone())
+            (
+                st.version.clone(),
+                st.mem.clone(),
+                st.imms.len(),
+                st.poisoned.clone(),
+                st.matrix.clone(),
+                st.matrix_data_bytes,
+                st.matrix_pm_bytes,
+            )
         };
+        let is_matrix = self.opts.l0 == crate::options::L0Kind::Matrix;
         let levels: Vec<LevelStats> = version
             .levels
             .iter()
             .enumerate()
-            .map(|(level, files)| LevelStats { level, files: files.len(), bytes: files.iter().map(|f| f.size).sum() })
+            .map(|(level, files)| {
+                if level == 0 && is_matrix {
+                    // L0 is the matrix: rows and their data.
+                    LevelStats { level, files: matrix.len(), bytes: mdata }
+                } else {
+                    LevelStats { level, files: files.len(), bytes: files.iter().map(|f| f.size).sum() }
+                }
+            })
             .collect();
+        let nonempty = levels.iter().filter(|l| l.files > 0).count();
         let manifest = self.versions.lock().manifest_bytes_written;
         let c = &self.counters;
         let user = c.user_bytes.load(Ordering::Relaxed);
@@ -101,11 +128,16 @@ impl DbInner {
         let pm = self.region.stats();
         Stats {
             l0: self.opts.l0.name(),
-            nonempty_levels: version.nonempty_levels(),
+            nonempty_levels: nonempty,
             levels,
             memtable_bytes: mem.approximate_bytes() as u64,
             memtable_entries: mem.len() as u64,
             immutable_memtables: imms,
+            matrix_rows: matrix.len(),
+            matrix_data_bytes: mdata,
+            matrix_pm_bytes: mpm,
+            matrix_limit_bytes: if is_matrix { self.opts.matrix_limit() } else { 0 },
+            columns: c.columns.load(Ordering::Relaxed),
             pm_placement: self.region.placement().name(),
             pm_region_bytes: self.region.len(),
             pm_slot_bytes: self.region.slot_bytes(),
@@ -142,7 +174,7 @@ impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "l0 layout:            {}", self.l0)?;
         writeln!(f, "levels in use:        {}", self.nonempty_levels)?;
-        writeln!(f, "level  files        MiB")?;
+        writeln!(f, "level  files        MiB   (L0 = matrix rows in PM when l0 = matrix)")?;
         for l in &self.levels {
             writeln!(f, "  L{}  {:>6}  {:>10.2}", l.level, l.files, mib(l.bytes))?;
         }
@@ -153,6 +185,17 @@ impl fmt::Display for Stats {
             self.memtable_entries,
             self.immutable_memtables
         )?;
+        if self.l0 == "matrix" {
+            writeln!(
+                f,
+                "matrix:               {} rows, {:.2} MiB data, {:.2} of {:.0} MiB PM, {} columns compacted",
+                self.matrix_rows,
+                mib(self.matrix_data_bytes),
+                mib(self.matrix_pm_bytes),
+                mib(self.matrix_limit_bytes),
+                self.columns
+            )?;
+        }
         writeln!(
             f,
             "PM region:            {} ({:.0} MiB, {} slots of {} KiB, {} used)",

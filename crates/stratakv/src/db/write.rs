@@ -101,7 +101,9 @@ impl DbInner {
             let l0 = if self.opts.l0 == L0Kind::Sstable { st.version.files(0).len() } else { 0 };
             let mem_full = st.mem.approximate_bytes() >= self.opts.write_buffer_size;
             let mems_full = mem_full && st.imms.len() + 1 >= self.opts.max_write_buffer_number;
-            if l0 >= self.opts.l0_stop_writes_trigger || mems_full {
+            // The matrix is full: wait for column compaction to free PM.
+            let matrix_full = self.opts.l0 == L0Kind::Matrix && st.matrix_pm_bytes >= self.opts.matrix_limit();
+            if l0 >= self.opts.l0_stop_writes_trigger || mems_full || matrix_full {
                 stalled.get_or_insert_with(Instant::now);
                 self.state_cv.notify_all();
                 self.state_cv.wait_for(&mut st, Duration::from_millis(100));

@@ -163,7 +163,7 @@ impl LiveRow {
 }
 
 /// The authoritative matrix state (changed under the `versions` lock).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct MatrixState {
     /// Next row id.
     pub next_row_id: u64,

@@ -36,6 +36,8 @@ pub struct Memtable {
     /// the memtable releases them.
     extents: Mutex<Vec<Extent>>,
     bytes: AtomicUsize,
+    /// PM log bytes of this memtable's entries.
+    log_bytes: AtomicUsize,
     /// Highest sequence number reserved into this memtable.
     last_seq: AtomicU64,
     /// Log number of the first extent written for this memtable.
@@ -67,6 +69,7 @@ impl Memtable {
             region_path,
             extents: Mutex::new(Vec::new()),
             bytes: AtomicUsize::new(0),
+            log_bytes: AtomicUsize::new(0),
             last_seq: AtomicU64::new(0),
             first_log,
             next_log: AtomicU64::new(0),
@@ -119,9 +122,15 @@ impl Memtable {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    /// Adds to the size estimate (PM bytes of an entry).
+    /// Adds the PM bytes of an entry to the size estimate.
     pub fn charge(&self, bytes: usize) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.log_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// PM log bytes of this memtable's entries.
+    pub fn log_bytes(&self) -> u64 {
+        self.log_bytes.load(Ordering::Relaxed) as u64
     }
 
     /// Number of entries.

@@ -168,6 +168,11 @@ impl VersionSet {
         self.current.levels.iter().flatten().map(|f| f.number).collect()
     }
 
+    /// Path of the MANIFEST in use.
+    pub fn manifest_path(&self) -> PathBuf {
+        manifest_path(&self.dir, self.manifest_number)
+    }
+
     /// Number of the MANIFEST in use.
     pub fn manifest_number(&self) -> u64 {
         self.manifest_number

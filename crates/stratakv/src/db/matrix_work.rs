@@ -1,0 +1,356 @@
+//! Background work of the matrix L0: sealing memtables into rows, merging
+//! receiver rows, and column compaction into L1.
+//!
+//! Every change follows the same order: build the new PM structure (row)
+//! or the new L1 tables, persist them, then record the new matrix state in
+//! the MANIFEST (the container root) together with any L1 changes, and only
+//! then let readers see it. A crash before the MANIFEST append leaves the
+//! old state, whose PM extents are untouched; unreferenced new extents are
+//! retired at the next open.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::DbInner;
+use crate::coding::varint_len;
+use crate::compaction::picker::key_may_exist_below;
+use crate::compaction::{build_tables, Dropper};
+use crate::error::{Error, Result};
+use crate::iterator::{InternalIterator, MergingIterator};
+use crate::key::{Kind, ParsedKey};
+use crate::matrix::build::{build_row, compare_elems, RowEntry, RowSpec};
+use crate::matrix::column::{pick_column, ColumnTask};
+use crate::matrix::iter::RowIter;
+use crate::matrix::row::{key_prefix, Elem, Row};
+use crate::matrix::{LiveRow, MatrixState};
+use crate::memtable::Memtable;
+use crate::sstable::key_hash;
+use crate::version::{LevelIter, VersionEdit};
+
+impl DbInner {
+    /// Turns a sealed memtable into the newest matrix row.
+    pub(crate) fn seal_to_row(&self, imm: &Arc<Memtable>) -> Result<()> {
+        let oldest = self.oldest_snapshot();
+        // Tombstones stay: older versions may live in older rows or levels.
+        let mut dropper = Dropper::new(oldest, |_| true);
+        let mut entries = Vec::with_capacity(imm.len());
+        let mut it = imm.iter();
+        it.seek_to_first()?;
+        while it.valid() {
+            if dropper.keep(it.key()) {
+                let p = ParsedKey::parse(it.key())
+                    .ok_or_else(|| Error::corruption(&self.region_path, 0, "malformed key in memtable"))?;
+                let (voff, vlen) = it.value_location().unwrap_or((0, 0));
+                let klen = p.user_key.len() as u64;
+                let key_off = match p.kind {
+                    Kind::Put => voff - varint_len(vlen as u64) as u64 - klen,
+                    Kind::Delete => voff - klen,
+                };
+                entries.push(RowEntry {
+                    elem: Elem {
+                        prefix: key_prefix(p.user_key),
+                        trailer: p.seq << 8 | p.kind as u64,
+                        key_off,
+                        key_len: klen as u32,
+                        value_len: if p.kind == Kind::Put { vlen } else { 0 },
+                        hint: 0,
+                    },
+                    hash: key_hash(p.user_key),
+                });
+            }
+            it.next()?;
+        }
+        let log_bytes = imm.log_bytes();
+        let logs = imm.extents();
+        let (first_log, last_log) = (imm.first_log(), imm.next_log().saturating_sub(1).max(imm.first_log()));
+        let row = if entries.is_empty() {
+            None
+        } else {
+            let mut entries = Some(entries);
+            Some(self.with_pm_space(|| {
+                let (id, older) = {
+                    let mut m = self.matrix.lock();
+                    (m.new_row_id(), m.rows.first().map(|r| r.row.clone()))
+                };
+                let spec = RowSpec {
+                    id,
+                    entries: entries.take().unwrap_or_default(),
+                    older: older.as_deref(),
+                    log_bytes,
+                    logs: logs.clone(),
+                };
+                match build_row(&self.region, &self.shared_region_path, spec) {
+                    Err(e) if e.is_full() => Err(e),
+                    other => other,
+                }
+            })?)
+        };
+        let live = match row {
+            Some(r) => Some(LiveRow::new(r, 0, false, first_log, last_log)?),
+            None => None,
+        };
+        let mut vs = self.versions.lock();
+        let mut m = self.matrix.lock();
+        let mut next = m.clone();
+        if let Some(l) = live {
+            next.push_newest(l);
+        }
+        let edit = VersionEdit {
+            log_number: Some(imm.next_log()),
+            last_sequence: Some(imm.last_seq().max(vs.last_sequence)),
+            matrix: Some(next.record().encode()),
+            ..Default::default()
+        };
+        vs.log_and_apply(edit)?;
+        *m = next;
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        let mut st = self.state.lock();
+        if st.imms.front().map(|x| x.id()) == Some(imm.id()) {
+            st.imms.pop_front();
+        }
+        st.version = vs.current();
+        self.publish_matrix(&mut st, &m);
+        Ok(())
+    }
+
+    /// Runs `build`, retrying while it fails for lack of PM space.
+    fn with_pm_space<T>(&self, mut build: impl FnMut() -> Result<T>) -> Result<T> {
+        loop {
+            match build() {
+                Err(e) if e.is_full() => {
+                    let mut st = self.state.lock();
+                    if let Some(p) = &st.poisoned {
+                        return Err(Error::Poisoned(p.clone()));
+                    }
+                    if self.shutting_down.load(Ordering::Acquire) {
+                        return Err(Error::Closed);
+                    }
+                    self.state_cv.notify_all();
+                    self.state_cv.wait_for(&mut st, Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Installs the matrix state `m` for readers (call with `state` held).
+    pub(crate) fn publish_matrix(&self, st: &mut super::State, m: &MatrixState) {
+        st.matrix = m.view();
+        st.matrix_data_bytes = m.data_bytes();
+        st.matrix_pm_bytes = m.pm_bytes();
+        st.installs += 1;
+        self.install_sv(st);
+        self.state_cv.notify_all();
+    }
+
+    /// Merges the oldest segment of receiver rows into one row when there
+    /// are too many receiver rows (fewer rows to search, shadowed versions gone).
+    pub(crate) fn maybe_merge_rows(&self) -> Result<()> {
+        let k = self.opts.rows_per_segment.max(2);
+        let (group, older) = {
+            let m = self.matrix.lock();
+            let receivers: Vec<&LiveRow> = m.rows.iter().filter(|r| !r.compactor).collect();
+            if receivers.len() <= self.opts.merge_trigger() || receivers.len() < k {
+                return Ok(());
+            }
+            let group: Vec<LiveRow> = receivers[receivers.len() - k..].iter().map(|r| (*r).clone()).collect();
+            let last_id = group.last().map(|r| r.row.id()).unwrap_or(0);
+            let pos = m.rows.iter().position(|r| r.row.id() == last_id).unwrap_or(m.rows.len());
+            (group, m.rows.get(pos + 1).map(|r| r.row.clone()))
+        };
+        let oldest = self.oldest_snapshot();
+        let mut dropper = Dropper::new(oldest, |_| true);
+        let mut cursors: Vec<(Arc<Row>, u32)> = group.iter().map(|r| (r.row.clone(), r.start)).collect();
+        let mut entries = Vec::new();
+        let mut ikey = Vec::new();
+        loop {
+            // The smallest current element across the group (rows are newest first).
+            let mut best: Option<(usize, Elem)> = None;
+            for (i, (row, pos)) in cursors.iter().enumerate() {
+                if *pos >= row.len() {
+                    continue;
+                }
+                let e = row.elem(*pos)?;
+                best = match best {
+                    None => Some((i, e)),
+                    Some((bi, be)) => {
+                        if compare_elems(&self.region, &self.region_path, &e, &be)? == CmpOrdering::Less {
+                            Some((i, e))
+                        } else {
+                            Some((bi, be))
+                        }
+                    }
+                };
+            }
+            let Some((i, e)) = best else { break };
+            let Some((row, pos)) = cursors.get_mut(i) else { break };
+            let uk = row.user_key(&e)?;
+            ikey.clear();
+            ikey.extend_from_slice(uk);
+            ikey.extend_from_slice(&e.trailer.to_le_bytes());
+            if dropper.keep(&ikey) {
+                entries.push(RowEntry { elem: Elem { hint: 0, ..e }, hash: row.hash(*pos)? });
+            }
+            *pos += 1;
+        }
+        let ids: Vec<u64> = group.iter().map(|r| r.row.id()).collect();
+        let log_bytes: u64 = group.iter().map(|r| r.row.header().log_bytes).sum();
+        let mut logs = Vec::new();
+        for r in &group {
+            logs.extend(r.row.logs().iter().cloned());
+        }
+        let first_log = group.iter().map(|r| r.first_log).min().unwrap_or(0);
+        let last_log = group.iter().map(|r| r.last_log).max().unwrap_or(0);
+        let mut entries = Some(entries);
+        let row = self.with_pm_space(|| {
+            let id = self.matrix.lock().new_row_id();
+            let spec = RowSpec {
+                id,
+                entries: entries.take().unwrap_or_default(),
+                older: older.as_deref(),
+                log_bytes,
+                logs: logs.clone(),
+            };
+            build_row(&self.region, &self.shared_region_path, spec)
+        })?;
+        let merged = LiveRow::new(row, 0, false, first_log, last_log)?;
+        let mut vs = self.versions.lock();
+        let mut m = self.matrix.lock();
+        // A compaction round may have started meanwhile and claimed these
+        // rows; then they must stay as they are (dropping `merged` frees it).
+        let still_receivers = ids.iter().all(|id| m.rows.iter().any(|r| r.row.id() == *id && !r.compactor));
+        if !still_receivers {
+            return Ok(());
+        }
+        let mut next = m.clone();
+        next.replace(&ids, merged);
+        vs.log_and_apply(VersionEdit { matrix: Some(next.record().encode()), ..Default::default() })?;
+        *m = next;
+        let mut st = self.state.lock();
+        st.version = vs.current();
+        self.publish_matrix(&mut st, &m);
+        Ok(())
+    }
+
+    /// Whether the matrix should start a compaction round now.
+    fn round_due(&self, m: &MatrixState, force: bool) -> bool {
+        if m.rows.is_empty() {
+            return false;
+        }
+        let low_pm = self.region.free_slots() * 4 < self.region.slot_count();
+        force || m.pm_bytes() >= self.opts.matrix_limit() / 2 || low_pm
+    }
+
+    /// Picks the next column if one is due (call with `versions` held;
+    /// takes `matrix` and `state`). Marks its L1 inputs busy.
+    pub(crate) fn pick_column_task(&self, force: bool) -> Result<Option<ColumnTask>> {
+        let mut m = self.matrix.lock();
+        let mut st = self.state.lock();
+        if st.column_busy {
+            return Ok(None);
+        }
+        if !m.round_active() {
+            if !self.round_due(&m, force) {
+                return Ok(None);
+            }
+            m.begin_round();
+        }
+        let l1 = st.version.files(1).to_vec();
+        let task = pick_column(&m.rows, &l1, self.opts.column_target(), &st.busy)?;
+        if let Some(t) = &task {
+            st.column_busy = true;
+            for f in &t.l1_inputs {
+                st.busy.insert(f.number);
+            }
+        }
+        Ok(task)
+    }
+
+    /// Merges one column into L1 and records the new state.
+    pub(crate) fn run_column(&self, t: &ColumnTask) -> Result<()> {
+        let result = self.run_column_inner(t);
+        let mut st = self.state.lock();
+        st.column_busy = false;
+        for f in &t.l1_inputs {
+            st.busy.remove(&f.number);
+        }
+        self.state_cv.notify_all();
+        result
+    }
+
+    fn run_column_inner(&self, t: &ColumnTask) -> Result<()> {
+        let version = self.state.lock().version.clone();
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for (row, s, e) in &t.slices {
+            children.push(Box::new(RowIter::new(row.clone(), *s, *e)));
+        }
+        if !t.l1_inputs.is_empty() {
+            children.push(Box::new(LevelIter::new(self.tables.clone(), t.l1_inputs.clone())));
+        }
+        let mut it = MergingIterator::new(children);
+        let oldest = self.oldest_snapshot();
+        let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(&version, 1, uk));
+        let grandparents = version.overlapping(2, Some(&t.lo), t.hi.as_deref());
+        let next = || self.versions.lock().new_file_number();
+        let outputs = build_tables(
+            &self.build_ctx_pub(&next, self.opts.target_file_size),
+            &mut it,
+            &mut dropper,
+            &grandparents,
+        )?;
+        let written: u64 = outputs.iter().map(|f| f.size).sum();
+        let read: u64 = t.bytes + t.l1_inputs.iter().map(|f| f.size).sum::<u64>();
+        let mut vs = self.versions.lock();
+        let mut m = self.matrix.lock();
+        let mut next_state = m.clone();
+        next_state.apply_column(&t.ends());
+        let edit = VersionEdit {
+            deleted: t.l1_inputs.iter().map(|f| (1, f.number)).collect(),
+            added: outputs.into_iter().map(|f| (1, f)).collect(),
+            matrix: Some(next_state.record().encode()),
+            ..Default::default()
+        };
+        vs.log_and_apply(edit)?;
+        *m = next_state;
+        self.counters.table_bytes_written.fetch_add(written, Ordering::Relaxed);
+        self.counters.compaction_bytes_read.fetch_add(read, Ordering::Relaxed);
+        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        self.counters.columns.fetch_add(1, Ordering::Relaxed);
+        let mut st = self.state.lock();
+        st.version = vs.current();
+        st.obsolete.extend(t.l1_inputs.iter().cloned());
+        self.publish_matrix(&mut st, &m);
+        Ok(())
+    }
+
+    /// Compacts every row that exists now into L1, column by column (for
+    /// `compact_range`). Rows sealed meanwhile may be compacted too.
+    pub(crate) fn drain_matrix(&self) -> Result<()> {
+        let limit = match self.matrix.lock().rows.first() {
+            Some(r) => r.row.id(),
+            None => return Ok(()),
+        };
+        loop {
+            let task = {
+                let _vs = self.versions.lock();
+                if !self.matrix.lock().rows.iter().any(|r| r.row.id() <= limit) {
+                    return Ok(());
+                }
+                self.pick_column_task(true)?
+            };
+            match task {
+                Some(t) => self.run_column(&t)?,
+                None => {
+                    // Another column is running, or its L1 inputs are busy.
+                    let mut st = self.state.lock();
+                    if let Some(p) = &st.poisoned {
+                        return Err(Error::Poisoned(p.clone()));
+                    }
+                    self.state_cv.wait_for(&mut st, Duration::from_millis(10));
+                }
+            }
+        }
+    }
+}
