@@ -1,0 +1,250 @@
+//! The engine seam: every workload talks to an [`Engine`], so StrataKV and
+//! (with the `rocksdb` feature) RocksDB run through identical code paths.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+use stratakv::{Compression, Db, L0Kind, Options, WriteBatch, WriteOptions};
+
+use crate::flags::Flags;
+
+/// One update of a write batch.
+#[derive(Clone, Copy, Debug)]
+pub enum BatchOp<'a> {
+    /// Set key to value.
+    Put(&'a [u8], &'a [u8]),
+    /// Remove key.
+    Delete(&'a [u8]),
+}
+
+/// Per-level shape of the tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Level {
+    /// Level number.
+    pub level: usize,
+    /// Files in the level.
+    pub files: usize,
+    /// Bytes in those files.
+    pub bytes: u64,
+}
+
+/// Counters an engine reports about itself; cumulative since open.
+#[derive(Clone, Debug, Default)]
+pub struct EngineStats {
+    /// Key and value bytes written by the user.
+    pub user_bytes_written: u64,
+    /// Bytes the engine wrote to the SSD side (tables, MANIFEST).
+    pub device_bytes_written: u64,
+    /// Bytes stored into PM.
+    pub pm_bytes_written: u64,
+    /// Engine-reported device/user ratio.
+    pub write_amp: f64,
+    /// Every level, L0 first.
+    pub levels: Vec<Level>,
+    /// Levels holding data.
+    pub nonempty_levels: usize,
+    /// Time writers were stopped by back-pressure, microseconds.
+    pub stall_micros: u64,
+    /// Memtable flushes.
+    pub flushes: u64,
+    /// Compactions.
+    pub compactions: u64,
+    /// Where the PM region lives (`file`, `shm`, `dax`, or empty).
+    pub pm_placement: String,
+}
+
+/// What a benchmark needs from a key-value engine. Safe to share between threads.
+pub trait Engine: Send + Sync {
+    /// Engine name for reports.
+    fn name(&self) -> String;
+    /// Sets one key.
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()>;
+    /// Removes one key.
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()>;
+    /// Applies a batch atomically.
+    fn write(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()>;
+    /// Reads one key.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Reads several keys at one point in time.
+    fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>>;
+    /// Iterates from `start` (the first key, or the last when `reverse`
+    /// and `start` is None) calling `visit(key, value)` until it returns
+    /// false or the keys run out; a fresh iterator each call, as db_bench's
+    /// seekrandom makes. Returns the number of entries visited.
+    fn scan(&self, start: Option<&[u8]>, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64>;
+    /// Writes the memtable out and waits for it.
+    fn flush(&self) -> Result<()>;
+    /// Compacts the whole key space.
+    fn compact(&self) -> Result<()>;
+    /// Counters since open.
+    fn stats(&self) -> EngineStats;
+    /// The engine's own human-readable statistics.
+    fn stats_text(&self) -> String;
+    /// Stops background work and releases the database, reporting errors.
+    fn close(&self) -> Result<()>;
+    /// The directory of the PM region file, if the engine has one.
+    fn pm_dir(&self) -> Option<PathBuf>;
+}
+
+/// Opens the engine `--engine` names at `--db`.
+pub fn open(f: &Flags) -> Result<Box<dyn Engine>> {
+    match f.engine.as_str() {
+        "strata" => Ok(Box::new(StrataEngine::open(&f.db, f)?)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Ok(Box::new(crate::rocks::RocksEngine::open(&f.db, f)?)),
+        other => Err(anyhow!("--engine={other} is not available in this build (build with --features rocksdb)")),
+    }
+}
+
+/// Removes the database `--db` (and, for StrataKV, its PM region file).
+pub fn destroy(f: &Flags) -> Result<()> {
+    destroy_strata(&f.db, f.pm_dir.as_deref())
+}
+
+/// StrataKV behind the [`Engine`] seam.
+pub struct StrataEngine {
+    db: Db,
+    profile: String,
+    pm_dir: PathBuf,
+}
+
+/// The PM region file name inside `pm_dir` (stratakv's `REGION_FILE`).
+pub const STRATA_REGION_FILE: &str = "strata.pm";
+
+/// The engine options the flags describe.
+pub fn strata_options(f: &Flags) -> Result<Options> {
+    let mut o = Options::default();
+    o.l0 = L0Kind::parse(&f.profile).ok_or_else(|| anyhow!("unknown --profile {:?}", f.profile))?;
+    o.pm_dir = f.pm_dir.clone();
+    if f.pm_size > 0 {
+        o.pm_size = f.pm_size;
+    }
+    o.pm_write_latency_ns = f.pm_write_latency_ns;
+    o.write_buffer_size = f.write_buffer_size;
+    o.block_cache_bytes = f.cache_size;
+    o.bloom_bits_per_key = f.bloom_bits_per_key();
+    o.compression = Compression::parse(&f.compression_type)
+        .ok_or_else(|| anyhow!("--compression_type={} is not supported (none, snappy, lz4)", f.compression_type))?;
+    o.target_file_size = f.target_file_size_base;
+    o.max_bytes_for_level_base = f.max_bytes_for_level_base;
+    o.background_compactions = f.max_background_jobs.saturating_sub(1).max(1);
+    o.validate().map_err(|e| anyhow!("engine options: {e}"))?;
+    Ok(o)
+}
+
+impl StrataEngine {
+    /// Opens (creating) the database at `dir`.
+    pub fn open(dir: &Path, f: &Flags) -> Result<StrataEngine> {
+        let opts = strata_options(f)?;
+        let db = Db::open(dir, opts).with_context(|| format!("opening StrataKV at {}", dir.display()))?;
+        let pm_dir = f.pm_dir.clone().unwrap_or_else(|| dir.join("pm"));
+        Ok(StrataEngine { db, profile: f.profile.clone(), pm_dir })
+    }
+
+}
+
+/// Removes a StrataKV database: its directory and its PM region file.
+pub fn destroy_strata(dir: &Path, pm_dir: Option<&Path>) -> Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+    }
+    if let Some(p) = pm_dir {
+        let region: PathBuf = p.join(STRATA_REGION_FILE);
+        if region.exists() {
+            std::fs::remove_file(&region).with_context(|| format!("removing {}", region.display()))?;
+        }
+    }
+    Ok(())
+}
+
+impl Engine for StrataEngine {
+    fn name(&self) -> String {
+        format!("strata/{}", self.profile)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        Ok(self.db.put_opt(key, value, &WriteOptions { sync })?)
+    }
+
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+        Ok(self.db.delete_opt(key, &WriteOptions { sync })?)
+    }
+
+    fn write(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()> {
+        let mut b = WriteBatch::new();
+        for op in ops {
+            match op {
+                BatchOp::Put(k, v) => b.put(k, v),
+                BatchOp::Delete(k) => b.delete(k),
+            };
+        }
+        Ok(self.db.write_opt(&b, &WriteOptions { sync })?)
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?)
+    }
+
+    fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
+        Ok(self.db.multi_get(keys)?)
+    }
+
+    fn scan(&self, start: Option<&[u8]>, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
+        // stratakv's positionable `Cursor` is not nameable outside the crate
+        // (db::iter is private), so seeks go through a range iterator.
+        let mut n = 0;
+        let mut it = match (start, reverse) {
+            (Some(s), false) => self.db.iter(s..)?,
+            (Some(s), true) => self.db.iter(..=s)?,
+            (None, _) => self.db.iter(..)?,
+        };
+        loop {
+            let item = if reverse { it.next_back() } else { it.next() };
+            let Some((k, v)) = item else { break };
+            n += 1;
+            if !visit(&k, &v) {
+                break;
+            }
+        }
+        if let Err(e) = it.status() {
+            return Err(anyhow!("iteration failed: {e}"));
+        }
+        Ok(n)
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn compact(&self) -> Result<()> {
+        Ok(self.db.compact_range(..)?)
+    }
+
+    fn stats(&self) -> EngineStats {
+        let s = self.db.stats();
+        EngineStats {
+            user_bytes_written: s.user_bytes_written,
+            device_bytes_written: s.device_bytes_written,
+            pm_bytes_written: s.pm_bytes_written,
+            write_amp: s.write_amplification,
+            levels: s.levels.iter().map(|l| Level { level: l.level, files: l.files, bytes: l.bytes }).collect(),
+            nonempty_levels: s.nonempty_levels,
+            stall_micros: s.stall_micros,
+            flushes: s.flushes,
+            compactions: s.compactions,
+            pm_placement: s.pm_placement.to_string(),
+        }
+    }
+
+    fn stats_text(&self) -> String {
+        self.db.stats().to_string()
+    }
+
+    fn close(&self) -> Result<()> {
+        self.db.clone().close().context("closing StrataKV")
+    }
+
+    fn pm_dir(&self) -> Option<PathBuf> {
+        Some(self.pm_dir.clone())
+    }
+}

@@ -1,0 +1,26 @@
+//! strata-bench: RocksDB `db_bench`'s workloads, flag names and result
+//! lines for StrataKV, plus YCSB core workloads A–F.
+//!
+//! The same command line means the same work as db_bench 7.8.3: keys,
+//! values and random streams are generated as db_bench generates them
+//! ([`keygen`]); every workload talks to an [`engine::Engine`], so with the
+//! `rocksdb` feature RocksDB runs through identical code paths.
+//!
+//! Modules: [`flags`] (command line), [`keygen`] (keys, values, random
+//! numbers), [`workloads`] (db_bench workloads), [`ycsb`] and [`ycsb_ops`]
+//! (YCSB generators, record layout, load and transaction phases),
+//! [`measure`] (latency, timeline), [`report`] (text and JSON), [`runner`]
+//! (the benchmark list), [`sysinfo`] (/proc), [`engine`] (the seam).
+
+pub mod engine;
+pub mod flags;
+pub mod keygen;
+pub mod measure;
+pub mod report;
+#[cfg(feature = "rocksdb")]
+pub mod rocks;
+pub mod runner;
+pub mod sysinfo;
+pub mod workloads;
+pub mod ycsb;
+pub mod ycsb_ops;

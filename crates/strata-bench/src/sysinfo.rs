@@ -1,0 +1,63 @@
+//! What the operating system says about this process and its files
+//! (Linux `/proc`); every reader returns 0 where the information is missing.
+
+use std::path::Path;
+
+/// Bytes this process caused to be read from / written to storage so far
+/// (`read_bytes`, `write_bytes` of `/proc/self/io`; page-granular, counted
+/// when pages are dirtied, so writes through a memory map count too, while
+/// files on tmpfs such as /dev/shm do not).
+pub fn proc_io() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/self/io").unwrap_or_default();
+    (field(&text, "read_bytes:"), field(&text, "write_bytes:"))
+}
+
+/// Peak resident set size of this process in bytes (`VmHWM`).
+pub fn peak_rss_bytes() -> u64 {
+    let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    field(&text, "VmHWM:") * 1024
+}
+
+fn field(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Bytes allocated on disk by everything under `path` (like `du`; a sparse
+/// PM region file counts only what is written).
+pub fn disk_usage(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return 0 };
+    if meta.is_dir() {
+        let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+        entries.flatten().map(|e| disk_usage(&e.path())).sum()
+    } else {
+        meta.blocks() * 512
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_fields() {
+        let t = "rchar: 10\nread_bytes: 4096\nwrite_bytes: 8192\n";
+        assert_eq!(field(t, "read_bytes:"), 4096);
+        assert_eq!(field(t, "write_bytes:"), 8192);
+        assert_eq!(field(t, "missing:"), 0);
+        assert_eq!(field("VmHWM:\t  1234 kB\n", "VmHWM:"), 1234);
+    }
+
+    #[test]
+    fn disk_usage_counts_files() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a"), vec![1u8; 10_000]).unwrap();
+        assert!(disk_usage(d.path()) >= 10_000);
+        assert_eq!(disk_usage(&d.path().join("nope")), 0);
+        assert!(peak_rss_bytes() > 0);
+    }
+}
