@@ -144,6 +144,9 @@ pub fn run(
                     seen += 1;
                     seen < len
                 })?;
+                if seen > 0 {
+                    w.rec.found += 1;
+                }
                 w.rec.bytes += bytes;
                 w.rec.count("scan", 1);
             }
