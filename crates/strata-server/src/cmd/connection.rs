@@ -1,0 +1,195 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
+
+use bytes::Bytes;
+
+use super::{arg, is, wrong_args, Session, Shared};
+use crate::resp::Reply;
+
+/// The Redis version we report (the protocol level we follow).
+pub const REDIS_VERSION: &str = "7.0.0";
+
+pub(crate) fn ping(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+    match args.len() {
+        1 => Reply::Simple("PONG"),
+        2 => Reply::bulk(arg(args, 1)),
+        _ => wrong_args("ping"),
+    }
+}
+
+pub(crate) fn echo(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+    Reply::bulk(arg(args, 1))
+}
+
+/// Checks a password for `user`; marks the session authenticated.
+fn check_auth(shared: &Shared, sess: &mut Session, user: &[u8], pass: &[u8]) -> Result<(), Reply> {
+    let ok = match &shared.config.requirepass {
+        // Without a password the default user accepts anything (Redis's `nopass`).
+        None => user == b"default",
+        Some(p) => user == b"default" && pass == p.as_bytes(),
+    };
+    if ok {
+        sess.authed = true;
+        Ok(())
+    } else {
+        Err(Reply::err("WRONGPASS invalid username-password pair or user is disabled."))
+    }
+}
+
+pub(crate) fn auth(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    let (user, pass) = match args.len() {
+        2 => (&b"default"[..], arg(args, 1)),
+        3 => (arg(args, 1), arg(args, 2)),
+        _ => return Reply::err("ERR syntax error"),
+    };
+    if shared.config.requirepass.is_none() && args.len() == 2 {
+        return Reply::err(
+            "ERR AUTH <password> called without any password configured for the default user. \
+             Are you sure your configuration is correct?",
+        );
+    }
+    match check_auth(shared, sess, user, pass) {
+        Ok(()) => Reply::ok(),
+        Err(e) => e,
+    }
+}
+
+pub(crate) fn hello(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    let mut proto = sess.proto;
+    if args.len() >= 2 {
+        match crate::numbers::parse_i64(arg(args, 1)) {
+            None => return Reply::err("ERR Protocol version is not an integer or out of range"),
+            Some(2) => proto = 2,
+            Some(3) => proto = 3,
+            Some(_) => return Reply::err("NOPROTO unsupported protocol version"),
+        }
+    }
+    let mut i = 2;
+    let mut auth: Option<(&[u8], &[u8])> = None;
+    let mut setname: Option<&[u8]> = None;
+    while i < args.len() {
+        let opt = arg(args, i);
+        if is(opt, "auth") && i + 2 < args.len() {
+            auth = Some((arg(args, i + 1), arg(args, i + 2)));
+            i += 3;
+        } else if is(opt, "setname") && i + 1 < args.len() {
+            setname = Some(arg(args, i + 1));
+            i += 2;
+        } else {
+            return Reply::err(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(opt)));
+        }
+    }
+    if let Some((u, p)) = auth {
+        if let Err(e) = check_auth(shared, sess, u, p) {
+            return e;
+        }
+    }
+    if !sess.authed {
+        return Reply::err(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> \
+             AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol \
+             version at the same time",
+        );
+    }
+    if let Some(n) = setname {
+        if let Err(e) = set_name(sess, n) {
+            return e;
+        }
+    }
+    sess.proto = proto;
+    Reply::Map(vec![
+        (Reply::bulk("server"), Reply::bulk("redis")),
+        (Reply::bulk("version"), Reply::bulk(REDIS_VERSION)),
+        (Reply::bulk("proto"), Reply::Int(i64::from(proto))),
+        (Reply::bulk("id"), Reply::Int(sess.id as i64)),
+        (Reply::bulk("mode"), Reply::bulk("standalone")),
+        (Reply::bulk("role"), Reply::bulk("master")),
+        (Reply::bulk("modules"), Reply::Array(Vec::new())),
+    ])
+}
+
+pub(crate) fn select(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+    match crate::numbers::parse_i64(arg(args, 1)) {
+        None => Reply::err("ERR value is not an integer or out of range"),
+        Some(0) => Reply::ok(),
+        Some(_) => Reply::err("ERR DB index is out of range"),
+    }
+}
+
+pub(crate) fn quit(_: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
+    sess.quit = true;
+    Reply::ok()
+}
+
+pub(crate) fn reset(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
+    sess.multi = None;
+    sess.multi_failed = false;
+    sess.proto = 2;
+    sess.name = None;
+    sess.authed = shared.config.requirepass.is_none();
+    Reply::Simple("RESET")
+}
+
+fn set_name(sess: &mut Session, name: &[u8]) -> Result<(), Reply> {
+    if name.iter().any(|&c| c <= b' ' || c > b'~') {
+        return Err(Reply::err("ERR Client names cannot contain spaces, newlines or special characters."));
+    }
+    sess.name = if name.is_empty() { None } else { Some(Bytes::copy_from_slice(name)) };
+    Ok(())
+}
+
+fn client_line(sess: &Session) -> String {
+    format!(
+        "id={} addr={} name={} db=0 resp={} lib-name={} lib-ver={}\n",
+        sess.id,
+        sess.addr,
+        sess.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
+        sess.proto,
+        sess.lib.0.as_deref().unwrap_or(""),
+        sess.lib.1.as_deref().unwrap_or("")
+    )
+}
+
+pub(crate) fn client(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    let sub = String::from_utf8_lossy(arg(args, 1)).to_ascii_lowercase();
+    let n = args.len();
+    let wrong = |s: &str| wrong_args(&format!("client|{s}"));
+    match sub.as_str() {
+        "setinfo" => {
+            if n != 4 {
+                return wrong("setinfo");
+            }
+            let attr = arg(args, 2);
+            let value = String::from_utf8_lossy(arg(args, 3)).into_owned();
+            if value.chars().any(|c| c == ' ' || c == '\n') {
+                return Reply::err(format!("ERR {} cannot contain spaces, newlines or special characters.", String::from_utf8_lossy(attr)));
+            }
+            if is(attr, "lib-name") {
+                sess.lib.0 = Some(value);
+            } else if is(attr, "lib-ver") {
+                sess.lib.1 = Some(value);
+            } else {
+                return Reply::err(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attr)));
+            }
+            Reply::ok()
+        }
+        "setname" => {
+            if n != 3 {
+                return wrong("setname");
+            }
+            match set_name(sess, arg(args, 2)) {
+                Ok(()) => Reply::ok(),
+                Err(e) => e,
+            }
+        }
+        "getname" if n == 2 => sess.name.clone().map(Reply::Bulk).unwrap_or(Reply::Nil),
+        "id" if n == 2 => Reply::Int(sess.id as i64),
+        "info" if n == 2 => Reply::bulk(client_line(sess)),
+        "list" => Reply::bulk(client_line(sess)),
+        "no-evict" | "no-touch" if n == 3 => Reply::ok(),
+        "getname" | "id" | "info" | "no-evict" | "no-touch" => wrong(&sub),
+        _ => Reply::err(format!(
+            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+            String::from_utf8_lossy(arg(args, 1))
+        )),
+    }
+}

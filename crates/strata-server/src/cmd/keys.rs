@@ -1,0 +1,241 @@
+//! Keyspace commands: DEL/UNLINK, EXISTS, TYPE, SCAN, KEYS, EXPIRE family,
+//! TTL/PTTL, PERSIST.
+
+use bytes::Bytes;
+
+use super::{arg, int_arg, is, CmdError, CmdResult, Ctx};
+use crate::glob::glob_match;
+use crate::keyspace::{bucket_of_meta, meta_bucket_start, user_key_of_meta, KeyType, Meta};
+use crate::resp::Reply;
+
+pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut n = 0;
+    for k in args.iter().skip(1) {
+        if let Some(m) = ctx.txn.raw_meta(k)? {
+            ctx.txn.delete_key(k, &m)?;
+            if m.expired(ctx.txn.now_ms) {
+                ctx.txn.expired += 1;
+            } else {
+                n += 1;
+            }
+        }
+    }
+    Ok(Reply::Int(n))
+}
+
+pub(crate) fn exists(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut n = 0;
+    for k in args.iter().skip(1) {
+        if ctx.txn.meta(k)?.is_some() {
+            n += 1;
+        }
+    }
+    Ok(Reply::Int(n))
+}
+
+pub(crate) fn type_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Simple(ctx.txn.meta(arg(args, 1))?.map(|m| m.kind.name()).unwrap_or("none")))
+}
+
+/// Options of SCAN: MATCH, COUNT, TYPE.
+struct ScanOpts {
+    pattern: Option<Vec<u8>>,
+    count: usize,
+    kind: Option<KeyType>,
+    /// A TYPE filter naming no type matches nothing.
+    kind_unknown: bool,
+}
+
+fn scan_opts(args: &[Bytes], from: usize) -> Result<ScanOpts, CmdError> {
+    let mut o = ScanOpts { pattern: None, count: 10, kind: None, kind_unknown: false };
+    let mut i = from;
+    while i < args.len() {
+        let (opt, val) = (arg(args, i), args.get(i + 1).ok_or(CmdError::Syntax)?);
+        if is(opt, "match") {
+            o.pattern = Some(val.to_vec());
+        } else if is(opt, "count") {
+            let n = int_arg(val)?;
+            if n < 1 {
+                return Err(CmdError::Syntax);
+            }
+            o.count = n.min(1 << 20) as usize;
+        } else if is(opt, "type") {
+            o.kind = KeyType::parse(val);
+            o.kind_unknown = o.kind.is_none();
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    Ok(o)
+}
+
+fn keep(o: &ScanOpts, key: &[u8], meta: &Meta, now: u64) -> bool {
+    !meta.expired(now)
+        && !o.kind_unknown
+        && o.kind.is_none_or(|k| k == meta.kind)
+        && o.pattern.as_deref().is_none_or(|p| glob_match(p, key))
+}
+
+/// SCAN cursor: 0 starts (and ends); otherwise 1 + the hash bucket of
+/// the next meta key to visit. Buckets are finished whole, so a key
+/// present for the whole iteration is returned at least once.
+pub(crate) fn scan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let cursor: u64 = std::str::from_utf8(arg(args, 1))
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| CmdError::Msg("ERR invalid cursor".into()))?;
+    let o = scan_opts(args, 2)?;
+    let done = |keys: Vec<Reply>| Reply::Array(vec![Reply::bulk("0"), Reply::Array(keys)]);
+    let bucket = cursor.saturating_sub(1);
+    if bucket > u64::from(u32::MAX) {
+        return Ok(done(Vec::new()));
+    }
+    let store = ctx.txn.store();
+    let now = ctx.txn.now_ms;
+    let mut start = meta_bucket_start(bucket);
+    let mut examined = 0usize;
+    let mut last_bucket: Option<u32> = None;
+    let mut out = Vec::new();
+    let chunk_size = o.count.clamp(64, 4096) + 16;
+    loop {
+        let chunk = store.scan(&start, Some(b"n"), chunk_size)?;
+        let short = chunk.len() < chunk_size;
+        for (mk, v) in &chunk {
+            let b = bucket_of_meta(mk);
+            if examined >= o.count && b != last_bucket {
+                let next = b.map(|b| u64::from(b) + 1).unwrap_or(0);
+                return Ok(Reply::Array(vec![Reply::bulk(next.to_string()), Reply::Array(out)]));
+            }
+            examined += 1;
+            last_bucket = b;
+            let (Some(key), Some(meta)) = (user_key_of_meta(mk), Meta::decode(v)) else { continue };
+            if keep(&o, key, &meta, now) {
+                out.push(Reply::bulk(key));
+            }
+        }
+        match chunk.last() {
+            Some((k, _)) if !short => {
+                start = k.clone();
+                start.push(0);
+            }
+            _ => return Ok(done(out)),
+        }
+    }
+}
+
+pub(crate) fn keys(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let o = ScanOpts { pattern: Some(arg(args, 1).to_vec()), count: 0, kind: None, kind_unknown: false };
+    let store = ctx.txn.store();
+    let now = ctx.txn.now_ms;
+    let mut out = Vec::new();
+    let mut start = b"m".to_vec();
+    loop {
+        let chunk = store.scan(&start, Some(b"n"), 4096)?;
+        for (mk, v) in &chunk {
+            if let (Some(key), Some(meta)) = (user_key_of_meta(mk), Meta::decode(v)) {
+                if keep(&o, key, &meta, now) {
+                    out.push(Reply::bulk(key));
+                }
+            }
+        }
+        match chunk.last() {
+            Some((k, _)) if chunk.len() == 4096 => {
+                start = k.clone();
+                start.push(0);
+            }
+            _ => return Ok(Reply::Array(out)),
+        }
+    }
+}
+
+fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit_ms: i128, absolute: bool, name: &str) -> CmdResult {
+    let key = arg(args, 1);
+    let n = i128::from(int_arg(arg(args, 2))?);
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for a in args.iter().skip(3) {
+        if is(a, "nx") {
+            nx = true;
+        } else if is(a, "xx") {
+            xx = true;
+        } else if is(a, "gt") {
+            gt = true;
+        } else if is(a, "lt") {
+            lt = true;
+        } else {
+            return Err(CmdError::Msg(format!("ERR Unsupported option {}", String::from_utf8_lossy(a))));
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return Err(CmdError::Msg("ERR NX and XX, GT or LT options at the same time are not compatible".into()));
+    }
+    if gt && lt {
+        return Err(CmdError::Msg("ERR GT and LT options at the same time are not compatible".into()));
+    }
+    let now = i128::from(ctx.txn.now_ms);
+    let when = n * unit_ms + if absolute { 0 } else { now };
+    if when > i128::from(i64::MAX) || (!absolute && n * unit_ms > i128::from(i64::MAX)) {
+        return Err(CmdError::Msg(format!("ERR invalid expire time in '{name}' command")));
+    }
+    let Some(meta) = ctx.txn.meta_for_write(key)? else { return Ok(Reply::Int(0)) };
+    let cur = meta.expire_ms;
+    let when_u = when.max(0) as u64;
+    let allowed = (!nx || cur == 0) && (!xx || cur != 0) && (!gt || (cur != 0 && when_u > cur)) && (!lt || cur == 0 || when_u < cur);
+    if !allowed {
+        return Ok(Reply::Int(0));
+    }
+    if when <= now {
+        ctx.txn.delete_key(key, &meta)?;
+        return Ok(Reply::Int(1));
+    }
+    let mut new = meta.clone();
+    new.expire_ms = when_u;
+    ctx.txn.put_meta(key, Some(&meta), &new);
+    Ok(Reply::Int(1))
+}
+
+pub(crate) fn expire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, 1000, false, "expire")
+}
+
+pub(crate) fn pexpire(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, 1, false, "pexpire")
+}
+
+pub(crate) fn expireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, 1000, true, "expireat")
+}
+
+pub(crate) fn pexpireat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_generic(ctx, args, 1, true, "pexpireat")
+}
+
+fn ttl_ms(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<i64, CmdError> {
+    Ok(match ctx.txn.meta(key)? {
+        None => -2,
+        Some(m) if m.expire_ms == 0 => -1,
+        Some(m) => m.expire_ms.saturating_sub(ctx.txn.now_ms) as i64,
+    })
+}
+
+pub(crate) fn ttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let ms = ttl_ms(ctx, arg(args, 1))?;
+    Ok(Reply::Int(if ms < 0 { ms } else { (ms + 500) / 1000 }))
+}
+
+pub(crate) fn pttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Int(ttl_ms(ctx, arg(args, 1))?))
+}
+
+pub(crate) fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    match ctx.txn.meta_for_write(key)? {
+        Some(m) if m.expire_ms != 0 => {
+            let mut new = m.clone();
+            new.expire_ms = 0;
+            ctx.txn.put_meta(key, Some(&m), &new);
+            Ok(Reply::Int(1))
+        }
+        _ => Ok(Reply::Int(0)),
+    }
+}

@@ -1,0 +1,127 @@
+//! List commands: LPUSH, RPUSH, LPOP, RPOP, LRANGE, LLEN, LINDEX. Elements
+//! live under `L | klen | key | index u64 BE` for indexes head..tail; a push
+//! on the left decrements head, on the right increments tail.
+
+use bytes::Bytes;
+
+use super::{arg, int_arg, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use crate::keyspace::{list_key, KeyType, Meta, LIST_MID};
+use crate::resp::Reply;
+
+fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
+    let key = arg(args, 1);
+    let old = write_typed(ctx, key, KeyType::List)?;
+    let (mut head, mut tail) = old.as_ref().map(Meta::list_bounds).unwrap_or((LIST_MID, LIST_MID));
+    for v in args.iter().skip(2) {
+        if left {
+            head = head.checked_sub(1).ok_or_else(|| CmdError::Msg("ERR list index space exhausted".into()))?;
+            ctx.txn.put(list_key(key, head), v.to_vec());
+        } else {
+            ctx.txn.put(list_key(key, tail), v.to_vec());
+            tail = tail.checked_add(1).ok_or_else(|| CmdError::Msg("ERR list index space exhausted".into()))?;
+        }
+    }
+    let expire = old.as_ref().map(|m| m.expire_ms).unwrap_or(0);
+    ctx.txn.put_meta(key, old.as_ref(), &Meta::list(head, tail, expire));
+    Ok(Reply::Int(tail.saturating_sub(head) as i64))
+}
+
+pub(crate) fn lpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    push(ctx, args, true)
+}
+
+pub(crate) fn rpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    push(ctx, args, false)
+}
+
+fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
+    let key = arg(args, 1);
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let count = match args.get(2) {
+        None => None,
+        Some(c) => {
+            let n = int_arg(c)?;
+            if n < 0 {
+                return Err(CmdError::Msg("ERR value is out of range, must be positive".into()));
+            }
+            Some(n as u64)
+        }
+    };
+    let Some(old) = write_typed(ctx, key, KeyType::List)? else {
+        return Ok(if count.is_some() { Reply::NilArray } else { Reply::Nil });
+    };
+    let (mut head, mut tail) = old.list_bounds();
+    let n = count.unwrap_or(1).min(tail.saturating_sub(head));
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let idx = if left { head } else { tail - 1 };
+        let k = list_key(key, idx);
+        let v = ctx.txn.get(&k)?.unwrap_or_default();
+        ctx.txn.delete(k);
+        out.push(Reply::bulk_vec(v));
+        if left {
+            head += 1;
+        } else {
+            tail -= 1;
+        }
+    }
+    if head == tail {
+        ctx.txn.drop_meta(key, &old);
+    } else if n > 0 {
+        ctx.txn.put_meta(key, Some(&old), &Meta::list(head, tail, old.expire_ms));
+    }
+    Ok(match count {
+        None => out.pop().unwrap_or(Reply::Nil),
+        Some(_) => Reply::Array(out),
+    })
+}
+
+pub(crate) fn lpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    pop(ctx, args, true)
+}
+
+pub(crate) fn rpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    pop(ctx, args, false)
+}
+
+pub(crate) fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let (start, stop) = (int_arg(arg(args, 2))?, int_arg(arg(args, 3))?);
+    let Some(meta) = read_typed(ctx, key, KeyType::List)? else { return Ok(Reply::Array(Vec::new())) };
+    let (head, tail) = meta.list_bounds();
+    let len = tail.saturating_sub(head) as i64;
+    let norm = |i: i64| if i < 0 { (len + i).max(0) } else { i };
+    let (start, stop) = (norm(start), norm(stop).min(len - 1));
+    if start > stop || start >= len {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    let from = list_key(key, head + start as u64);
+    let to = list_key(key, head + stop as u64 + 1);
+    let want = (stop - start + 1) as usize;
+    let items = ctx.txn.scan(&from, Some(&to), want)?;
+    Ok(Reply::Array(items.into_iter().map(|(_, v)| Reply::bulk_vec(v)).collect()))
+}
+
+pub(crate) fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let m = read_typed(ctx, arg(args, 1), KeyType::List)?;
+    Ok(Reply::Int(m.map(|m| {
+        let (h, t) = m.list_bounds();
+        t.saturating_sub(h) as i64
+    })
+    .unwrap_or(0)))
+}
+
+pub(crate) fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let i = int_arg(arg(args, 2))?;
+    let Some(meta) = read_typed(ctx, key, KeyType::List)? else { return Ok(Reply::Nil) };
+    let (head, tail) = meta.list_bounds();
+    let len = tail.saturating_sub(head) as i64;
+    let i = if i < 0 { len + i } else { i };
+    if i < 0 || i >= len {
+        return Ok(Reply::Nil);
+    }
+    Ok(ctx.txn.get(&list_key(key, head + i as u64))?.map(Reply::bulk_vec).unwrap_or(Reply::Nil))
+}

@@ -1,0 +1,357 @@
+//! Command dispatch: the command table, arity and auth checks, MULTI
+//! queuing, key locking, and running a command inside a transaction.
+
+mod connection;
+mod hashes;
+mod keys;
+mod lists;
+mod server;
+mod sets;
+mod strings;
+mod table;
+mod transactions;
+mod zsets;
+
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::config::Config;
+use crate::keyspace::{now_ms, KeyLocks, Meta, Txn};
+use crate::resp::Reply;
+use crate::store::{Backend, StoreError};
+
+pub use table::{lookup, Keys, Run, Spec};
+
+/// Counters shown by INFO.
+#[derive(Default)]
+pub struct ServerStats {
+    /// Connections accepted since start.
+    pub total_connections: AtomicU64,
+    /// Connections open now.
+    pub connected_clients: AtomicUsize,
+    /// Connections refused by `maxclients`.
+    pub rejected_connections: AtomicU64,
+    /// Commands executed since start.
+    pub total_commands: AtomicU64,
+    /// Keys removed because they expired.
+    pub expired_keys: AtomicU64,
+    /// Last client id handed out.
+    pub next_client_id: AtomicU64,
+}
+
+/// State shared by every connection.
+pub struct Shared {
+    /// Where the keyspace lives.
+    pub store: Arc<dyn Backend>,
+    /// Per-key locks.
+    pub locks: KeyLocks,
+    /// The configuration.
+    pub config: Config,
+    /// Top-level keys (DBSIZE).
+    pub keys: AtomicI64,
+    /// Keys with an expiry.
+    pub expires: AtomicI64,
+    /// INFO counters.
+    pub stats: ServerStats,
+    /// Start time (uptime).
+    pub started: Instant,
+    /// Set to true to stop the server (SHUTDOWN, signals).
+    pub shutdown: tokio::sync::watch::Sender<bool>,
+}
+
+impl Shared {
+    /// Builds the shared state and counts the keys already stored.
+    pub fn new(store: Arc<dyn Backend>, config: Config) -> Result<Shared, StoreError> {
+        let (shutdown, _) = tokio::sync::watch::channel(false);
+        let shared = Shared {
+            store,
+            locks: KeyLocks::default(),
+            config,
+            keys: AtomicI64::new(0),
+            expires: AtomicI64::new(0),
+            stats: ServerStats::default(),
+            started: Instant::now(),
+            shutdown,
+        };
+        shared.check_format()?;
+        shared.count_keys()?;
+        Ok(shared)
+    }
+
+    fn check_format(&self) -> Result<(), StoreError> {
+        use crate::keyspace::{VERSION, VERSION_KEY};
+        match self.store.get(VERSION_KEY)? {
+            Some(v) if v == VERSION => Ok(()),
+            Some(v) => Err(StoreError(format!(
+                "data directory holds server keyspace format {:?}, this server reads {:?}",
+                String::from_utf8_lossy(&v),
+                String::from_utf8_lossy(VERSION)
+            ))),
+            None => {
+                if !self.store.scan(&[], None, 1)?.is_empty() {
+                    return Err(StoreError("data directory holds data that is not a strata-server keyspace".into()));
+                }
+                self.store.write(vec![(VERSION_KEY.to_vec(), Some(VERSION.to_vec()))], true)
+            }
+        }
+    }
+
+    fn count_keys(&self) -> Result<(), StoreError> {
+        let (mut keys, mut expires) = (0i64, 0i64);
+        let mut cursor = b"m".to_vec();
+        loop {
+            let chunk = self.store.scan(&cursor, Some(b"n"), 4096)?;
+            for (_, v) in &chunk {
+                keys += 1;
+                if Meta::decode(v).is_some_and(|m| m.expire_ms != 0) {
+                    expires += 1;
+                }
+            }
+            match chunk.last() {
+                Some((k, _)) if chunk.len() == 4096 => {
+                    cursor = k.clone();
+                    cursor.push(0);
+                }
+                _ => break,
+            }
+        }
+        self.keys.store(keys, Ordering::Relaxed);
+        self.expires.store(expires, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Asks the server to stop.
+    pub fn request_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+}
+
+/// Per-connection state.
+#[derive(Debug)]
+pub struct Session {
+    /// CLIENT ID.
+    pub id: u64,
+    /// Protocol version: 2 or 3.
+    pub proto: u8,
+    /// Passed AUTH (or no password is set).
+    pub authed: bool,
+    /// CLIENT SETNAME.
+    pub name: Option<Bytes>,
+    /// Commands queued since MULTI.
+    pub multi: Option<Vec<Vec<Bytes>>>,
+    /// A command failed to queue: EXEC must abort.
+    pub multi_failed: bool,
+    /// QUIT was received: close after replying.
+    pub quit: bool,
+    /// Close without sending this command's reply (SHUTDOWN).
+    pub silent: bool,
+    /// CLIENT SETINFO LIB-NAME / LIB-VER.
+    pub lib: (Option<String>, Option<String>),
+    /// Peer address, for CLIENT LIST/INFO.
+    pub addr: String,
+}
+
+impl Session {
+    /// A new connection's state.
+    pub fn new(shared: &Shared, addr: String) -> Session {
+        Session {
+            id: shared.stats.next_client_id.fetch_add(1, Ordering::Relaxed) + 1,
+            proto: 2,
+            authed: shared.config.requirepass.is_none(),
+            name: None,
+            multi: None,
+            multi_failed: false,
+            quit: false,
+            silent: false,
+            lib: (None, None),
+            addr,
+        }
+    }
+}
+
+/// Why a command failed; becomes an error reply.
+#[derive(Debug)]
+pub enum CmdError {
+    /// `-WRONGTYPE`.
+    WrongType,
+    /// `-ERR value is not an integer or out of range`.
+    NotInt,
+    /// `-ERR syntax error`.
+    Syntax,
+    /// A storage failure.
+    Store(StoreError),
+    /// Any other error text (prefix included).
+    Msg(String),
+}
+
+impl From<StoreError> for CmdError {
+    fn from(e: StoreError) -> Self {
+        CmdError::Store(e)
+    }
+}
+
+impl CmdError {
+    /// The error reply.
+    pub fn into_reply(self) -> Reply {
+        match self {
+            CmdError::WrongType => Reply::err("WRONGTYPE Operation against a key holding the wrong kind of value"),
+            CmdError::NotInt => Reply::err("ERR value is not an integer or out of range"),
+            CmdError::Syntax => Reply::err("ERR syntax error"),
+            CmdError::Store(e) => Reply::err(format!("ERR {e}")),
+            CmdError::Msg(s) => Reply::err(s),
+        }
+    }
+}
+
+/// Result of a data command.
+pub type CmdResult = Result<Reply, CmdError>;
+
+/// What a data command works with.
+pub struct Ctx<'a> {
+    /// The transaction all reads and writes go through.
+    pub txn: Txn<'a>,
+    /// Shared server state.
+    pub shared: &'a Shared,
+    /// The client's protocol version.
+    pub proto: u8,
+}
+
+/// `-ERR wrong number of arguments for 'x' command`.
+pub fn wrong_args(name: &str) -> Reply {
+    Reply::err(format!("ERR wrong number of arguments for '{}' command", name.to_ascii_lowercase()))
+}
+
+fn unknown_command(args: &[Bytes]) -> Reply {
+    let name = args.first().map(|a| String::from_utf8_lossy(a).into_owned()).unwrap_or_default();
+    let mut rest = String::new();
+    for a in args.iter().skip(1) {
+        if rest.len() >= 128 {
+            break;
+        }
+        let s = String::from_utf8_lossy(a);
+        let room = 128 - rest.len();
+        let cut: String = s.chars().take(room).collect();
+        rest.push_str(&format!("'{cut}' "));
+    }
+    let name: String = name.chars().take(128).collect();
+    Reply::err(format!("ERR unknown command '{name}', with args beginning with: {rest}"))
+}
+
+/// Checks the command name and arity. `Err` carries the error reply.
+fn validate(args: &[Bytes]) -> Result<&'static Spec, Reply> {
+    let Some(first) = args.first() else { return Err(unknown_command(args)) };
+    let Some(spec) = lookup(first) else { return Err(unknown_command(args)) };
+    let n = args.len() as i64;
+    let ok = if spec.arity >= 0 { n == i64::from(spec.arity) } else { n >= -i64::from(spec.arity) };
+    if !ok {
+        return Err(wrong_args(spec.name));
+    }
+    Ok(spec)
+}
+
+/// Runs one request and returns its reply (`None`: no reply, for an
+/// empty request).
+pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
+    if args.is_empty() {
+        return None;
+    }
+    shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    let spec = match validate(args) {
+        Ok(s) => s,
+        Err(e) => {
+            if sess.multi.is_some() {
+                sess.multi_failed = true;
+            }
+            return Some(e);
+        }
+    };
+    if !sess.authed && !matches!(spec.name, "auth" | "hello" | "quit") {
+        return Some(Reply::err("NOAUTH Authentication required."));
+    }
+    if let Some(queue) = sess.multi.as_mut() {
+        if !matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset") {
+            queue.push(args.to_vec());
+            return Some(Reply::Simple("QUEUED"));
+        }
+    }
+    Some(match spec.run {
+        Run::Session(f) => f(shared, sess, args),
+        Run::Data(f) => run_data(shared, sess.proto, spec, f, args),
+    })
+}
+
+/// The user keys a command touches, for locking.
+pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
+    let rest = args.get(1..).unwrap_or_default();
+    match spec.keys {
+        Keys::None | Keys::Global => Vec::new(),
+        Keys::First => rest.iter().take(1).map(|b| b.as_ref()).collect(),
+        Keys::All => rest.iter().map(|b| b.as_ref()).collect(),
+        Keys::Pairs => rest.iter().step_by(2).map(|b| b.as_ref()).collect(),
+    }
+}
+
+fn run_data(shared: &Shared, proto: u8, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Reply {
+    let keys = keys_of(spec, args);
+    let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
+    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
+    let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
+    commit(ctx, reply)
+}
+
+/// Commits a context's transaction; the reply becomes an error if the
+/// write fails (nothing of it was applied then).
+pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply) -> Reply {
+    let shared = ctx.shared;
+    let cleared = ctx.txn.was_cleared();
+    let expired = ctx.txn.expired;
+    match ctx.txn.commit(shared.config.durability_sync) {
+        Ok(d) => {
+            if cleared {
+                shared.keys.store(d.keys, Ordering::Relaxed);
+                shared.expires.store(d.expires, Ordering::Relaxed);
+            } else {
+                shared.keys.fetch_add(d.keys, Ordering::Relaxed);
+                shared.expires.fetch_add(d.expires, Ordering::Relaxed);
+            }
+            shared.stats.expired_keys.fetch_add(expired, Ordering::Relaxed);
+            reply
+        }
+        Err(e) => Reply::err(format!("ERR {e}")),
+    }
+}
+
+/// Loads `key`'s meta for reading and checks its type.
+pub(crate) fn read_typed(ctx: &mut Ctx<'_>, key: &[u8], kind: crate::keyspace::KeyType) -> Result<Option<Meta>, CmdError> {
+    match ctx.txn.meta(key)? {
+        Some(m) if m.kind != kind => Err(CmdError::WrongType),
+        other => Ok(other),
+    }
+}
+
+/// Loads `key`'s meta for writing (dropping it if expired) and checks its type.
+pub(crate) fn write_typed(ctx: &mut Ctx<'_>, key: &[u8], kind: crate::keyspace::KeyType) -> Result<Option<Meta>, CmdError> {
+    match ctx.txn.meta_for_write(key)? {
+        Some(m) if m.kind != kind => Err(CmdError::WrongType),
+        other => Ok(other),
+    }
+}
+
+/// Parses an integer argument or fails with the standard error.
+pub(crate) fn int_arg(b: &[u8]) -> Result<i64, CmdError> {
+    crate::numbers::parse_i64(b).ok_or(CmdError::NotInt)
+}
+
+/// Argument `i` (the table's arity check guarantees presence; this
+/// still never panics).
+pub(crate) fn arg(args: &[Bytes], i: usize) -> &[u8] {
+    args.get(i).map(|b| b.as_ref()).unwrap_or_default()
+}
+
+/// Case-insensitive comparison of an argument with a keyword.
+pub(crate) fn is(b: &[u8], word: &str) -> bool {
+    b.eq_ignore_ascii_case(word.as_bytes())
+}

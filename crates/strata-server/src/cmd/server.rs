@@ -1,0 +1,205 @@
+//! Server commands: CONFIG, INFO, DBSIZE, COMMAND, TIME, SAVE/BGSAVE,
+//! LASTSAVE, SHUTDOWN, FLUSHDB/FLUSHALL.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::{arg, is, table, wrong_args, CmdResult, Ctx, Session, Shared};
+use crate::glob::glob_match;
+use crate::resp::Reply;
+
+pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+    let sub = arg(args, 1);
+    if is(sub, "get") {
+        if args.len() < 3 {
+            return wrong_args("config|get");
+        }
+        let mut out = Vec::new();
+        for (name, value) in shared.config.params() {
+            if args.iter().skip(2).any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes())) {
+                out.push((Reply::bulk(name), Reply::bulk(value)));
+            }
+        }
+        Reply::Map(out)
+    } else if is(sub, "resetstat") {
+        shared.stats.total_commands.store(0, Ordering::Relaxed);
+        shared.stats.total_connections.store(0, Ordering::Relaxed);
+        shared.stats.rejected_connections.store(0, Ordering::Relaxed);
+        shared.stats.expired_keys.store(0, Ordering::Relaxed);
+        Reply::ok()
+    } else if is(sub, "set") {
+        let name = String::from_utf8_lossy(arg(args, 2)).into_owned();
+        Reply::err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"))
+    } else {
+        Reply::err(format!("ERR unknown subcommand '{}'. Try CONFIG HELP.", String::from_utf8_lossy(sub)))
+    }
+}
+
+fn section(out: &mut String, title: &str, fields: &[(String, String)]) {
+    if !out.is_empty() {
+        out.push_str("\r\n");
+    }
+    out.push_str(&format!("# {title}\r\n"));
+    for (k, v) in fields {
+        out.push_str(&format!("{k}:{v}\r\n"));
+    }
+}
+
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2}G", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.2}M", b / (1u64 << 20) as f64)
+    } else if b >= 1024.0 {
+        format!("{:.2}K", b / 1024.0)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+/// The INFO text for the requested sections.
+pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
+    let all = wanted.is_empty() || wanted.iter().any(|w| w == "all" || w == "everything" || w == "default");
+    let want = |s: &str| all || wanted.iter().any(|w| w == s);
+    let st = &shared.stats;
+    let kv = |k: &str, v: String| (k.to_string(), v);
+    let mut out = String::new();
+    let uptime = shared.started.elapsed().as_secs();
+    if want("server") {
+        section(&mut out, "Server", &[
+            kv("redis_version", super::connection::REDIS_VERSION.into()),
+            kv("strata_version", env!("CARGO_PKG_VERSION").into()),
+            kv("redis_mode", "standalone".into()),
+            kv("os", std::env::consts::OS.into()),
+            kv("arch_bits", "64".into()),
+            kv("process_id", std::process::id().to_string()),
+            kv("tcp_port", shared.config.port.to_string()),
+            kv("uptime_in_seconds", uptime.to_string()),
+            kv("uptime_in_days", (uptime / 86400).to_string()),
+        ]);
+    }
+    if want("clients") {
+        section(&mut out, "Clients", &[
+            kv("connected_clients", st.connected_clients.load(Ordering::Relaxed).to_string()),
+            kv("maxclients", shared.config.maxclients.to_string()),
+            kv("blocked_clients", "0".into()),
+        ]);
+    }
+    if want("memory") {
+        let used = shared.store.used_memory();
+        section(&mut out, "Memory", &[
+            kv("used_memory", used.to_string()),
+            kv("used_memory_human", human(used)),
+            kv("maxmemory", "0".into()),
+            kv("maxmemory_policy", "noeviction".into()),
+        ]);
+    }
+    if want("persistence") {
+        let mut f = vec![kv("loading", "0".into())];
+        f.push(kv("durability", if shared.config.durability_sync { "sync" } else { "default" }.into()));
+        f.extend(shared.store.info());
+        section(&mut out, "Persistence", &f);
+    }
+    if want("stats") {
+        section(&mut out, "Stats", &[
+            kv("total_connections_received", st.total_connections.load(Ordering::Relaxed).to_string()),
+            kv("total_commands_processed", st.total_commands.load(Ordering::Relaxed).to_string()),
+            kv("rejected_connections", st.rejected_connections.load(Ordering::Relaxed).to_string()),
+            kv("expired_keys", st.expired_keys.load(Ordering::Relaxed).to_string()),
+            kv("evicted_keys", "0".into()),
+        ]);
+    }
+    if want("replication") {
+        section(&mut out, "Replication", &[kv("role", "master".into()), kv("connected_slaves", "0".into())]);
+    }
+    if want("keyspace") {
+        let keys = shared.keys.load(Ordering::Relaxed).max(0);
+        let expires = shared.expires.load(Ordering::Relaxed).max(0);
+        let mut f = Vec::new();
+        if keys > 0 {
+            f.push(kv("db0", format!("keys={keys},expires={expires},avg_ttl=0")));
+        }
+        section(&mut out, "Keyspace", &f);
+    }
+    out.push_str("\r\n");
+    out
+}
+
+pub(crate) fn info(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+    let wanted: Vec<String> = args.iter().skip(1).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+    Reply::bulk(info_text(shared, &wanted))
+}
+
+pub(crate) fn dbsize(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
+    Reply::Int(shared.keys.load(Ordering::Relaxed).max(0))
+}
+
+pub(crate) fn command(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+    if args.len() == 1 {
+        return Reply::Array(Vec::new());
+    }
+    let sub = arg(args, 1);
+    if is(sub, "count") {
+        Reply::Int(table::count() as i64)
+    } else if is(sub, "docs") {
+        Reply::Map(Vec::new())
+    } else if is(sub, "info") || is(sub, "list") {
+        Reply::Array(Vec::new())
+    } else {
+        Reply::err(format!("ERR unknown subcommand '{}'. Try COMMAND HELP.", String::from_utf8_lossy(sub)))
+    }
+}
+
+pub(crate) fn time(_: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Reply::Array(vec![Reply::bulk(d.as_secs().to_string()), Reply::bulk(d.subsec_micros().to_string())])
+}
+
+pub(crate) fn save(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+    match shared.store.save() {
+        Ok(()) if is(arg(args, 0), "bgsave") => Reply::Simple("Background saving started"),
+        Ok(()) => Reply::ok(),
+        Err(e) => Reply::err(format!("ERR {e}")),
+    }
+}
+
+pub(crate) fn lastsave(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
+    let from_store = shared
+        .store
+        .info()
+        .into_iter()
+        .find(|(k, _)| k == "rdb_last_save_time")
+        .and_then(|(_, v)| v.parse::<i64>().ok());
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs().saturating_sub(shared.started.elapsed().as_secs()) as i64)
+        .unwrap_or(0);
+    Reply::Int(from_store.unwrap_or(start))
+}
+
+pub(crate) fn shutdown(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    for a in args.iter().skip(1) {
+        if !["nosave", "save", "now", "force", "abort"].iter().any(|w| is(a, w)) {
+            return Reply::err("ERR syntax error");
+        }
+        if is(a, "abort") {
+            return Reply::err("ERR No shutdown in progress.");
+        }
+    }
+    shared.request_shutdown();
+    sess.quit = true;
+    sess.silent = true;
+    Reply::ok()
+}
+
+pub(crate) fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    match args.get(1) {
+        None => {}
+        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => {}
+        Some(_) => return Err(super::CmdError::Syntax),
+    }
+    ctx.txn.clear_all();
+    Ok(Reply::ok())
+}

@@ -1,0 +1,117 @@
+//! Set commands: SADD, SREM, SPOP, SCARD, SMEMBERS, SISMEMBER. Members
+//! live under `S | klen | key | member` with empty values.
+
+use bytes::Bytes;
+use rand::Rng;
+
+use super::{arg, int_arg, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use crate::keyspace::{member_key, member_prefix, prefix_end, KeyType, Meta};
+use crate::resp::Reply;
+
+pub(crate) fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let old = write_typed(ctx, key, KeyType::Set)?;
+    let mut count = old.as_ref().map(Meta::count).unwrap_or(0);
+    let mut added = 0;
+    for m in args.iter().skip(2) {
+        let mk = member_key(b'S', key, m);
+        if ctx.txn.get(&mk)?.is_none() {
+            ctx.txn.put(mk, Vec::new());
+            added += 1;
+            count += 1;
+        }
+    }
+    if added > 0 {
+        let meta = old.clone().unwrap_or_else(|| Meta::collection(KeyType::Set, 0, 0));
+        ctx.txn.put_count(key, old.as_ref(), meta, count);
+    }
+    Ok(Reply::Int(added))
+}
+
+pub(crate) fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let Some(old) = write_typed(ctx, key, KeyType::Set)? else { return Ok(Reply::Int(0)) };
+    let mut count = old.count();
+    let mut removed = 0;
+    for m in args.iter().skip(2) {
+        let mk = member_key(b'S', key, m);
+        if ctx.txn.get(&mk)?.is_some() {
+            ctx.txn.delete(mk);
+            removed += 1;
+            count = count.saturating_sub(1);
+        }
+    }
+    if removed > 0 {
+        ctx.txn.put_count(key, Some(&old), old.clone(), count);
+    }
+    Ok(Reply::Int(removed))
+}
+
+pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let count = match args.get(2) {
+        None => None,
+        Some(c) => {
+            let n = int_arg(c)?;
+            if n < 0 {
+                return Err(CmdError::Msg("ERR value is out of range, must be positive".into()));
+            }
+            Some(n as usize)
+        }
+    };
+    let Some(old) = write_typed(ctx, key, KeyType::Set)? else {
+        return Ok(if count.is_some() { Reply::Set(Vec::new()) } else { Reply::Nil });
+    };
+    let want = count.unwrap_or(1);
+    let prefix = member_prefix(b'S', key);
+    let end = prefix_end(&prefix);
+    // Start at a random point of the member space and wrap around.
+    let mut start = prefix.clone();
+    let random: [u8; 4] = rand::thread_rng().gen();
+    start.extend_from_slice(&random);
+    let mut picked = ctx.txn.scan(&start, end.as_deref(), want)?;
+    if picked.len() < want {
+        let more = ctx.txn.scan(&prefix, Some(&start), want - picked.len())?;
+        picked.extend(more);
+    }
+    let n = prefix.len();
+    let mut out = Vec::with_capacity(picked.len());
+    for (k, _) in picked {
+        out.push(Reply::bulk(k.get(n..).unwrap_or_default()));
+        ctx.txn.delete(k);
+    }
+    let left = old.count().saturating_sub(out.len() as u64);
+    if !out.is_empty() {
+        ctx.txn.put_count(key, Some(&old), old.clone(), left);
+    }
+    Ok(match count {
+        None => out.pop().unwrap_or(Reply::Nil),
+        Some(_) => Reply::Set(out),
+    })
+}
+
+pub(crate) fn scard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Int(read_typed(ctx, arg(args, 1), KeyType::Set)?.map(|m| m.count() as i64).unwrap_or(0)))
+}
+
+pub(crate) fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    if read_typed(ctx, key, KeyType::Set)?.is_none() {
+        return Ok(Reply::Set(Vec::new()));
+    }
+    let prefix = member_prefix(b'S', key);
+    let n = prefix.len();
+    let all = ctx.txn.scan_prefix(&prefix)?;
+    Ok(Reply::Set(all.into_iter().map(|(k, _)| Reply::bulk(k.get(n..).unwrap_or_default())).collect()))
+}
+
+pub(crate) fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    if read_typed(ctx, key, KeyType::Set)?.is_none() {
+        return Ok(Reply::Int(0));
+    }
+    Ok(Reply::Int(i64::from(ctx.txn.get(&member_key(b'S', key, arg(args, 2)))?.is_some())))
+}

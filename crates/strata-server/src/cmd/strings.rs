@@ -1,0 +1,253 @@
+//! String commands: GET, SET, SETNX, SETEX, PSETEX, GETSET, GETDEL, MGET,
+//! MSET, MSETNX, INCR/DECR[BY], APPEND, STRLEN.
+
+use bytes::Bytes;
+
+use super::{arg, int_arg, is, read_typed, wrong_args, CmdError, CmdResult, Ctx};
+use crate::keyspace::{KeyType, Meta};
+use crate::resp::Reply;
+
+/// Stores `new` as `key`'s meta, first removing an old key of another type.
+pub(crate) fn replace(ctx: &mut Ctx<'_>, key: &[u8], old: Option<Meta>, new: &Meta) -> Result<(), CmdError> {
+    match old {
+        Some(o) if o.kind != new.kind => {
+            ctx.txn.delete_key(key, &o)?;
+            ctx.txn.put_meta(key, None, new);
+        }
+        other => ctx.txn.put_meta(key, other.as_ref(), new),
+    }
+    Ok(())
+}
+
+fn string_value(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
+    Ok(read_typed(ctx, key, KeyType::String)?.map(|m| m.body))
+}
+
+pub(crate) fn get(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(string_value(ctx, arg(args, 1))?.map(Reply::bulk_vec).unwrap_or(Reply::Nil))
+}
+
+/// How SET treats the expiry.
+enum Ttl {
+    /// Remove any expiry.
+    Clear,
+    /// Keep the current expiry.
+    Keep,
+    /// Expire at this Unix millisecond.
+    At(u64),
+}
+
+fn expire_at(ctx: &Ctx<'_>, n: i64, unit: i64, absolute: bool, name: &str) -> Result<u64, CmdError> {
+    let invalid = || CmdError::Msg(format!("ERR invalid expire time in '{name}' command"));
+    if n <= 0 {
+        return Err(invalid());
+    }
+    let ms = n.checked_mul(unit).ok_or_else(invalid)?;
+    let at = if absolute { ms } else { ms.checked_add(ctx.txn.now_ms as i64).ok_or_else(invalid)? };
+    Ok(at as u64)
+}
+
+/// The core of SET and its variants; `None` when NX/XX prevented it.
+fn set_value(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    value: &[u8],
+    ttl: Ttl,
+    nx: bool,
+    xx: bool,
+    get: bool,
+) -> Result<(bool, Option<Vec<u8>>), CmdError> {
+    let old = ctx.txn.meta_for_write(key)?;
+    let old_value = match &old {
+        Some(m) if get && m.kind != KeyType::String => return Err(CmdError::WrongType),
+        Some(m) if m.kind == KeyType::String => Some(m.body.clone()),
+        _ => None,
+    };
+    if (nx && old.is_some()) || (xx && old.is_none()) {
+        return Ok((false, old_value));
+    }
+    let expire_ms = match ttl {
+        Ttl::Clear => 0,
+        Ttl::Keep => old.as_ref().map(|m| m.expire_ms).unwrap_or(0),
+        Ttl::At(t) => t,
+    };
+    replace(ctx, key, old, &Meta::string(value.to_vec(), expire_ms))?;
+    Ok((true, old_value))
+}
+
+pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (key, value) = (arg(args, 1), arg(args, 2));
+    let (mut nx, mut xx, mut get) = (false, false, false);
+    let mut ttl = Ttl::Clear;
+    let mut ttl_given = false;
+    let mut i = 3;
+    while i < args.len() {
+        let a = arg(args, i);
+        let next = args.get(i + 1);
+        if is(a, "nx") && !xx {
+            nx = true;
+        } else if is(a, "xx") && !nx {
+            xx = true;
+        } else if is(a, "get") {
+            get = true;
+        } else if is(a, "keepttl") && !ttl_given {
+            ttl = Ttl::Keep;
+            ttl_given = true;
+        } else if let (Some(n), false) = (next, ttl_given) {
+            let (unit, absolute) = if is(a, "ex") {
+                (1000, false)
+            } else if is(a, "px") {
+                (1, false)
+            } else if is(a, "exat") {
+                (1000, true)
+            } else if is(a, "pxat") {
+                (1, true)
+            } else {
+                return Err(CmdError::Syntax);
+            };
+            ttl = Ttl::At(expire_at(ctx, int_arg(n)?, unit, absolute, "set")?);
+            ttl_given = true;
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    let (done, old) = set_value(ctx, key, value, ttl, nx, xx, get)?;
+    Ok(match (get, done) {
+        (true, _) => old.map(Reply::bulk_vec).unwrap_or(Reply::Nil),
+        (false, true) => Reply::ok(),
+        (false, false) => Reply::Nil,
+    })
+}
+
+pub(crate) fn setnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (done, _) = set_value(ctx, arg(args, 1), arg(args, 2), Ttl::Clear, true, false, false)?;
+    Ok(Reply::Int(i64::from(done)))
+}
+
+fn setex_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit: i64, name: &str) -> CmdResult {
+    let at = expire_at(ctx, int_arg(arg(args, 2))?, unit, false, name)?;
+    set_value(ctx, arg(args, 1), arg(args, 3), Ttl::At(at), false, false, false)?;
+    Ok(Reply::ok())
+}
+
+pub(crate) fn setex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setex_generic(ctx, args, 1000, "setex")
+}
+
+pub(crate) fn psetex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    setex_generic(ctx, args, 1, "psetex")
+}
+
+pub(crate) fn getset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (_, old) = set_value(ctx, arg(args, 1), arg(args, 2), Ttl::Clear, false, false, true)?;
+    Ok(old.map(Reply::bulk_vec).unwrap_or(Reply::Nil))
+}
+
+pub(crate) fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    match ctx.txn.meta_for_write(key)? {
+        None => Ok(Reply::Nil),
+        Some(m) if m.kind != KeyType::String => Err(CmdError::WrongType),
+        Some(m) => {
+            ctx.txn.delete_key(key, &m)?;
+            Ok(Reply::bulk_vec(m.body))
+        }
+    }
+}
+
+pub(crate) fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut out = Vec::with_capacity(args.len().saturating_sub(1));
+    for k in args.iter().skip(1) {
+        out.push(match ctx.txn.meta(k)? {
+            Some(m) if m.kind == KeyType::String => Reply::bulk_vec(m.body),
+            _ => Reply::Nil,
+        });
+    }
+    Ok(Reply::Array(out))
+}
+
+pub(crate) fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() % 2 == 0 {
+        return Ok(wrong_args("mset"));
+    }
+    for pair in args.get(1..).unwrap_or_default().chunks(2) {
+        if let [k, v] = pair {
+            set_value(ctx, k, v, Ttl::Clear, false, false, false)?;
+        }
+    }
+    Ok(Reply::ok())
+}
+
+pub(crate) fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    if args.len() % 2 == 0 {
+        return Ok(wrong_args("msetnx"));
+    }
+    let pairs = args.get(1..).unwrap_or_default();
+    for k in pairs.iter().step_by(2) {
+        if ctx.txn.meta(k)?.is_some() {
+            return Ok(Reply::Int(0));
+        }
+    }
+    for pair in pairs.chunks(2) {
+        if let [k, v] = pair {
+            set_value(ctx, k, v, Ttl::Clear, false, false, false)?;
+        }
+    }
+    Ok(Reply::Int(1))
+}
+
+fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
+    let old = ctx.txn.meta_for_write(key)?;
+    let (cur, expire) = match &old {
+        None => (0, 0),
+        Some(m) if m.kind != KeyType::String => return Err(CmdError::WrongType),
+        Some(m) => (crate::numbers::parse_i64(&m.body).ok_or(CmdError::NotInt)?, m.expire_ms),
+    };
+    let new = cur
+        .checked_add(by)
+        .ok_or_else(|| CmdError::Msg("ERR increment or decrement would overflow".into()))?;
+    ctx.txn.put_meta(key, old.as_ref(), &Meta::string(new.to_string().into_bytes(), expire));
+    Ok(Reply::Int(new))
+}
+
+pub(crate) fn incr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    incr_by(ctx, arg(args, 1), 1)
+}
+
+pub(crate) fn decr(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    incr_by(ctx, arg(args, 1), -1)
+}
+
+pub(crate) fn incrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let by = int_arg(arg(args, 2))?;
+    incr_by(ctx, arg(args, 1), by)
+}
+
+pub(crate) fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let by = int_arg(arg(args, 2))?;
+    let neg = by.checked_neg().ok_or_else(|| CmdError::Msg("ERR decrement would overflow".into()))?;
+    incr_by(ctx, arg(args, 1), neg)
+}
+
+pub(crate) fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let old = ctx.txn.meta_for_write(key)?;
+    let new = match &old {
+        Some(m) if m.kind != KeyType::String => return Err(CmdError::WrongType),
+        Some(m) => {
+            let mut body = m.body.clone();
+            body.extend_from_slice(arg(args, 2));
+            Meta::string(body, m.expire_ms)
+        }
+        None => Meta::string(arg(args, 2).to_vec(), 0),
+    };
+    let len = new.body.len() as i64;
+    ctx.txn.put_meta(key, old.as_ref(), &new);
+    Ok(Reply::Int(len))
+}
+
+pub(crate) fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Int(string_value(ctx, arg(args, 1))?.map(|v| v.len() as i64).unwrap_or(0)))
+}

@@ -1,0 +1,178 @@
+//! The command table: name, arity (Redis convention: `n` exact, `-n` at
+//! least n, both counting the name), which arguments are keys, and the
+//! handler.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+
+use super::{connection as c, hashes as h, keys as k, lists as l, server as s, sets as st, strings as str_};
+use super::{transactions as t, zsets as z, CmdResult, Ctx, Session, Shared};
+use crate::resp::Reply;
+
+/// A handler that needs only the connection (no keyspace access).
+pub type SessionFn = fn(&Shared, &mut Session, &[Bytes]) -> Reply;
+/// A handler that reads and writes the keyspace through a transaction.
+pub type DataFn = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
+
+/// How a command runs.
+#[derive(Clone, Copy)]
+pub enum Run {
+    /// Connection-level command.
+    Session(SessionFn),
+    /// Keyspace command.
+    Data(DataFn),
+}
+
+/// Which arguments are keys (for locking).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keys {
+    /// No keys.
+    None,
+    /// The first argument.
+    First,
+    /// Every argument.
+    All,
+    /// Every other argument from the first (MSET).
+    Pairs,
+    /// The whole keyspace (FLUSHALL).
+    Global,
+}
+
+/// One command.
+pub struct Spec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Arity.
+    pub arity: i32,
+    /// Key positions.
+    pub keys: Keys,
+    /// Handler.
+    pub run: Run,
+}
+
+const fn sess(name: &'static str, arity: i32, f: SessionFn) -> Spec {
+    Spec { name, arity, keys: Keys::None, run: Run::Session(f) }
+}
+
+const fn data(name: &'static str, arity: i32, keys: Keys, f: DataFn) -> Spec {
+    Spec { name, arity, keys, run: Run::Data(f) }
+}
+
+use Keys::{All, First, Global, Pairs};
+
+static COMMANDS: &[Spec] = &[
+    // connection
+    sess("ping", -1, c::ping),
+    sess("echo", 2, c::echo),
+    sess("hello", -1, c::hello),
+    sess("auth", -2, c::auth),
+    sess("select", 2, c::select),
+    sess("quit", -1, c::quit),
+    sess("reset", 1, c::reset),
+    sess("client", -2, c::client),
+    // server
+    sess("config", -2, s::config),
+    sess("info", -1, s::info),
+    sess("dbsize", 1, s::dbsize),
+    sess("command", -1, s::command),
+    sess("time", 1, s::time),
+    sess("save", 1, s::save),
+    sess("bgsave", -1, s::save),
+    sess("lastsave", 1, s::lastsave),
+    sess("shutdown", -1, s::shutdown),
+    data("flushdb", -1, Global, s::flushdb),
+    data("flushall", -1, Global, s::flushdb),
+    // keys
+    data("del", -2, All, k::del),
+    data("unlink", -2, All, k::del),
+    data("exists", -2, All, k::exists),
+    data("type", 2, First, k::type_),
+    data("scan", -2, Keys::None, k::scan),
+    data("keys", 2, Keys::None, k::keys),
+    data("expire", -3, First, k::expire),
+    data("pexpire", -3, First, k::pexpire),
+    data("expireat", -3, First, k::expireat),
+    data("pexpireat", -3, First, k::pexpireat),
+    data("ttl", 2, First, k::ttl),
+    data("pttl", 2, First, k::pttl),
+    data("persist", 2, First, k::persist),
+    // strings
+    data("get", 2, First, str_::get),
+    data("set", -3, First, str_::set),
+    data("setnx", 3, First, str_::setnx),
+    data("setex", 4, First, str_::setex),
+    data("psetex", 4, First, str_::psetex),
+    data("getset", 3, First, str_::getset),
+    data("getdel", 2, First, str_::getdel),
+    data("mget", -2, All, str_::mget),
+    data("mset", -3, Pairs, str_::mset),
+    data("msetnx", -3, Pairs, str_::msetnx),
+    data("incr", 2, First, str_::incr),
+    data("decr", 2, First, str_::decr),
+    data("incrby", 3, First, str_::incrby),
+    data("decrby", 3, First, str_::decrby),
+    data("append", 3, First, str_::append),
+    data("strlen", 2, First, str_::strlen),
+    // hashes
+    data("hset", -4, First, h::hset),
+    data("hmset", -4, First, h::hmset),
+    data("hsetnx", 4, First, h::hsetnx),
+    data("hget", 3, First, h::hget),
+    data("hmget", -3, First, h::hmget),
+    data("hgetall", 2, First, h::hgetall),
+    data("hkeys", 2, First, h::hkeys),
+    data("hvals", 2, First, h::hvals),
+    data("hdel", -3, First, h::hdel),
+    data("hexists", 3, First, h::hexists),
+    data("hlen", 2, First, h::hlen),
+    data("hincrby", 4, First, h::hincrby),
+    // sorted sets
+    data("zadd", -4, First, z::zadd),
+    data("zrem", -3, First, z::zrem),
+    data("zcard", 2, First, z::zcard),
+    data("zscore", 3, First, z::zscore),
+    data("zincrby", 4, First, z::zincrby),
+    data("zrangebyscore", -4, First, z::zrangebyscore),
+    data("zcount", 4, First, z::zcount),
+    data("zrange", -4, First, z::zrange),
+    data("zpopmin", -2, First, z::zpopmin),
+    // lists
+    data("lpush", -3, First, l::lpush),
+    data("rpush", -3, First, l::rpush),
+    data("lpop", -2, First, l::lpop),
+    data("rpop", -2, First, l::rpop),
+    data("lrange", 4, First, l::lrange),
+    data("llen", 2, First, l::llen),
+    data("lindex", 3, First, l::lindex),
+    // sets
+    data("sadd", -3, First, st::sadd),
+    data("srem", -3, First, st::srem),
+    data("spop", -2, First, st::spop),
+    data("scard", 2, First, st::scard),
+    data("smembers", 2, First, st::smembers),
+    data("sismember", 3, First, st::sismember),
+    // transactions
+    sess("multi", 1, t::multi),
+    sess("exec", 1, t::exec),
+    sess("discard", 1, t::discard),
+    sess("watch", -2, t::watch),
+    sess("unwatch", 1, t::unwatch),
+];
+
+/// Number of commands in the table (COMMAND COUNT).
+pub fn count() -> usize {
+    COMMANDS.len()
+}
+
+/// The spec of command `name` (any case).
+pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
+    static INDEX: OnceLock<HashMap<&'static [u8], &'static Spec>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| COMMANDS.iter().map(|s| (s.name.as_bytes(), s)).collect());
+    if name.len() > 32 {
+        return None;
+    }
+    let lower = name.to_ascii_lowercase();
+    index.get(lower.as_slice()).copied()
+}

@@ -1,0 +1,349 @@
+//! Sorted-set commands: ZADD, ZREM, ZCARD, ZSCORE, ZINCRBY, ZRANGEBYSCORE,
+//! ZCOUNT, ZRANGE, ZPOPMIN. A member's score lives under
+//! `Z | klen | key | member`; the score order under
+//! `z | klen | key | sortable(score) | member`.
+
+use bytes::Bytes;
+
+use super::{arg, int_arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use crate::keyspace::{member_key, member_prefix, prefix_end, score_from_sortable, sortable_score, zindex_key, KeyType, Meta};
+use crate::numbers::{parse_f64, ScoreBound};
+use crate::resp::Reply;
+
+fn not_float() -> CmdError {
+    CmdError::Msg("ERR value is not a valid float".into())
+}
+
+fn decode_score(v: &[u8]) -> Option<f64> {
+    Some(f64::from_le_bytes(v.get(..8)?.try_into().ok()?))
+}
+
+fn score_of(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8]) -> Result<Option<f64>, CmdError> {
+    Ok(ctx.txn.get(&member_key(b'Z', key, member))?.as_deref().and_then(decode_score))
+}
+
+/// Stores `member` at `score`, replacing its index entry at `old`.
+fn put_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64, old: Option<f64>) {
+    let score = if score == 0.0 { 0.0 } else { score };
+    if let Some(o) = old {
+        ctx.txn.delete(zindex_key(key, o, member));
+    }
+    ctx.txn.put(zindex_key(key, score, member), Vec::new());
+    ctx.txn.put(member_key(b'Z', key, member), score.to_le_bytes().to_vec());
+}
+
+fn remove_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64) {
+    ctx.txn.delete(zindex_key(key, score, member));
+    ctx.txn.delete(member_key(b'Z', key, member));
+}
+
+/// Flags of ZADD.
+#[derive(Default)]
+struct AddFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    ch: bool,
+    incr: bool,
+}
+
+/// Adds or updates pairs; returns (added, changed, last new score or
+/// None if the update was skipped).
+fn add(ctx: &mut Ctx<'_>, key: &[u8], f: &AddFlags, pairs: &[(f64, &[u8])]) -> Result<(i64, i64, Option<f64>), CmdError> {
+    let old_meta = write_typed(ctx, key, KeyType::ZSet)?;
+    let mut count = old_meta.as_ref().map(Meta::count).unwrap_or(0);
+    let (mut added, mut changed, mut last) = (0, 0, None);
+    for &(score, member) in pairs {
+        let cur = score_of(ctx, key, member)?;
+        let new = match (f.incr, cur) {
+            (true, Some(c)) => c + score,
+            _ => score,
+        };
+        if new.is_nan() {
+            return Err(CmdError::Msg("ERR resulting score is not a number (NaN)".into()));
+        }
+        match cur {
+            Some(c) => {
+                if f.nx || (f.gt && new <= c) || (f.lt && new >= c) {
+                    last = None;
+                    continue;
+                }
+                if new != c {
+                    put_member(ctx, key, member, new, Some(c));
+                    changed += 1;
+                }
+            }
+            None => {
+                if f.xx {
+                    last = None;
+                    continue;
+                }
+                put_member(ctx, key, member, new, None);
+                added += 1;
+                count += 1;
+            }
+        }
+        last = Some(new);
+    }
+    let meta = old_meta.clone().unwrap_or_else(|| Meta::collection(KeyType::ZSet, 0, 0));
+    if added > 0 || old_meta.is_none() {
+        ctx.txn.put_count(key, old_meta.as_ref(), meta, count);
+    }
+    Ok((added, changed, last))
+}
+
+pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let mut f = AddFlags::default();
+    let mut i = 2;
+    while let Some(a) = args.get(i) {
+        match a.to_ascii_lowercase().as_slice() {
+            b"nx" => f.nx = true,
+            b"xx" => f.xx = true,
+            b"gt" => f.gt = true,
+            b"lt" => f.lt = true,
+            b"ch" => f.ch = true,
+            b"incr" => f.incr = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    let rest = args.get(i..).unwrap_or_default();
+    if rest.is_empty() || rest.len() % 2 != 0 {
+        return Err(CmdError::Syntax);
+    }
+    if f.nx && f.xx {
+        return Err(CmdError::Msg("ERR XX and NX options at the same time are not compatible".into()));
+    }
+    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+        return Err(CmdError::Msg("ERR GT, LT, and/or NX options at the same time are not compatible".into()));
+    }
+    if f.incr && rest.len() > 2 {
+        return Err(CmdError::Msg("ERR INCR option supports a single increment-element pair".into()));
+    }
+    let mut pairs = Vec::with_capacity(rest.len() / 2);
+    for p in rest.chunks(2) {
+        if let [s, m] = p {
+            pairs.push((parse_f64(s).ok_or_else(not_float)?, m.as_ref()));
+        }
+    }
+    let (added, changed, last) = add(ctx, arg(args, 1), &f, &pairs)?;
+    if f.incr {
+        return Ok(last.map(Reply::Double).unwrap_or(Reply::Nil));
+    }
+    Ok(Reply::Int(if f.ch { added + changed } else { added }))
+}
+
+pub(crate) fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let by = parse_f64(arg(args, 2)).ok_or_else(not_float)?;
+    let f = AddFlags { incr: true, ..AddFlags::default() };
+    let (_, _, last) = add(ctx, arg(args, 1), &f, &[(by, arg(args, 3))])?;
+    Ok(last.map(Reply::Double).unwrap_or(Reply::Nil))
+}
+
+pub(crate) fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let Some(old) = write_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Int(0)) };
+    let mut count = old.count();
+    let mut removed = 0;
+    for m in args.iter().skip(2) {
+        if let Some(s) = score_of(ctx, key, m)? {
+            remove_member(ctx, key, m, s);
+            removed += 1;
+            count = count.saturating_sub(1);
+        }
+    }
+    if removed > 0 {
+        ctx.txn.put_count(key, Some(&old), old.clone(), count);
+    }
+    Ok(Reply::Int(removed))
+}
+
+pub(crate) fn zcard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    Ok(Reply::Int(read_typed(ctx, arg(args, 1), KeyType::ZSet)?.map(|m| m.count() as i64).unwrap_or(0)))
+}
+
+pub(crate) fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    if read_typed(ctx, key, KeyType::ZSet)?.is_none() {
+        return Ok(Reply::Nil);
+    }
+    Ok(score_of(ctx, key, arg(args, 2))?.map(Reply::Double).unwrap_or(Reply::Nil))
+}
+
+/// Walks the score index from `min` upward, calling `visit` with each
+/// (member, score) inside [min, max] until it returns false.
+fn walk(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    min: ScoreBound,
+    max: ScoreBound,
+    mut visit: impl FnMut(&[u8], f64) -> bool,
+) -> Result<(), CmdError> {
+    let prefix = member_prefix(b'z', key);
+    let plen = prefix.len();
+    let mut start = prefix.clone();
+    start.extend_from_slice(&sortable_score(min.value));
+    let mut upper = prefix.clone();
+    upper.extend_from_slice(&sortable_score(max.value));
+    let end = prefix_end(&upper).or_else(|| prefix_end(&prefix));
+    loop {
+        let chunk = ctx.txn.scan(&start, end.as_deref(), 256)?;
+        let short = chunk.len() < 256;
+        for (k, _) in &chunk {
+            let Some(rest) = k.get(plen..) else { continue };
+            let (Some(score), Some(member)) = (score_from_sortable(rest), rest.get(8..)) else { continue };
+            if !min.below(score) {
+                continue;
+            }
+            if !max.above(score) {
+                return Ok(());
+            }
+            if !visit(member, score) {
+                return Ok(());
+            }
+        }
+        match chunk.last() {
+            Some((k, _)) if !short => {
+                start = k.clone();
+                start.push(0);
+            }
+            _ => return Ok(()),
+        }
+    }
+}
+
+/// Members with scores in the shape Redis uses: flat in RESP2 (and for
+/// `flat`), [member, score] pairs in RESP3.
+fn scored(proto: u8, items: Vec<(Vec<u8>, f64)>, withscores: bool, flat: bool) -> Reply {
+    if !withscores {
+        return Reply::Array(items.into_iter().map(|(m, _)| Reply::bulk_vec(m)).collect());
+    }
+    if proto >= 3 && !flat {
+        return Reply::Array(
+            items.into_iter().map(|(m, s)| Reply::Array(vec![Reply::bulk_vec(m), Reply::Double(s)])).collect(),
+        );
+    }
+    Reply::Array(items.into_iter().flat_map(|(m, s)| [Reply::bulk_vec(m), Reply::Double(s)]).collect())
+}
+
+fn bounds(args: &[Bytes]) -> Result<(ScoreBound, ScoreBound), CmdError> {
+    let e = || CmdError::Msg("ERR min or max is not a float".into());
+    Ok((ScoreBound::parse(arg(args, 2)).ok_or_else(e)?, ScoreBound::parse(arg(args, 3)).ok_or_else(e)?))
+}
+
+pub(crate) fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let (min, max) = bounds(args)?;
+    let (mut withscores, mut offset, mut limit) = (false, 0i64, -1i64);
+    let mut i = 4;
+    while let Some(a) = args.get(i) {
+        if is(a, "withscores") {
+            withscores = true;
+            i += 1;
+        } else if is(a, "limit") && i + 2 < args.len() {
+            offset = int_arg(arg(args, i + 1))?;
+            limit = int_arg(arg(args, i + 2))?;
+            i += 3;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    if read_typed(ctx, key, KeyType::ZSet)?.is_none() || offset < 0 || limit == 0 {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    let mut items = Vec::new();
+    let mut skip = offset;
+    walk(ctx, key, min, max, |m, s| {
+        if skip > 0 {
+            skip -= 1;
+            return true;
+        }
+        items.push((m.to_vec(), s));
+        limit < 0 || (items.len() as i64) < limit
+    })?;
+    Ok(scored(ctx.proto, items, withscores, false))
+}
+
+pub(crate) fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let (min, max) = bounds(args)?;
+    if read_typed(ctx, key, KeyType::ZSet)?.is_none() {
+        return Ok(Reply::Int(0));
+    }
+    let mut n = 0;
+    walk(ctx, key, min, max, |_, _| {
+        n += 1;
+        true
+    })?;
+    Ok(Reply::Int(n))
+}
+
+const ALL: (ScoreBound, ScoreBound) = (
+    ScoreBound { value: f64::NEG_INFINITY, exclusive: false },
+    ScoreBound { value: f64::INFINITY, exclusive: false },
+);
+
+pub(crate) fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let (start, stop) = (int_arg(arg(args, 2))?, int_arg(arg(args, 3))?);
+    let mut withscores = false;
+    for a in args.iter().skip(4) {
+        if is(a, "withscores") {
+            withscores = true;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    let Some(meta) = read_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Array(Vec::new())) };
+    let len = meta.count() as i64;
+    let norm = |i: i64| if i < 0 { (len + i).max(0) } else { i };
+    let (start, stop) = (norm(start), norm(stop).min(len - 1));
+    if start > stop || start >= len {
+        return Ok(Reply::Array(Vec::new()));
+    }
+    let mut items = Vec::new();
+    let mut idx = 0i64;
+    walk(ctx, key, ALL.0, ALL.1, |m, s| {
+        if idx >= start {
+            items.push((m.to_vec(), s));
+        }
+        idx += 1;
+        idx <= stop
+    })?;
+    Ok(scored(ctx.proto, items, withscores, false))
+}
+
+pub(crate) fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    if args.len() > 3 {
+        return Err(CmdError::Syntax);
+    }
+    let count = match args.get(2) {
+        None => None,
+        Some(c) => {
+            let n = int_arg(c)?;
+            if n < 0 {
+                return Err(CmdError::Msg("ERR value is out of range, must be positive".into()));
+            }
+            Some(n)
+        }
+    };
+    let Some(old) = write_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Array(Vec::new())) };
+    let want = count.unwrap_or(1);
+    let mut items = Vec::new();
+    if want > 0 {
+        walk(ctx, key, ALL.0, ALL.1, |m, s| {
+            items.push((m.to_vec(), s));
+            (items.len() as i64) < want
+        })?;
+    }
+    for (m, s) in &items {
+        remove_member(ctx, key, m, *s);
+    }
+    if !items.is_empty() {
+        let left = old.count().saturating_sub(items.len() as u64);
+        ctx.txn.put_count(key, Some(&old), old.clone(), left);
+    }
+    Ok(scored(ctx.proto, items, true, count.is_none()))
+}

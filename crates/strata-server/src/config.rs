@@ -1,0 +1,299 @@
+//! Configuration: command-line flags named like Redis's configuration,
+//! optionally read from a redis.conf-style file (`--config FILE`); flags
+//! given on the command line win over the file.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use anyhow::{anyhow, bail, Context};
+use clap::Parser;
+
+use crate::resp::Limits;
+use crate::store::aof::FsyncPolicy;
+
+/// Command-line flags. Every flag may also be a `name value` line in the
+/// `--config` file (same names without the dashes).
+#[derive(Parser, Debug, Default)]
+#[command(name = "strata-server", version, about = "The StrataKV engine behind the Redis protocol")]
+pub struct Flags {
+    /// redis.conf-style file with the settings below (`port 6380`, ...).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// TCP port. Default 6379.
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Address to listen on. Default 127.0.0.1.
+    #[arg(long)]
+    pub bind: Option<String>,
+    /// Data directory. Default ./strata-data.
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Directory of the engine's PM region file (DAX mount, /dev/shm, ...).
+    #[arg(long = "pm-dir")]
+    pub pm_dir: Option<PathBuf>,
+    /// Size of a new PM region (e.g. 4gb). Default: the engine's (4 GiB).
+    #[arg(long = "pm-size")]
+    pub pm_size: Option<String>,
+    /// `sync`: reply only once the write is durable (group commit);
+    /// `default`: the engine's default durability class.
+    #[arg(long)]
+    pub durability: Option<String>,
+    /// `engine` (data in StrataKV) or `memory` (DRAM map).
+    #[arg(long)]
+    pub storage: Option<String>,
+    /// Memory storage: command log fsync policy (`always`, `everysec`, `no`).
+    #[arg(long)]
+    pub appendfsync: Option<String>,
+    /// Memory storage: `yes` enables the command log (everysec unless
+    /// `--appendfsync` says otherwise).
+    #[arg(long)]
+    pub appendonly: Option<String>,
+    /// Memory storage: snapshot every N seconds when data changed.
+    #[arg(long = "snapshot-seconds")]
+    pub snapshot_seconds: Option<u64>,
+    /// Password every client must give with AUTH (or HELLO ... AUTH).
+    #[arg(long)]
+    pub requirepass: Option<String>,
+    /// Most simultaneous clients. Default 10000.
+    #[arg(long)]
+    pub maxclients: Option<usize>,
+    /// Close a client idle this many seconds (0: never). Default 0.
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Largest bulk argument (e.g. 512mb). Default 512 MiB.
+    #[arg(long = "proto-max-bulk-len")]
+    pub proto_max_bulk_len: Option<String>,
+    /// Largest unparsed query buffer per client (e.g. 1gb). Default 1 GiB.
+    #[arg(long = "client-query-buffer-limit")]
+    pub client_query_buffer_limit: Option<String>,
+}
+
+/// Where the server keeps data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageMode {
+    /// The StrataKV engine.
+    Engine,
+    /// A DRAM map with optional command log or snapshots.
+    Memory,
+}
+
+/// The resolved configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// TCP port.
+    pub port: u16,
+    /// Listen address.
+    pub bind: String,
+    /// Data directory.
+    pub dir: PathBuf,
+    /// PM region directory (engine).
+    pub pm_dir: Option<PathBuf>,
+    /// PM region size for a new region (engine).
+    pub pm_size: Option<u64>,
+    /// Reply only after the write is durable.
+    pub durability_sync: bool,
+    /// Engine or memory.
+    pub storage: StorageMode,
+    /// Command log policy (memory).
+    pub appendfsync: Option<FsyncPolicy>,
+    /// Snapshot period in seconds, 0 = none (memory).
+    pub snapshot_seconds: u64,
+    /// Required password.
+    pub requirepass: Option<String>,
+    /// Client limit.
+    pub maxclients: usize,
+    /// Idle timeout in seconds (0: none).
+    pub timeout: u64,
+    /// Request limits.
+    pub limits: Limits,
+}
+
+/// Parses `512mb`, `1gb`, `4096`, `64k` (Redis memory units).
+pub fn parse_bytes(s: &str) -> Option<u64> {
+    let s = s.trim().to_ascii_lowercase();
+    let digits_end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(digits_end);
+    let n: u64 = num.parse().ok()?;
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mul)
+}
+
+/// Reads `name value` lines; `#` starts a comment; values may be quoted.
+pub fn read_conf_file(text: &str) -> anyhow::Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    for (no, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let args = crate::resp::parse::split_inline(line.as_bytes())
+            .ok_or_else(|| anyhow!("line {}: unbalanced quotes", no + 1))?;
+        let mut it = args.into_iter().map(|a| String::from_utf8_lossy(&a).into_owned());
+        let name = it.next().unwrap_or_default().to_ascii_lowercase();
+        let value: Vec<String> = it.collect();
+        out.insert(name, value.join(" "));
+    }
+    Ok(out)
+}
+
+impl Config {
+    /// Resolves flags (and the file they name) into a configuration.
+    pub fn from_flags(f: Flags) -> anyhow::Result<Config> {
+        let file = match &f.config {
+            Some(p) => {
+                let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+                read_conf_file(&text).with_context(|| format!("in {}", p.display()))?
+            }
+            None => HashMap::new(),
+        };
+        let known = [
+            "port", "bind", "dir", "pm-dir", "pm-size", "durability", "storage", "appendfsync", "appendonly",
+            "snapshot-seconds", "requirepass", "maxclients", "timeout", "proto-max-bulk-len",
+            "client-query-buffer-limit",
+        ];
+        if let Some(bad) = file.keys().find(|k| !known.contains(&k.as_str())) {
+            bail!("unknown configuration setting '{bad}'");
+        }
+        let pick = |cli: Option<String>, name: &str| cli.or_else(|| file.get(name).cloned());
+        let num = |v: Option<String>, name: &str| -> anyhow::Result<Option<u64>> {
+            v.map(|s| s.trim().parse::<u64>().map_err(|_| anyhow!("{name}: not a number: {s}"))).transpose()
+        };
+        let bytes = |v: Option<String>, name: &str| -> anyhow::Result<Option<u64>> {
+            v.map(|s| parse_bytes(&s).ok_or_else(|| anyhow!("{name}: not a size: {s}"))).transpose()
+        };
+
+        let port = num(pick(f.port.map(|p| p.to_string()), "port"), "port")?.unwrap_or(6379);
+        let port = u16::try_from(port).map_err(|_| anyhow!("port out of range: {port}"))?;
+        let bind = pick(f.bind, "bind").unwrap_or_else(|| "127.0.0.1".into());
+        // redis.conf allows several addresses; we listen on the first.
+        let bind = bind.split_whitespace().next().unwrap_or("127.0.0.1").to_string();
+        let dir = pick(f.dir.map(|d| d.display().to_string()), "dir").unwrap_or_else(|| "./strata-data".into());
+        let pm_dir = pick(f.pm_dir.map(|d| d.display().to_string()), "pm-dir").map(PathBuf::from);
+        let pm_size = bytes(pick(f.pm_size, "pm-size"), "pm-size")?;
+        let durability_sync = match pick(f.durability, "durability").as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("default") => false,
+            Some("sync") => true,
+            Some(other) => bail!("durability must be sync or default, not {other}"),
+        };
+        let storage = match pick(f.storage, "storage").as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("engine") => StorageMode::Engine,
+            Some("memory") => StorageMode::Memory,
+            Some(other) => bail!("storage must be engine or memory, not {other}"),
+        };
+        let appendonly = match pick(f.appendonly, "appendonly").as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None => None,
+            Some("yes") => Some(true),
+            Some("no") => Some(false),
+            Some(other) => bail!("appendonly must be yes or no, not {other}"),
+        };
+        let mut appendfsync = match pick(f.appendfsync, "appendfsync") {
+            None => None,
+            Some(s) => Some(FsyncPolicy::parse(&s).ok_or_else(|| anyhow!("appendfsync must be always, everysec or no"))?),
+        };
+        match appendonly {
+            Some(true) if appendfsync.is_none() => appendfsync = Some(FsyncPolicy::EverySec),
+            Some(false) => appendfsync = None,
+            _ => {}
+        }
+        let snapshot_seconds = num(pick(f.snapshot_seconds.map(|s| s.to_string()), "snapshot-seconds"), "snapshot-seconds")?.unwrap_or(0);
+        if storage == StorageMode::Engine && (appendfsync.is_some() || snapshot_seconds > 0) {
+            bail!("--appendfsync/--appendonly/--snapshot-seconds apply to --storage memory only");
+        }
+        let requirepass = pick(f.requirepass, "requirepass").filter(|p| !p.is_empty());
+        let maxclients = num(pick(f.maxclients.map(|m| m.to_string()), "maxclients"), "maxclients")?.unwrap_or(10_000) as usize;
+        let timeout = num(pick(f.timeout.map(|t| t.to_string()), "timeout"), "timeout")?.unwrap_or(0);
+        let mut limits = Limits::default();
+        if let Some(b) = bytes(pick(f.proto_max_bulk_len, "proto-max-bulk-len"), "proto-max-bulk-len")? {
+            limits.max_bulk_len = b as usize;
+        }
+        if let Some(b) = bytes(pick(f.client_query_buffer_limit, "client-query-buffer-limit"), "client-query-buffer-limit")? {
+            limits.max_query_buffer = b as usize;
+        }
+        Ok(Config {
+            port,
+            bind,
+            dir: PathBuf::from(dir),
+            pm_dir,
+            pm_size,
+            durability_sync,
+            storage,
+            appendfsync,
+            snapshot_seconds,
+            requirepass,
+            maxclients,
+            timeout,
+            limits,
+        })
+    }
+
+    /// `(name, value)` pairs CONFIG GET can report.
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        let save = if self.snapshot_seconds > 0 { format!("{} 1", self.snapshot_seconds) } else { String::new() };
+        vec![
+            ("port", self.port.to_string()),
+            ("bind", self.bind.clone()),
+            ("dir", self.dir.display().to_string()),
+            ("save", save),
+            ("appendonly", if self.appendfsync.is_some() { "yes" } else { "no" }.into()),
+            ("appendfsync", self.appendfsync.map(|p| p.name()).unwrap_or("everysec").into()),
+            ("maxclients", self.maxclients.to_string()),
+            ("timeout", self.timeout.to_string()),
+            ("databases", "1".into()),
+            ("maxmemory", "0".into()),
+            ("maxmemory-policy", "noeviction".into()),
+            ("proto-max-bulk-len", self.limits.max_bulk_len.to_string()),
+            ("client-query-buffer-limit", self.limits.max_query_buffer.to_string()),
+            ("requirepass", self.requirepass.clone().unwrap_or_default()),
+            ("storage", match self.storage {
+                StorageMode::Engine => "engine",
+                StorageMode::Memory => "memory",
+            }
+            .into()),
+            ("durability", if self.durability_sync { "sync" } else { "default" }.into()),
+            ("snapshot-seconds", self.snapshot_seconds.to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_bytes("512mb"), Some(512 << 20));
+        assert_eq!(parse_bytes("1gb"), Some(1 << 30));
+        assert_eq!(parse_bytes("100"), Some(100));
+        assert_eq!(parse_bytes("1x"), None);
+    }
+
+    #[test]
+    fn file_and_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("strata.conf");
+        std::fs::write(&p, "# comment\nport 7000\nstorage memory\nappendonly yes\nrequirepass \"s e\"\n").unwrap();
+        let f = Flags { config: Some(p.clone()), port: Some(7001), ..Flags::default() };
+        let c = Config::from_flags(f).unwrap();
+        assert_eq!(c.port, 7001);
+        assert_eq!(c.storage, StorageMode::Memory);
+        assert_eq!(c.appendfsync, Some(FsyncPolicy::EverySec));
+        assert_eq!(c.requirepass.as_deref(), Some("s e"));
+        std::fs::write(&p, "bogus 1\n").unwrap();
+        assert!(Config::from_flags(Flags { config: Some(p), ..Flags::default() }).is_err());
+    }
+
+    #[test]
+    fn engine_refuses_memory_settings() {
+        let f = Flags { appendfsync: Some("always".into()), ..Flags::default() };
+        assert!(Config::from_flags(f).is_err());
+    }
+}

@@ -1,0 +1,58 @@
+//! Background expiry: a thread that removes keys whose time has come,
+//! walking the expiry index (`e | expire_ms BE | key`) from the oldest
+//! entry. Reads never see an expired key whether or not it was swept.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::cmd::{commit, Ctx, Shared};
+use crate::keyspace::{expire_index_key, now_ms, parse_expire_index, Txn};
+use crate::resp::Reply;
+use crate::store::StoreResult;
+
+/// Keys looked at per sweep round.
+const PER_ROUND: usize = 256;
+
+/// Removes up to `limit` expired keys; returns how many index entries
+/// it handled (expired keys and stale entries).
+pub fn sweep_once(shared: &Shared, limit: usize) -> StoreResult<usize> {
+    let now = now_ms();
+    let end = expire_index_key(now.saturating_add(1), b"");
+    let due = shared.store.scan(b"e", Some(&end), limit)?;
+    let n = due.len();
+    for (ik, _) in due {
+        let Some((ms, key)) = parse_expire_index(&ik) else { continue };
+        let key = key.to_vec();
+        let _lock = shared.locks.lock(&[&key]);
+        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now), shared, proto: 2 };
+        match ctx.txn.raw_meta(&key)? {
+            Some(m) if m.expire_ms == ms && m.expired(now) => {
+                ctx.txn.delete_key(&key, &m)?;
+                ctx.txn.expired += 1;
+            }
+            Some(m) if m.expire_ms == ms => continue,
+            // An index entry left behind by an older expiry: drop it.
+            _ => ctx.txn.delete(ik.clone()),
+        }
+        let r = commit(ctx, Reply::ok());
+        if let Reply::Error(e) = r {
+            return Err(crate::store::StoreError(e));
+        }
+    }
+    Ok(n)
+}
+
+/// Starts the sweeper thread; it stops when `stop` is set.
+pub fn spawn_sweeper(shared: Arc<Shared>, stop: Arc<AtomicBool>) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name("strata-expire".into()).spawn(move || {
+        while !stop.load(Ordering::Acquire) {
+            // A full round means more may be due: go again at once.
+            let busy = matches!(sweep_once(&shared, PER_ROUND), Ok(n) if n == PER_ROUND);
+            if !busy {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    })
+}

@@ -1,0 +1,332 @@
+//! How Redis types and expiry map onto the engine's ordered keyspace
+//! (documented byte by byte in FORMAT.md, "Server keyspace encoding").
+//!
+//! ```text
+//! 'm' | fnv1a32(key) u32 BE | key                      -> meta: type u8 | expire_ms u64 LE | body
+//! 'H' | klen u32 BE | key | field                      -> hash field value
+//! 'S' | klen u32 BE | key | member                     -> (empty) set member
+//! 'Z' | klen u32 BE | key | member                     -> score f64 LE bits
+//! 'z' | klen u32 BE | key | sortable(score) u64 BE | member -> (empty) score index
+//! 'L' | klen u32 BE | key | index u64 BE               -> list element
+//! 'e' | expire_ms u64 BE | key                         -> (empty) expiry index
+//! '!version'                                           -> "1"
+//! ```
+//!
+//! Meta keys are ordered by a hash of the user key so that SCAN's cursor
+//! can be a plain number (the next hash to visit) and stay valid across
+//! writes; members of one key are contiguous and ordered.
+
+pub mod locks;
+pub mod txn;
+
+pub use locks::KeyLocks;
+pub use txn::Txn;
+
+/// The format marker key and its value.
+pub const VERSION_KEY: &[u8] = b"!version";
+/// Current encoding version.
+pub const VERSION: &[u8] = b"1";
+
+/// The type of a top-level key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyType {
+    /// A string (value stored inline in the meta entry).
+    String = 1,
+    /// A hash (fields under `H`).
+    Hash = 2,
+    /// A list (elements under `L`, indexed between head and tail).
+    List = 3,
+    /// A set (members under `S`).
+    Set = 4,
+    /// A sorted set (members under `Z`, score index under `z`).
+    ZSet = 5,
+}
+
+impl KeyType {
+    fn from_u8(b: u8) -> Option<KeyType> {
+        Some(match b {
+            1 => KeyType::String,
+            2 => KeyType::Hash,
+            3 => KeyType::List,
+            4 => KeyType::Set,
+            5 => KeyType::ZSet,
+            _ => return None,
+        })
+    }
+
+    /// The name TYPE replies with.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyType::String => "string",
+            KeyType::Hash => "hash",
+            KeyType::List => "list",
+            KeyType::Set => "set",
+            KeyType::ZSet => "zset",
+        }
+    }
+
+    /// Parses a TYPE name (SCAN ... TYPE t).
+    pub fn parse(s: &[u8]) -> Option<KeyType> {
+        Some(match s.to_ascii_lowercase().as_slice() {
+            b"string" => KeyType::String,
+            b"hash" => KeyType::Hash,
+            b"list" => KeyType::List,
+            b"set" => KeyType::Set,
+            b"zset" => KeyType::ZSet,
+            _ => return None,
+        })
+    }
+
+    /// Tag of the member entries of this type, if it has members.
+    fn member_tags(self) -> &'static [u8] {
+        match self {
+            KeyType::String => b"",
+            KeyType::Hash => b"H",
+            KeyType::List => b"L",
+            KeyType::Set => b"S",
+            KeyType::ZSet => b"Zz",
+        }
+    }
+}
+
+/// The decoded meta entry of a key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Meta {
+    /// The type.
+    pub kind: KeyType,
+    /// Absolute expiry in Unix milliseconds; 0 for none.
+    pub expire_ms: u64,
+    /// Strings: the value. Other types: see [`Meta::count`], [`Meta::list_bounds`].
+    pub body: Vec<u8>,
+}
+
+/// Middle of the list index space: a new list's head and tail start here.
+pub const LIST_MID: u64 = 1 << 63;
+
+impl Meta {
+    /// A string meta.
+    pub fn string(value: Vec<u8>, expire_ms: u64) -> Meta {
+        Meta { kind: KeyType::String, expire_ms, body: value }
+    }
+
+    /// A hash, set or zset meta with `count` members.
+    pub fn collection(kind: KeyType, count: u64, expire_ms: u64) -> Meta {
+        Meta { kind, expire_ms, body: count.to_le_bytes().to_vec() }
+    }
+
+    /// A list meta with elements at indexes `head..tail`.
+    pub fn list(head: u64, tail: u64, expire_ms: u64) -> Meta {
+        let mut body = head.to_le_bytes().to_vec();
+        body.extend_from_slice(&tail.to_le_bytes());
+        Meta { kind: KeyType::List, expire_ms, body }
+    }
+
+    /// Member count of a hash, set or zset (0 if malformed).
+    pub fn count(&self) -> u64 {
+        read_u64_le(&self.body, 0).unwrap_or(0)
+    }
+
+    /// Sets the member count.
+    pub fn set_count(&mut self, n: u64) {
+        self.body = n.to_le_bytes().to_vec();
+    }
+
+    /// (head, tail) of a list.
+    pub fn list_bounds(&self) -> (u64, u64) {
+        (read_u64_le(&self.body, 0).unwrap_or(LIST_MID), read_u64_le(&self.body, 8).unwrap_or(LIST_MID))
+    }
+
+    /// Whether the key has expired at `now_ms`.
+    pub fn expired(&self, now_ms: u64) -> bool {
+        self.expire_ms != 0 && self.expire_ms <= now_ms
+    }
+
+    /// The stored bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(9 + self.body.len());
+        v.push(self.kind as u8);
+        v.extend_from_slice(&self.expire_ms.to_le_bytes());
+        v.extend_from_slice(&self.body);
+        v
+    }
+
+    /// Decodes stored bytes; `None` if malformed.
+    pub fn decode(b: &[u8]) -> Option<Meta> {
+        let kind = KeyType::from_u8(*b.first()?)?;
+        let expire_ms = read_u64_le(b, 1)?;
+        Some(Meta { kind, expire_ms, body: b.get(9..)?.to_vec() })
+    }
+
+    /// Member entry tags (prefix bytes) used by this key's type.
+    pub fn member_tags(&self) -> &'static [u8] {
+        self.kind.member_tags()
+    }
+}
+
+fn read_u64_le(b: &[u8], at: usize) -> Option<u64> {
+    let s: [u8; 8] = b.get(at..at + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(s))
+}
+
+/// 32-bit FNV-1a: the hash that orders meta keys (frozen: it is on disk).
+pub fn fnv1a32(key: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in key {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h
+}
+
+/// Meta key of `key`.
+pub fn meta_key(key: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(5 + key.len());
+    v.push(b'm');
+    v.extend_from_slice(&fnv1a32(key).to_be_bytes());
+    v.extend_from_slice(key);
+    v
+}
+
+/// The user key inside a meta key.
+pub fn user_key_of_meta(mk: &[u8]) -> Option<&[u8]> {
+    if mk.first() != Some(&b'm') {
+        return None;
+    }
+    mk.get(5..)
+}
+
+/// Hash bucket of a meta key (the SCAN position).
+pub fn bucket_of_meta(mk: &[u8]) -> Option<u32> {
+    let s: [u8; 4] = mk.get(1..5)?.try_into().ok()?;
+    Some(u32::from_be_bytes(s))
+}
+
+/// First meta key of hash bucket `h`.
+pub fn meta_bucket_start(h: u64) -> Vec<u8> {
+    let mut v = vec![b'm'];
+    v.extend_from_slice(&(h as u32).to_be_bytes());
+    v
+}
+
+/// Prefix of every member entry with tag `tag` of `key`.
+pub fn member_prefix(tag: u8, key: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(5 + key.len() + 16);
+    v.push(tag);
+    v.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    v.extend_from_slice(key);
+    v
+}
+
+/// Member entry key: prefix + `suffix`.
+pub fn member_key(tag: u8, key: &[u8], suffix: &[u8]) -> Vec<u8> {
+    let mut v = member_prefix(tag, key);
+    v.extend_from_slice(suffix);
+    v
+}
+
+/// List element key of index `i`.
+pub fn list_key(key: &[u8], i: u64) -> Vec<u8> {
+    member_key(b'L', key, &i.to_be_bytes())
+}
+
+/// Maps a score to 8 bytes whose byte order is the numeric order.
+pub fn sortable_score(score: f64) -> [u8; 8] {
+    let score = if score == 0.0 { 0.0 } else { score };
+    let bits = score.to_bits();
+    let s = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    s.to_be_bytes()
+}
+
+/// Inverse of [`sortable_score`].
+pub fn score_from_sortable(b: &[u8]) -> Option<f64> {
+    let s = u64::from_be_bytes(b.get(..8)?.try_into().ok()?);
+    let bits = if s >> 63 == 1 { s & !(1 << 63) } else { !s };
+    Some(f64::from_bits(bits))
+}
+
+/// Score index key.
+pub fn zindex_key(key: &[u8], score: f64, member: &[u8]) -> Vec<u8> {
+    let mut v = member_prefix(b'z', key);
+    v.extend_from_slice(&sortable_score(score));
+    v.extend_from_slice(member);
+    v
+}
+
+/// Expiry index key.
+pub fn expire_index_key(expire_ms: u64, key: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(9 + key.len());
+    v.push(b'e');
+    v.extend_from_slice(&expire_ms.to_be_bytes());
+    v.extend_from_slice(key);
+    v
+}
+
+/// (expire_ms, user key) of an expiry index key.
+pub fn parse_expire_index(k: &[u8]) -> Option<(u64, &[u8])> {
+    if k.first() != Some(&b'e') {
+        return None;
+    }
+    let ms = u64::from_be_bytes(k.get(1..9)?.try_into().ok()?);
+    Some((ms, k.get(9..)?))
+}
+
+/// The smallest key greater than every key starting with `prefix`
+/// (`None` if there is none).
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// Current Unix time in milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_sort_numerically() {
+        let xs = [f64::NEG_INFINITY, -1e300, -2.5, -0.0, 0.0, 1e-300, 3.0, 1e300, f64::INFINITY];
+        for w in xs.windows(2) {
+            assert!(sortable_score(w[0]) <= sortable_score(w[1]), "{} {}", w[0], w[1]);
+            assert_eq!(score_from_sortable(&sortable_score(w[1])), Some(w[1]));
+        }
+    }
+
+    #[test]
+    fn meta_round_trip() {
+        let m = Meta::list(5, 9, 42);
+        assert_eq!(Meta::decode(&m.encode()), Some(m.clone()));
+        assert_eq!(m.list_bounds(), (5, 9));
+        assert_eq!(Meta::decode(&[9]), None);
+        assert_eq!(Meta::decode(&[1, 0]), None);
+    }
+
+    #[test]
+    fn member_prefixes_do_not_collide() {
+        // Key "a" with field "bc" vs key "ab" with field "c".
+        assert_ne!(member_key(b'H', b"a", b"bc"), member_key(b'H', b"ab", b"c"));
+        assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_end(b"\xff"), None);
+    }
+
+    #[test]
+    fn meta_keys() {
+        let mk = meta_key(b"hello");
+        assert_eq!(user_key_of_meta(&mk), Some(&b"hello"[..]));
+        assert_eq!(bucket_of_meta(&mk), Some(fnv1a32(b"hello")));
+        assert_eq!(fnv1a32(b""), 0x811c_9dc5);
+        assert_eq!(fnv1a32(b"a"), 0xe40c_292c);
+    }
+}

@@ -1,0 +1,300 @@
+//! A command's (or a MULTI block's) view of the keyspace: reads see the
+//! store plus this transaction's own pending writes, and all writes are
+//! committed as one atomic engine batch.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{expire_index_key, meta_key, prefix_end, Meta};
+use crate::store::{Backend, Op, StoreError, StoreResult};
+
+/// Changes a commit made to the key and expiry counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CountDelta {
+    /// Top-level keys added minus removed.
+    pub keys: i64,
+    /// Keys with an expiry added minus removed.
+    pub expires: i64,
+}
+
+/// Pending writes over a store. Not thread-safe: one per command; the
+/// caller holds the key locks of every key it touches.
+pub struct Txn<'a> {
+    store: &'a dyn Backend,
+    writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Store values of meta keys as first read (for the count deltas).
+    base: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    /// FLUSHDB/FLUSHALL ran: the store counts as empty below `writes`.
+    cleared: bool,
+    /// The time every expiry check of this transaction uses.
+    pub now_ms: u64,
+    /// Keys this transaction removed because they had expired.
+    pub expired: u64,
+}
+
+fn corrupt(key: &[u8]) -> StoreError {
+    StoreError(format!("corrupt meta entry for key '{}'", String::from_utf8_lossy(key)))
+}
+
+impl<'a> Txn<'a> {
+    /// A transaction over `store` at time `now_ms`.
+    pub fn new(store: &'a dyn Backend, now_ms: u64) -> Txn<'a> {
+        Txn { store, writes: BTreeMap::new(), base: HashMap::new(), cleared: false, now_ms, expired: 0 }
+    }
+
+    /// The store under this transaction.
+    pub fn store(&self) -> &'a dyn Backend {
+        self.store
+    }
+
+    /// Reads `k` (own writes first).
+    pub fn get(&mut self, k: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        if let Some(v) = self.writes.get(k) {
+            return Ok(v.clone());
+        }
+        if self.cleared {
+            return Ok(None);
+        }
+        let v = self.store.get(k)?;
+        if k.first() == Some(&b'm') && !self.base.contains_key(k) {
+            self.base.insert(k.to_vec(), v.clone());
+        }
+        Ok(v)
+    }
+
+    /// Stages `k = v`.
+    pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
+        self.writes.insert(k, Some(v));
+    }
+
+    /// Stages the deletion of `k`.
+    pub fn delete(&mut self, k: Vec<u8>) {
+        self.writes.insert(k, None);
+    }
+
+    /// Up to `limit` live pairs with `start <= key < end`, merging the
+    /// store with this transaction's writes.
+    pub fn scan(&mut self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut cursor = start.to_vec();
+        let chunk_size = limit.clamp(16, 4096);
+        loop {
+            let chunk = if self.cleared { Vec::new() } else { self.store.scan(&cursor, end, chunk_size)? };
+            let exhausted = chunk.len() < chunk_size;
+            // The store chunk covers [cursor, hi); hi = just after its last key.
+            let hi: Option<Vec<u8>> = match (exhausted, chunk.last()) {
+                (false, Some((k, _))) => {
+                    let mut h = k.clone();
+                    h.push(0);
+                    Some(h)
+                }
+                _ => end.map(<[u8]>::to_vec),
+            };
+            let over = self.writes.range::<[u8], _>((
+                std::ops::Bound::Included(cursor.as_slice()),
+                match &hi {
+                    Some(h) => std::ops::Bound::Excluded(h.as_slice()),
+                    None => std::ops::Bound::Unbounded,
+                },
+            ));
+            let mut a = chunk.into_iter().peekable();
+            let mut b = over.peekable();
+            loop {
+                let take_store = match (a.peek(), b.peek()) {
+                    (None, None) => break,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (Some((ka, _)), Some((kb, _))) => ka.as_slice() < kb.as_slice(),
+                };
+                if take_store {
+                    if let Some(kv) = a.next() {
+                        out.push(kv);
+                    }
+                } else if let Some((k, v)) = b.next() {
+                    if a.peek().is_some_and(|(ka, _)| ka == k) {
+                        a.next();
+                    }
+                    if let Some(v) = v {
+                        out.push((k.clone(), v.clone()));
+                    }
+                }
+                if out.len() >= limit {
+                    return Ok(out);
+                }
+            }
+            match hi {
+                Some(h) if !exhausted => cursor = h,
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// Every live pair whose key starts with `prefix`.
+    pub fn scan_prefix(&mut self, prefix: &[u8]) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let end = prefix_end(prefix);
+        let mut out = Vec::new();
+        let mut cursor = prefix.to_vec();
+        loop {
+            let chunk = self.scan(&cursor, end.as_deref(), 1024)?;
+            let done = chunk.len() < 1024;
+            if let Some((k, _)) = chunk.last() {
+                cursor = k.clone();
+                cursor.push(0);
+            }
+            out.extend(chunk);
+            if done {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// The meta entry of `key` as stored, expired or not.
+    pub fn raw_meta(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
+        match self.get(&meta_key(key))? {
+            None => Ok(None),
+            Some(b) => Meta::decode(&b).map(Some).ok_or_else(|| corrupt(key)),
+        }
+    }
+
+    /// The meta entry of `key`, or `None` if absent or expired (reads).
+    pub fn meta(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
+        let now = self.now_ms;
+        Ok(self.raw_meta(key)?.filter(|m| !m.expired(now)))
+    }
+
+    /// Like [`Txn::meta`], but removes an expired key for good, so that
+    /// the caller may create the key afresh.
+    pub fn meta_for_write(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
+        match self.raw_meta(key)? {
+            Some(m) if m.expired(self.now_ms) => {
+                self.delete_key(key, &m)?;
+                self.expired += 1;
+                Ok(None)
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// Writes the meta of `key`, keeping the expiry index in step with
+    /// `old` (what [`Txn::meta_for_write`] returned).
+    pub fn put_meta(&mut self, key: &[u8], old: Option<&Meta>, new: &Meta) {
+        let old_exp = old.map(|m| m.expire_ms).unwrap_or(0);
+        if old_exp != new.expire_ms {
+            if old_exp != 0 {
+                self.delete(expire_index_key(old_exp, key));
+            }
+            if new.expire_ms != 0 {
+                self.put(expire_index_key(new.expire_ms, key), Vec::new());
+            }
+        }
+        self.put(meta_key(key), new.encode());
+    }
+
+    /// Removes `key` whole: meta, expiry index entry and every member.
+    pub fn delete_key(&mut self, key: &[u8], meta: &Meta) -> StoreResult<()> {
+        for &tag in meta.member_tags() {
+            let prefix = super::member_prefix(tag, key);
+            for (k, _) in self.scan_prefix(&prefix)? {
+                self.delete(k);
+            }
+        }
+        if meta.expire_ms != 0 {
+            self.delete(expire_index_key(meta.expire_ms, key));
+        }
+        self.delete(meta_key(key));
+        Ok(())
+    }
+
+    /// Removes the meta entry (and expiry index entry) of a key whose
+    /// members the caller has already deleted.
+    pub fn drop_meta(&mut self, key: &[u8], meta: &Meta) {
+        if meta.expire_ms != 0 {
+            self.delete(expire_index_key(meta.expire_ms, key));
+        }
+        self.delete(meta_key(key));
+    }
+
+    /// Stores `meta` for `key` with `count` members, or drops the key when
+    /// the count reaches zero. `old` is the meta as loaded.
+    pub fn put_count(&mut self, key: &[u8], old: Option<&Meta>, mut meta: Meta, count: u64) {
+        if count == 0 {
+            if let Some(o) = old {
+                self.drop_meta(key, o);
+            }
+        } else {
+            meta.set_count(count);
+            self.put_meta(key, old, &meta);
+        }
+    }
+
+    /// Removes every key (FLUSHDB/FLUSHALL); applied first at commit.
+    pub fn clear_all(&mut self) {
+        self.cleared = true;
+        self.writes.clear();
+        self.base.clear();
+    }
+
+    /// Whether anything is staged.
+    pub fn is_dirty(&self) -> bool {
+        self.cleared || !self.writes.is_empty()
+    }
+
+    /// Writes everything staged as one atomic batch (`sync`: durable
+    /// before returning) and reports how the key counts changed.
+    pub fn commit(mut self, sync: bool) -> StoreResult<CountDelta> {
+        let mut delta = CountDelta::default();
+        if !self.is_dirty() {
+            return Ok(delta);
+        }
+        let writes = std::mem::take(&mut self.writes);
+        for (k, after) in writes.iter().filter(|(k, _)| k.first() == Some(&b'm')) {
+            let before = match (self.cleared, self.base.remove(k)) {
+                (true, _) => None,
+                (false, Some(b)) => b,
+                (false, None) => self.store.get(k)?,
+            };
+            let has_exp = |v: &Option<Vec<u8>>| v.as_deref().and_then(Meta::decode).is_some_and(|m| m.expire_ms != 0);
+            delta.keys += i64::from(after.is_some()) - i64::from(before.is_some());
+            delta.expires += i64::from(has_exp(after)) - i64::from(has_exp(&before));
+        }
+        if self.cleared {
+            self.store.clear(sync)?;
+        }
+        let ops: Vec<Op> = writes.into_iter().collect();
+        if !ops.is_empty() {
+            self.store.write(ops, sync)?;
+        }
+        Ok(delta)
+    }
+
+    /// Whether FLUSHDB/FLUSHALL ran in this transaction.
+    pub fn was_cleared(&self) -> bool {
+        self.cleared
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::memory::{MemoryPersistence, MemoryStore};
+
+    #[test]
+    fn scan_merges_own_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MemoryStore::open(dir.path(), MemoryPersistence::default()).unwrap();
+        let ops: Vec<Op> = (0..100u32).map(|i| (format!("k{i:03}").into_bytes(), Some(vec![1]))).collect();
+        store.write(ops, false).unwrap();
+        let mut t = Txn::new(&store, 0);
+        t.delete(b"k005".to_vec());
+        t.put(b"k005x".to_vec(), vec![2]);
+        t.put(b"k200".to_vec(), vec![3]);
+        let all = t.scan_prefix(b"k").unwrap();
+        assert_eq!(all.len(), 101);
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+        assert!(!all.iter().any(|(k, _)| k == b"k005"));
+        let some = t.scan(b"k", None, 7).unwrap();
+        assert_eq!(some.len(), 7);
+        let d = t.commit(false).unwrap();
+        assert_eq!(d, CountDelta::default());
+        assert_eq!(store.get(b"k200").unwrap(), Some(vec![3]));
+    }
+}

@@ -1,0 +1,84 @@
+//! `strata-server`: a Redis-protocol server over the StrataKV engine.
+//!
+//! ```text
+//! strata-server [--port 6379] [--bind 127.0.0.1] [--dir ./strata-data] [--pm-dir DIR]
+//!               [--durability sync|default] [--storage engine|memory]
+//!               [--appendfsync always|everysec|no] [--snapshot-seconds N]
+//!               [--requirepass PW] [--maxclients N] [--timeout SECS] [--config FILE]
+//! ```
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use strata_server::cmd::Shared;
+use strata_server::config::{Config, Flags, StorageMode};
+use strata_server::store::engine::EngineStore;
+use strata_server::store::memory::{MemoryPersistence, MemoryStore};
+use strata_server::store::Backend;
+use strata_server::{expiry, server, shutdown};
+
+fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
+    std::fs::create_dir_all(&cfg.dir).with_context(|| format!("creating {}", cfg.dir.display()))?;
+    Ok(match cfg.storage {
+        StorageMode::Engine => {
+            let mut opts = stratakv::Options { pm_dir: cfg.pm_dir.clone(), ..stratakv::Options::default() };
+            if let Some(size) = cfg.pm_size {
+                opts.pm_size = size;
+            }
+            Arc::new(EngineStore::open(&cfg.dir, opts).map_err(|e| anyhow::anyhow!("{e}"))?)
+        }
+        StorageMode::Memory => {
+            let p = MemoryPersistence { appendfsync: cfg.appendfsync, snapshot_seconds: cfg.snapshot_seconds };
+            Arc::new(MemoryStore::open(&cfg.dir, p).map_err(|e| anyhow::anyhow!("{e}"))?)
+        }
+    })
+}
+
+fn run() -> anyhow::Result<()> {
+    let cfg = Config::from_flags(Flags::parse())?;
+    let store = open_store(&cfg)?;
+    let shared = Arc::new(Shared::new(store.clone(), cfg.clone()).map_err(|e| anyhow::anyhow!("{e}"))?);
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .max_blocking_threads(1024)
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let addr = format!("{}:{}", cfg.bind, cfg.port);
+    // The port opens only after recovery, so a client that connects is served.
+    let listener = rt.block_on(tokio::net::TcpListener::bind(&addr)).with_context(|| format!("listening on {addr}"))?;
+    let stop_sweeper = Arc::new(AtomicBool::new(false));
+    let sweeper = expiry::spawn_sweeper(shared.clone(), stop_sweeper.clone()).context("starting the expiry thread")?;
+    eprintln!(
+        "strata-server {} ready to accept connections on {addr} (storage {:?}, durability {}, dir {})",
+        env!("CARGO_PKG_VERSION"),
+        cfg.storage,
+        if cfg.durability_sync { "sync" } else { "default" },
+        cfg.dir.display()
+    );
+    rt.spawn(shutdown::on_signals(shared.clone()));
+    rt.block_on(server::run(shared.clone(), listener));
+    eprintln!("strata-server shutting down: making data durable");
+    stop_sweeper.store(true, Ordering::Release);
+    let _ = sweeper.join();
+    rt.shutdown_timeout(std::time::Duration::from_secs(5));
+    store.shutdown().map_err(|e| anyhow::anyhow!("{e}"))?;
+    drop(shared);
+    drop(store);
+    eprintln!("strata-server stopped");
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("strata-server: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

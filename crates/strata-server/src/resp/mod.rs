@@ -1,0 +1,7 @@
+//! The Redis serialization protocol: request parsing and reply encoding.
+
+pub mod parse;
+pub mod reply;
+
+pub use parse::{parse_request, Limits, ProtocolError};
+pub use reply::Reply;

@@ -1,0 +1,176 @@
+//! Replies and their encoding in RESP2 or RESP3.
+//!
+//! RESP3 types degrade in RESP2 as Redis does: maps and sets become flat
+//! arrays, doubles become bulk strings, the null becomes `$-1` (or `*-1`
+//! for a null array).
+
+use bytes::Bytes;
+
+/// One reply to a command.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// `+OK`.
+    Simple(&'static str),
+    /// A status line built at run time (`+PONG`-like).
+    Status(String),
+    /// `-ERR ...`: the full text after the `-`, prefix included.
+    Error(String),
+    /// `:n`.
+    Int(i64),
+    /// `$n` bulk string.
+    Bulk(Bytes),
+    /// Null bulk string (`$-1`, or `_` in RESP3).
+    Nil,
+    /// Null array (`*-1`, or `_` in RESP3).
+    NilArray,
+    /// `*n` array.
+    Array(Vec<Reply>),
+    /// `%n` map (flat array in RESP2).
+    Map(Vec<(Reply, Reply)>),
+    /// `~n` set (array in RESP2).
+    Set(Vec<Reply>),
+    /// `,d` double (bulk string in RESP2).
+    Double(f64),
+}
+
+impl Reply {
+    /// `+OK`.
+    pub fn ok() -> Reply {
+        Reply::Simple("OK")
+    }
+
+    /// A bulk string copied from bytes.
+    pub fn bulk(b: impl AsRef<[u8]>) -> Reply {
+        Reply::Bulk(Bytes::copy_from_slice(b.as_ref()))
+    }
+
+    /// A bulk string taking ownership of a vector.
+    pub fn bulk_vec(v: Vec<u8>) -> Reply {
+        Reply::Bulk(Bytes::from(v))
+    }
+
+    /// An error reply with the given text (prefix included, e.g. `ERR x`).
+    pub fn err(s: impl Into<String>) -> Reply {
+        Reply::Error(s.into())
+    }
+
+    /// Whether this is an error reply.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    /// Appends the encoding for protocol version `proto` (2 or 3) to `out`.
+    pub fn encode(&self, proto: u8, out: &mut Vec<u8>) {
+        let resp3 = proto >= 3;
+        match self {
+            Reply::Simple(s) => line(out, b'+', s.as_bytes()),
+            Reply::Status(s) => line(out, b'+', s.as_bytes()),
+            Reply::Error(s) => {
+                // Error texts must stay on one line.
+                let clean: Vec<u8> = s.bytes().map(|c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect();
+                line(out, b'-', &clean)
+            }
+            Reply::Int(n) => line(out, b':', n.to_string().as_bytes()),
+            Reply::Bulk(b) => bulk(out, b),
+            Reply::Nil if resp3 => out.extend_from_slice(b"_\r\n"),
+            Reply::NilArray if resp3 => out.extend_from_slice(b"_\r\n"),
+            Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
+            Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
+            Reply::Array(items) => {
+                line(out, b'*', items.len().to_string().as_bytes());
+                for i in items {
+                    i.encode(proto, out);
+                }
+            }
+            Reply::Set(items) => {
+                line(out, if resp3 { b'~' } else { b'*' }, items.len().to_string().as_bytes());
+                for i in items {
+                    i.encode(proto, out);
+                }
+            }
+            Reply::Map(pairs) => {
+                if resp3 {
+                    line(out, b'%', pairs.len().to_string().as_bytes());
+                } else {
+                    line(out, b'*', (pairs.len() * 2).to_string().as_bytes());
+                }
+                for (k, v) in pairs {
+                    k.encode(proto, out);
+                    v.encode(proto, out);
+                }
+            }
+            Reply::Double(d) => {
+                let text = format_double(*d);
+                if resp3 {
+                    line(out, b',', text.as_bytes());
+                } else {
+                    bulk(out, text.as_bytes());
+                }
+            }
+        }
+    }
+}
+
+fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
+    out.push(tag);
+    out.extend_from_slice(body);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn bulk(out: &mut Vec<u8>, b: &[u8]) {
+    line(out, b'$', b.len().to_string().as_bytes());
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Formats a double the way Redis 7.2 does: the shortest text that reads
+/// back to the same value, `inf`/`-inf` for infinities.
+pub fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        "nan".to_string()
+    } else if d.is_infinite() {
+        if d > 0.0 { "inf" } else { "-inf" }.to_string()
+    } else if d == d.trunc() && d.abs() < 1e17 {
+        format!("{}", d as i64)
+    } else {
+        let plain = format!("{d}");
+        if plain.len() > 24 {
+            format!("{d:e}")
+        } else {
+            plain
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(r: &Reply, proto: u8) -> String {
+        let mut out = Vec::new();
+        r.encode(proto, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn resp2_and_resp3_shapes() {
+        let m = Reply::Map(vec![(Reply::bulk("a"), Reply::Int(1))]);
+        assert_eq!(enc(&m, 2), "*2\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(&m, 3), "%1\r\n$1\r\na\r\n:1\r\n");
+        assert_eq!(enc(&Reply::Nil, 2), "$-1\r\n");
+        assert_eq!(enc(&Reply::NilArray, 2), "*-1\r\n");
+        assert_eq!(enc(&Reply::Nil, 3), "_\r\n");
+        assert_eq!(enc(&Reply::Double(1.5), 2), "$3\r\n1.5\r\n");
+        assert_eq!(enc(&Reply::Double(f64::INFINITY), 3), ",inf\r\n");
+        assert_eq!(enc(&Reply::Set(vec![Reply::bulk("x")]), 3), "~1\r\n$1\r\nx\r\n");
+        assert_eq!(enc(&Reply::err("ERR a\r\nb"), 2), "-ERR a  b\r\n");
+    }
+
+    #[test]
+    fn doubles() {
+        assert_eq!(format_double(3.0), "3");
+        assert_eq!(format_double(-0.5), "-0.5");
+        assert_eq!(format_double(1.1), "1.1");
+        assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
+    }
+}

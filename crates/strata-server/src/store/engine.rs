@@ -1,0 +1,96 @@
+//! The StrataKV engine as the server's store (`--storage engine`): data
+//! lives in the engine's PM log, PM/SSD tables; reads and writes go
+//! straight to it.
+
+use std::ops::Bound;
+use std::path::Path;
+
+use stratakv::{Db, KeyRange, Options, WriteBatch, WriteOptions};
+
+use super::{Backend, Op, StoreError, StoreResult};
+
+/// A [`Backend`] over an open [`Db`].
+pub struct EngineStore {
+    db: Db,
+}
+
+impl EngineStore {
+    /// Opens (creating if needed) the engine in `dir` with `opts`.
+    pub fn open(dir: &Path, opts: Options) -> StoreResult<EngineStore> {
+        Ok(EngineStore { db: Db::open(dir, opts)? })
+    }
+}
+
+impl Backend for EngineStore {
+    fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?)
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let range = KeyRange {
+            start: Bound::Included(start.to_vec()),
+            end: end.map(|e| Bound::Excluded(e.to_vec())).unwrap_or(Bound::Unbounded),
+        };
+        let mut it = self.db.iter(range)?;
+        let mut out = Vec::with_capacity(limit.min(1024));
+        while out.len() < limit {
+            match it.try_next()? {
+                Some(kv) => out.push(kv),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    fn write(&self, ops: Vec<Op>, sync: bool) -> StoreResult<()> {
+        let mut batch = WriteBatch::new();
+        for (k, v) in &ops {
+            match v {
+                Some(v) => batch.put(k, v),
+                None => batch.delete(k),
+            };
+        }
+        Ok(self.db.write_opt(&batch, &WriteOptions { sync })?)
+    }
+
+    fn save(&self) -> StoreResult<()> {
+        self.db.sync()?;
+        Ok(self.db.flush()?)
+    }
+
+    fn info(&self) -> Vec<(String, String)> {
+        let s = self.db.stats();
+        let mut v = vec![
+            ("storage".to_string(), "engine".to_string()),
+            ("engine_l0".into(), s.l0.to_string()),
+            ("engine_pm_placement".into(), s.pm_placement.to_string()),
+            ("engine_pm_region_bytes".into(), s.pm_region_bytes.to_string()),
+            ("engine_pm_slots_used".into(), s.pm_slots_used.to_string()),
+            ("engine_pm_slots".into(), s.pm_slots.to_string()),
+            ("engine_pm_syncs".into(), s.pm_syncs.to_string()),
+            ("engine_memtable_bytes".into(), s.memtable_bytes.to_string()),
+            ("engine_immutable_memtables".into(), s.immutable_memtables.to_string()),
+            ("engine_last_sequence".into(), s.last_sequence.to_string()),
+            ("engine_writes".into(), s.writes.to_string()),
+            ("engine_flushes".into(), s.flushes.to_string()),
+            ("engine_compactions".into(), s.compactions.to_string()),
+            ("engine_write_amplification".into(), format!("{:.2}", s.write_amplification)),
+            ("engine_stall_micros".into(), s.stall_micros.to_string()),
+            ("engine_recovery_micros".into(), s.recovery_micros.to_string()),
+        ];
+        for l in s.levels.iter().filter(|l| l.files > 0) {
+            v.push((format!("engine_level{}", l.level), format!("files={},bytes={}", l.files, l.bytes)));
+        }
+        v.push(("engine_poisoned".into(), if s.poisoned.is_some() { "1" } else { "0" }.into()));
+        v
+    }
+
+    fn used_memory(&self) -> u64 {
+        let s = self.db.stats();
+        s.memtable_bytes + s.block_cache_bytes + s.table_index_bytes
+    }
+
+    fn shutdown(&self) -> StoreResult<()> {
+        self.db.sync().map_err(StoreError::from)
+    }
+}

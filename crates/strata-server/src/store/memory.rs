@@ -1,0 +1,288 @@
+//! The DRAM store (`--storage memory`): an ordered map in DRAM, made
+//! durable by a command log (`--appendfsync`), by periodic snapshots
+//! (`--snapshot-seconds`), or not at all — the "NVM as storage" designs of
+//! the NVM in-memory KV study, next to the engine's "NVM as memory".
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::aof::{Aof, FsyncPolicy, Record};
+use super::{snapshot, Backend, Op, StoreResult};
+
+/// File name of the command log in the data directory.
+pub const AOF_FILE: &str = "appendonly.strata";
+/// File name of the snapshot in the data directory.
+pub const SNAPSHOT_FILE: &str = "dump.strata";
+
+/// Persistence of the memory store.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemoryPersistence {
+    /// Command log with this fsync policy, if any.
+    pub appendfsync: Option<FsyncPolicy>,
+    /// Snapshot every this many seconds when something changed (0: never).
+    pub snapshot_seconds: u64,
+}
+
+struct Inner {
+    map: RwLock<BTreeMap<Vec<u8>, Vec<u8>>>,
+    aof: Option<Aof>,
+    snapshot_path: PathBuf,
+    persistence: MemoryPersistence,
+    /// Writes since the last snapshot.
+    dirty: AtomicU64,
+    last_save_unix: AtomicU64,
+    snapshots_taken: AtomicU64,
+    last_snapshot_ok: AtomicBool,
+    stopping: AtomicBool,
+    /// Serializes snapshot writers (timer, BGSAVE, shutdown).
+    saving: Mutex<()>,
+    bytes: AtomicU64,
+}
+
+/// A [`Backend`] in DRAM with optional command log or snapshots.
+pub struct MemoryStore {
+    inner: Arc<Inner>,
+    threads: Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn entry_bytes(k: &[u8], v: &[u8]) -> u64 {
+    (k.len() + v.len() + 48) as u64
+}
+
+impl MemoryStore {
+    /// Loads what `dir` holds (the command log if enabled and present,
+    /// else the snapshot) and starts the background fsync/snapshot work.
+    pub fn open(dir: &Path, persistence: MemoryPersistence) -> StoreResult<MemoryStore> {
+        std::fs::create_dir_all(dir)?;
+        let snapshot_path = dir.join(SNAPSHOT_FILE);
+        let mut map = BTreeMap::new();
+        let mut aof = None;
+        if let Some(policy) = persistence.appendfsync {
+            let aof_path = dir.join(AOF_FILE);
+            let existed = aof_path.exists();
+            let (log, records) = Aof::open(&aof_path, policy)?;
+            if existed {
+                for rec in records {
+                    apply(&mut map, rec);
+                }
+            } else if let Some(snap) = snapshot::load(&snapshot_path)? {
+                // Switching from snapshots to a log: start the log from the snapshot.
+                map = snap;
+                log.rewrite(map.iter())?;
+            }
+            aof = Some(log);
+        } else if persistence.snapshot_seconds > 0 {
+            if let Some(snap) = snapshot::load(&snapshot_path)? {
+                map = snap;
+            }
+        }
+        let bytes = map.iter().map(|(k, v)| entry_bytes(k, v)).sum();
+        let inner = Arc::new(Inner {
+            map: RwLock::new(map),
+            aof,
+            snapshot_path,
+            persistence,
+            dirty: AtomicU64::new(0),
+            last_save_unix: AtomicU64::new(now_unix()),
+            snapshots_taken: AtomicU64::new(0),
+            last_snapshot_ok: AtomicBool::new(true),
+            stopping: AtomicBool::new(false),
+            saving: Mutex::new(()),
+            bytes: AtomicU64::new(bytes),
+        });
+        let store = MemoryStore { inner, threads: Mutex::new(Vec::new()) };
+        store.start_background();
+        Ok(store)
+    }
+
+    fn start_background(&self) {
+        let everysec = self.inner.aof.as_ref().is_some_and(|a| a.policy() == FsyncPolicy::EverySec);
+        let snap_every = self.inner.persistence.snapshot_seconds;
+        if !everysec && snap_every == 0 && self.inner.aof.is_none() {
+            return;
+        }
+        let inner = self.inner.clone();
+        let handle = std::thread::Builder::new().name("strata-persist".into()).spawn(move || {
+            let mut last_snap = Instant::now();
+            while !inner.stopping.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(100));
+                if let Some(aof) = &inner.aof {
+                    if everysec {
+                        // Failures surface again at shutdown's final fsync.
+                        let _ = aof.sync_now();
+                    }
+                    if aof.wants_rewrite() {
+                        let map = inner.map.read();
+                        let _ = aof.rewrite(map.iter());
+                    }
+                }
+                if snap_every > 0 && last_snap.elapsed() >= Duration::from_secs(snap_every) {
+                    last_snap = Instant::now();
+                    if inner.dirty.load(Ordering::Acquire) > 0 {
+                        let _ = inner.snapshot();
+                    }
+                }
+            }
+        });
+        if let Ok(h) = handle {
+            self.threads.lock().push(h);
+        }
+    }
+}
+
+impl Inner {
+    /// Writes a snapshot of the current map.
+    fn snapshot(&self) -> StoreResult<()> {
+        let _one = self.saving.lock();
+        let dirty_before = self.dirty.load(Ordering::Acquire);
+        let copy = self.map.read().clone();
+        let res = snapshot::save(&self.snapshot_path, &copy);
+        self.last_snapshot_ok.store(res.is_ok(), Ordering::Release);
+        if res.is_ok() {
+            self.dirty.fetch_sub(dirty_before, Ordering::AcqRel);
+            self.last_save_unix.store(now_unix(), Ordering::Release);
+            self.snapshots_taken.fetch_add(1, Ordering::Relaxed);
+        }
+        res
+    }
+}
+
+fn apply(map: &mut BTreeMap<Vec<u8>, Vec<u8>>, rec: Record) -> i64 {
+    let mut delta = 0i64;
+    match rec {
+        Record::Clear => map.clear(),
+        Record::Batch(ops) => {
+            for (k, v) in ops {
+                match v {
+                    Some(v) => {
+                        delta += entry_bytes(&k, &v) as i64;
+                        if let Some(old) = map.insert(k.clone(), v) {
+                            delta -= entry_bytes(&k, &old) as i64;
+                        }
+                    }
+                    None => {
+                        if let Some(old) = map.remove(&k) {
+                            delta -= entry_bytes(&k, &old) as i64;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    delta
+}
+
+impl Backend for MemoryStore {
+    fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        Ok(self.inner.map.read().get(key).cloned())
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        let map = self.inner.map.read();
+        let hi = match end {
+            Some(e) => Bound::Excluded(e),
+            None => Bound::Unbounded,
+        };
+        if end.is_some_and(|e| e <= start) {
+            return Ok(Vec::new());
+        }
+        Ok(map
+            .range::<[u8], _>((Bound::Included(start), hi))
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
+
+    fn write(&self, ops: Vec<Op>, _sync: bool) -> StoreResult<()> {
+        let n = ops.len() as u64;
+        let rec = Record::Batch(ops);
+        let ticket = {
+            let mut map = self.inner.map.write();
+            let ticket = match &self.inner.aof {
+                Some(aof) => Some(aof.append(&rec)?),
+                None => None,
+            };
+            let delta = apply(&mut map, rec);
+            if delta >= 0 {
+                self.inner.bytes.fetch_add(delta as u64, Ordering::Relaxed);
+            } else {
+                self.inner.bytes.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+            }
+            ticket
+        };
+        self.inner.dirty.fetch_add(n, Ordering::AcqRel);
+        match (&self.inner.aof, ticket) {
+            (Some(aof), Some(t)) => aof.wait_durable(t),
+            _ => Ok(()),
+        }
+    }
+
+    fn clear(&self, _sync: bool) -> StoreResult<()> {
+        let ticket = {
+            let mut map = self.inner.map.write();
+            let ticket = match &self.inner.aof {
+                Some(aof) => Some(aof.append(&Record::Clear)?),
+                None => None,
+            };
+            map.clear();
+            self.inner.bytes.store(0, Ordering::Relaxed);
+            ticket
+        };
+        self.inner.dirty.fetch_add(1, Ordering::AcqRel);
+        match (&self.inner.aof, ticket) {
+            (Some(aof), Some(t)) => aof.wait_durable(t),
+            _ => Ok(()),
+        }
+    }
+
+    fn save(&self) -> StoreResult<()> {
+        self.inner.snapshot()
+    }
+
+    fn info(&self) -> Vec<(String, String)> {
+        let i = &self.inner;
+        let aof = i.aof.as_ref();
+        vec![
+            ("storage".into(), "memory".into()),
+            ("aof_enabled".into(), u8::from(aof.is_some()).to_string()),
+            ("appendfsync".into(), aof.map(|a| a.policy().name()).unwrap_or("off").into()),
+            ("aof_current_size".into(), aof.map(|a| a.size()).unwrap_or(0).to_string()),
+            ("snapshot_seconds".into(), i.persistence.snapshot_seconds.to_string()),
+            ("rdb_changes_since_last_save".into(), i.dirty.load(Ordering::Relaxed).to_string()),
+            ("rdb_last_save_time".into(), i.last_save_unix.load(Ordering::Relaxed).to_string()),
+            ("rdb_saves".into(), i.snapshots_taken.load(Ordering::Relaxed).to_string()),
+            (
+                "rdb_last_bgsave_status".into(),
+                if i.last_snapshot_ok.load(Ordering::Relaxed) { "ok" } else { "err" }.into(),
+            ),
+        ]
+    }
+
+    fn used_memory(&self) -> u64 {
+        self.inner.bytes.load(Ordering::Relaxed)
+    }
+
+    fn shutdown(&self) -> StoreResult<()> {
+        self.inner.stopping.store(true, Ordering::Release);
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        if let Some(aof) = &self.inner.aof {
+            aof.sync_now()?;
+        }
+        if self.inner.persistence.snapshot_seconds > 0 {
+            self.inner.snapshot()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,80 @@
+//! Where the server keeps its ordered keyspace: the StrataKV engine, or a
+//! DRAM map with optional command log or snapshots (the architectures of
+//! the NVM in-memory KV study, selectable side by side).
+
+pub mod aof;
+pub mod engine;
+pub mod memory;
+pub mod snapshot;
+
+use std::fmt;
+
+/// One update of a write: `Some(value)` puts, `None` deletes.
+pub type Op = (Vec<u8>, Option<Vec<u8>>);
+
+/// A storage failure, reported to the client as `-ERR <text>`.
+#[derive(Debug)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<stratakv::Error> for StoreError {
+    fn from(e: stratakv::Error) -> Self {
+        StoreError(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        StoreError(format!("I/O error: {e}"))
+    }
+}
+
+/// Result of a storage call.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// An ordered byte keyspace with atomic batch writes.
+///
+/// Thread safety: every method may be called from many threads at once.
+/// Callers serialize conflicting writes themselves (the key locks).
+pub trait Backend: Send + Sync {
+    /// The value of `key`.
+    fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>>;
+
+    /// Up to `limit` pairs with `start <= key < end` (no end: to the last
+    /// key), in key order.
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>>;
+
+    /// Applies `ops` atomically (all or none, also across a crash). With
+    /// `sync` the call returns only once the write is durable.
+    fn write(&self, ops: Vec<Op>, sync: bool) -> StoreResult<()>;
+
+    /// Removes every key. The default deletes in chunks through `write`.
+    fn clear(&self, sync: bool) -> StoreResult<()> {
+        loop {
+            let chunk = self.scan(&[], None, 1024)?;
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            self.write(chunk.into_iter().map(|(k, _)| (k, None)).collect(), sync)?;
+        }
+    }
+
+    /// Writes a point-in-time copy now (SAVE/BGSAVE); engine: flushes.
+    fn save(&self) -> StoreResult<()>;
+
+    /// `name:value` lines for INFO's persistence section.
+    fn info(&self) -> Vec<(String, String)>;
+
+    /// Approximate bytes of memory the store uses.
+    fn used_memory(&self) -> u64;
+
+    /// Makes everything durable and stops background work (on shutdown).
+    fn shutdown(&self) -> StoreResult<()>;
+}
