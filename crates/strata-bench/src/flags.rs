@@ -23,6 +23,7 @@ fn parse_bool(s: &str) -> Result<bool, String> {
 #[command(
     name = "strata-bench",
     rename_all = "snake_case",
+    args_override_self = true,
     version,
     about = "db_bench-compatible benchmarks for StrataKV",
     long_about = "Runs RocksDB db_bench's workloads (and YCSB A-F) against StrataKV with db_bench's flag names and \
@@ -291,6 +292,13 @@ mod tests {
     fn several_problems_are_reported_together() {
         let e = parse(&["--threads=0", "--batch_size=0"]).unwrap_err().to_string();
         assert!(e.contains("--threads") && e.contains("--batch_size"), "{e}");
+    }
+
+    #[test]
+    fn a_repeated_flag_takes_the_last_value() {
+        let f = parse(&["--seed=42", "--reads=5", "--seed=7", "--sync", "--sync=0"]).unwrap();
+        assert_eq!(f.seed, 7);
+        assert!(!f.sync);
     }
 
     #[test]
