@@ -1,0 +1,104 @@
+"""Fixtures for the strata-server integration tests.
+
+The server binary comes from $STRATA_SERVER_BIN (scripts/test.d/20-server.sh
+builds it). Every server listens on 127.0.0.1 only, on a free port, with its
+data in a temporary directory.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+import redis
+
+BIN = os.environ.get("STRATA_SERVER_BIN", "")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A strata-server process on 127.0.0.1 with its own data directory."""
+
+    def __init__(self, *args, dir=None, port=None):
+        if not BIN or not os.path.exists(BIN):
+            raise RuntimeError("set STRATA_SERVER_BIN to the strata-server binary")
+        self.args = list(args)
+        self.own_dir = dir is None
+        self.dir = dir or tempfile.mkdtemp(prefix="strata-server-test-")
+        self.port = port or free_port()
+        self.proc = None
+        self.log_path = os.path.join(self.dir, "server.log")
+
+    def start(self, timeout=60.0):
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [BIN, "--port", str(self.port), "--dir", os.path.join(self.dir, "data"),
+             "--pm-size", "256mb", *self.args],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("server exited early:\n" + self.log())
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("server did not start:\n" + self.log())
+
+    def log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def client(self, protocol=2, **kw):
+        return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol,
+                           socket_timeout=60, **kw)
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+    def terminate(self, timeout=60):
+        """SIGTERM and wait; returns the exit code."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            return self.proc.wait(timeout=timeout)
+        return self.proc.returncode if self.proc else None
+
+    def stop(self):
+        try:
+            self.terminate()
+        except subprocess.TimeoutExpired:
+            self.kill9()
+        if self.own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server().start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def r(request, server):
+    c = server.client(protocol=request.param)
+    c.flushall()
+    yield c
+    c.close()
