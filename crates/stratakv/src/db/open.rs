@@ -129,7 +129,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let matrix = MatrixState::recovered(record.next_row_id, live_rows, opts.rows_per_segment);
 
     // Rebuild the memtable from the live log extents, in log order.
-    let mem = Arc::new(Memtable::new(1, region.clone(), region_path.clone(), vs.log_number));
+    let mem = Arc::new(Memtable::new(1, region.clone(), region_path.clone(), vs.log_number, opts.write_buffer_size));
     let mut next_seq = Some(vs.last_sequence + 1);
     let mut anomalies: Vec<(u64, String)> = Vec::new();
     for h in live_logs {
@@ -137,7 +137,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         let mut accepted = 0u64;
         let end = scan_extent(&ext, h.number, &mut next_seq, &region_path, |entry| {
             for (i, rec) in entry.records.iter().enumerate() {
-                mem.add(entry.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32);
+                mem.add(entry.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32)?;
             }
             mem.charge(entry.len as usize);
             accepted += 1;

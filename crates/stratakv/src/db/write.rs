@@ -81,7 +81,7 @@ impl DbInner {
         let base = r.slot.offset() + HEADER_LEN as u64;
         for (i, rec) in Records::new(body, base).enumerate() {
             let rec = rec.map_err(|at| Error::corruption(&self.region_path, at, "batch does not decode"))?;
-            r.mem.add(r.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32);
+            r.mem.add(r.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32)?;
         }
         Ok(())
     }
@@ -188,7 +188,13 @@ impl DbInner {
     pub(crate) fn switch_memtable(&self, w: &mut WriteState) {
         let id = w.next_mem_id;
         w.next_mem_id += 1;
-        let new = Arc::new(Memtable::new(id, self.region.clone(), self.region_path.clone(), w.next_log_number));
+        let new = Arc::new(Memtable::new(
+            id,
+            self.region.clone(),
+            self.region_path.clone(),
+            w.next_log_number,
+            self.opts.write_buffer_size,
+        ));
         let old = std::mem::replace(&mut w.mem, new.clone());
         old.seal(w.next_log_number);
         w.writer = None;

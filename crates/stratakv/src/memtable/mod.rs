@@ -61,10 +61,11 @@ impl std::fmt::Debug for Memtable {
 }
 
 impl Memtable {
-    /// An empty memtable whose entries start in log `first_log`.
-    pub fn new(id: u64, region: Region, region_path: PathBuf, first_log: u64) -> Memtable {
+    /// An empty memtable whose entries start in log `first_log`, sized for
+    /// about `capacity` bytes of writes.
+    pub fn new(id: u64, region: Region, region_path: PathBuf, first_log: u64, capacity: usize) -> Memtable {
         Memtable {
-            list: SkipList::new(),
+            list: SkipList::new(capacity / 2),
             region,
             region_path,
             extents: Mutex::new(Vec::new()),
@@ -144,11 +145,24 @@ impl Memtable {
     }
 
     /// Indexes one record whose value sits at `value_off` in PM.
-    pub fn add(&self, seq: SeqNo, kind: Kind, key: &[u8], value_off: u64, value_len: u32) {
-        let mut ik = Vec::with_capacity(key.len() + 8);
-        make_internal_key(&mut ik, key, seq, kind);
-        self.bytes.fetch_add(key.len() + 8 + 48, Ordering::Relaxed);
-        self.list.insert(ik.into_boxed_slice(), value_off, value_len);
+    pub fn add(&self, seq: SeqNo, kind: Kind, key: &[u8], value_off: u64, value_len: u32) -> Result<()> {
+        let mut buf = [0u8; 64];
+        let n = key.len() + 8;
+        self.bytes.fetch_add(n + 96, Ordering::Relaxed);
+        let ok = if let Some(b) = buf.get_mut(..n) {
+            b[..key.len()].copy_from_slice(key);
+            b[key.len()..].copy_from_slice(&crate::key::trailer(seq, kind).to_le_bytes());
+            self.list.insert(b, value_off, value_len)
+        } else {
+            let mut ik = Vec::with_capacity(n);
+            make_internal_key(&mut ik, key, seq, kind);
+            self.list.insert(&ik, value_off, value_len)
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::Pm(format!("memtable {} index is full ({} entries)", self.id, self.list.len())))
+        }
     }
 
     /// The newest version of `key` with sequence <= `seq`.
@@ -157,15 +171,15 @@ impl Memtable {
         make_internal_key(&mut probe, key, seq, KIND_FOR_SEEK);
         let x = self.list.seek(&probe);
         let Some(node) = self.list.node(x) else { return Ok(Lookup::Missing) };
-        let Some(p) = ParsedKey::parse(&node.key) else {
-            return Err(Error::corruption(&self.region_path, node.value_off, "bad key in memtable"));
+        let Some(p) = ParsedKey::parse(node.key()) else {
+            return Err(Error::corruption(&self.region_path, node.value_off(), "bad key in memtable"));
         };
         if p.user_key != key {
             return Ok(Lookup::Missing);
         }
         match p.kind {
             Kind::Delete => Ok(Lookup::Deleted),
-            Kind::Put => Ok(Lookup::Found(self.value_at(node.value_off, node.value_len)?.to_vec())),
+            Kind::Put => Ok(Lookup::Found(self.value_at(node.value_off(), node.value_len())?.to_vec())),
         }
     }
 
@@ -175,7 +189,7 @@ impl Memtable {
 
     /// An iterator over every entry, in internal-key order.
     pub fn iter(self: &Arc<Self>) -> MemIter {
-        MemIter { mem: self.clone(), cur: 0 }
+        MemIter { mem: self.clone(), cur: 0, key: Vec::new(), value: (0, 0) }
     }
 }
 
@@ -183,6 +197,8 @@ impl Memtable {
 pub struct MemIter {
     mem: Arc<Memtable>,
     cur: u32,
+    key: Vec<u8>,
+    value: (u64, u32),
 }
 
 impl MemIter {
@@ -190,14 +206,17 @@ impl MemIter {
         self.cur = x;
         if let Some(n) = self.mem.list.node(x) {
             // Check once here so that value() can hand out the slice.
-            self.mem.value_at(n.value_off, n.value_len)?;
+            self.mem.value_at(n.value_off(), n.value_len())?;
+            self.key.clear();
+            self.key.extend_from_slice(n.key());
+            self.value = (n.value_off(), n.value_len());
         }
         Ok(())
     }
 
     /// Region offset and length of the current value (for the matrix).
     pub fn value_location(&self) -> Option<(u64, u32)> {
-        self.mem.list.node(self.cur).map(|n| (n.value_off, n.value_len))
+        self.valid().then_some(self.value)
     }
 }
 
@@ -232,14 +251,18 @@ impl InternalIterator for MemIter {
     }
 
     fn key(&self) -> &[u8] {
-        self.mem.list.node(self.cur).map(|n| &*n.key).unwrap_or(&[])
+        if self.valid() {
+            &self.key
+        } else {
+            &[]
+        }
     }
 
     fn value(&self) -> &[u8] {
-        match self.mem.list.node(self.cur) {
-            // land() verified the range, so this read cannot fail.
-            Some(n) => self.mem.value_at(n.value_off, n.value_len).unwrap_or(&[]),
-            None => &[],
+        if !self.valid() {
+            return &[];
         }
+        // land() verified the range, so this read cannot fail.
+        self.mem.value_at(self.value.0, self.value.1).unwrap_or(&[])
     }
 }
