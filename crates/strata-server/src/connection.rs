@@ -67,7 +67,9 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr,
                 return;
             }
             sess = Some(s);
-            continue;
+            if protocol_error.is_none() {
+                continue;
+            }
         }
         if let Some(e) = protocol_error {
             let mut out = Vec::new();
