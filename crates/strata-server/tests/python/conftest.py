@@ -37,12 +37,19 @@ class Server:
         self.proc = None
         self.log_path = os.path.join(self.dir, "server.log")
 
-    def start(self, timeout=60.0):
+    def spawn(self):
+        """Starts the process without waiting for it to serve."""
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
             [BIN, "--port", str(self.port), "--dir", os.path.join(self.dir, "data"),
              "--pm-size", "256mb", *self.args],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        return self
+
+    def start(self, timeout=60.0):
+        """Starts the process and waits until it answers PING."""
+        self.spawn()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
