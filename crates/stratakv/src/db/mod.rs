@@ -306,21 +306,22 @@ impl DbInner {
     pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
         self.counters.gets.fetch_add(1, Ordering::Relaxed);
         let sv = self.sv.load();
+        let hash = key_hash(key);
         for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
-            match m.get(key, seq)? {
+            match m.get(key, hash, seq)? {
                 Lookup::Found(v) => return Ok(Some(v)),
                 Lookup::Deleted => return Ok(None),
                 Lookup::Missing => {}
             }
         }
         if !sv.matrix.is_empty() {
-            match sv.matrix.get(key, seq, key_hash(key))? {
+            match sv.matrix.get(key, seq, hash)? {
                 Lookup::Found(v) => return Ok(Some(v)),
                 Lookup::Deleted => return Ok(None),
                 Lookup::Missing => {}
             }
         }
-        match sv.version.get(&self.tables, key, seq)? {
+        match sv.version.get(&self.tables, key, hash, seq)? {
             Lookup::Found(v) => Ok(Some(v)),
             _ => Ok(None),
         }

@@ -2,6 +2,7 @@
 //! value. Values are never copied into DRAM; they stay in the log entry
 //! they were written to (the index-unified log, DESIGN.md §2).
 
+mod filter;
 mod skiplist;
 
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use strata_pmem::{Extent, Region};
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{make_internal_key, Kind, ParsedKey, SeqNo, KIND_FOR_SEEK};
+use filter::AtomicBloom;
 use skiplist::SkipList;
 
 /// Result of a point lookup in one layer of the tree.
@@ -30,6 +32,8 @@ pub enum Lookup {
 /// A memtable over PM-resident log entries.
 pub struct Memtable {
     list: SkipList,
+    /// Bloom filter over user keys: a miss skips the skiplist search.
+    filter: AtomicBloom,
     region: Region,
     region_path: PathBuf,
     /// Leases on the log extents holding this memtable's entries; dropping
@@ -66,6 +70,8 @@ impl Memtable {
     pub fn new(id: u64, region: Region, region_path: PathBuf, first_log: u64, capacity: usize) -> Memtable {
         Memtable {
             list: SkipList::new(capacity / 2),
+            // Sized for entries of ~64 bytes; more, smaller entries only raise the false-positive rate.
+            filter: AtomicBloom::new(capacity / 64),
             region,
             region_path,
             extents: Mutex::new(Vec::new()),
@@ -146,6 +152,7 @@ impl Memtable {
 
     /// Indexes one record whose value sits at `value_off` in PM.
     pub fn add(&self, seq: SeqNo, kind: Kind, key: &[u8], value_off: u64, value_len: u32) -> Result<()> {
+        self.filter.insert(crate::sstable::key_hash(key));
         let mut buf = [0u8; 64];
         let n = key.len() + 8;
         self.bytes.fetch_add(n + 96, Ordering::Relaxed);
@@ -165,8 +172,11 @@ impl Memtable {
         }
     }
 
-    /// The newest version of `key` with sequence <= `seq`.
-    pub fn get(&self, key: &[u8], seq: SeqNo) -> Result<Lookup> {
+    /// The newest version of `key` (whose hash is `hash`) with sequence <= `seq`.
+    pub fn get(&self, key: &[u8], hash: u64, seq: SeqNo) -> Result<Lookup> {
+        if !self.filter.may_contain(hash) {
+            return Ok(Lookup::Missing);
+        }
         let mut probe = Vec::with_capacity(key.len() + 8);
         make_internal_key(&mut probe, key, seq, KIND_FOR_SEEK);
         let x = self.list.seek(&probe);

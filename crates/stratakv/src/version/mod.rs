@@ -24,7 +24,6 @@ use crate::error::Result;
 use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, make_internal_key, user_key, Kind, ParsedKey, SeqNo, KIND_FOR_SEEK};
 use crate::memtable::Lookup;
-use crate::sstable::key_hash;
 
 /// Number of levels (L0..L6).
 pub const NUM_LEVELS: usize = 7;
@@ -108,11 +107,10 @@ impl Version {
         self.files(level).iter().filter(|f| f.overlaps(lo, hi)).cloned().collect()
     }
 
-    /// The newest version of `ukey` with sequence <= `seq` in the tables.
-    pub fn get(&self, tables: &TableCache, ukey: &[u8], seq: SeqNo) -> Result<Lookup> {
+    /// The newest version of `ukey` (hash `hash`) with sequence <= `seq` in the tables.
+    pub fn get(&self, tables: &TableCache, ukey: &[u8], hash: u64, seq: SeqNo) -> Result<Lookup> {
         let mut seek = Vec::with_capacity(ukey.len() + 8);
         make_internal_key(&mut seek, ukey, seq, KIND_FOR_SEEK);
-        let hash = key_hash(ukey);
         for (level, files) in self.levels.iter().enumerate() {
             if level == 0 {
                 for f in files {

@@ -1,0 +1,59 @@
+//! A concurrent blocked bloom filter over the user keys of a memtable, so a
+//! lookup that misses the memtable (most of them, once data is in tables)
+//! costs one cache line instead of a skiplist search.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const PROBES: u32 = 6;
+
+/// Bits are only ever set, with `fetch_or`, so concurrent inserts and
+/// lookups need no lock; a lookup racing an insert of the same key may miss
+/// it, which is fine: the entry is not yet published to readers either.
+pub(crate) struct AtomicBloom {
+    blocks: Box<[[AtomicU64; 8]]>,
+}
+
+fn mix(h: u64) -> u64 {
+    let mut x = h ^ (h >> 33);
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^ (x >> 33)
+}
+
+impl AtomicBloom {
+    /// A filter sized for `keys` keys at about 10 bits each.
+    pub fn new(keys: usize) -> AtomicBloom {
+        let n = (keys * 10).div_ceil(512).max(1);
+        AtomicBloom { blocks: (0..n).map(|_| Default::default()).collect() }
+    }
+
+    fn block(&self, h: u64) -> Option<&[AtomicU64; 8]> {
+        self.blocks.get((((h >> 32) * self.blocks.len() as u64) >> 32) as usize)
+    }
+
+    /// Adds a key hash.
+    pub fn insert(&self, h: u64) {
+        let Some(b) = self.block(h) else { return };
+        let mut m = mix(h);
+        for _ in 0..PROBES {
+            let bit = (m & 511) as usize;
+            if let Some(w) = b.get(bit / 64) {
+                w.fetch_or(1 << (bit % 64), Ordering::Relaxed);
+            }
+            m >>= 9;
+        }
+    }
+
+    /// Whether a key with hash `h` may have been inserted.
+    pub fn may_contain(&self, h: u64) -> bool {
+        let Some(b) = self.block(h) else { return true };
+        let mut m = mix(h);
+        for _ in 0..PROBES {
+            let bit = (m & 511) as usize;
+            if b.get(bit / 64).map(|w| w.load(Ordering::Relaxed) & (1 << (bit % 64)) == 0).unwrap_or(false) {
+                return false;
+            }
+            m >>= 9;
+        }
+        true
+    }
+}
