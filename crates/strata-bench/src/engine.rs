@@ -113,9 +113,11 @@ pub const STRATA_REGION_FILE: &str = "strata.pm";
 
 /// The engine options the flags describe.
 pub fn strata_options(f: &Flags) -> Result<Options> {
-    let mut o = Options::default();
-    o.l0 = L0Kind::parse(&f.profile).ok_or_else(|| anyhow!("unknown --profile {:?}", f.profile))?;
-    o.pm_dir = f.pm_dir.clone();
+    let mut o = Options {
+        l0: L0Kind::parse(&f.profile).ok_or_else(|| anyhow!("unknown --profile {:?}", f.profile))?,
+        pm_dir: f.pm_dir.clone(),
+        ..Options::default()
+    };
     if f.pm_size > 0 {
         o.pm_size = f.pm_size;
     }

@@ -11,10 +11,7 @@ use strata_bench::flags::Flags;
 use strata_bench::runner::Runner;
 
 fn run() -> anyhow::Result<()> {
-    let flags = match Flags::try_parse_from_env() {
-        Ok(f) => f,
-        Err(e) => return Err(e),
-    };
+    let flags = Flags::try_parse_from_env()?;
     let mut runner = Runner::new(flags, Box::new(std::io::stdout()))?;
     runner.run_all()
 }

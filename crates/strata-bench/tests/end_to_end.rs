@@ -1,5 +1,6 @@
 //! Runs the strata-bench binary on a few thousand operations and checks
 //! what it printed and wrote to --json.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail the test on bad output")]
 
 use std::collections::BTreeSet;
 use std::path::Path;
