@@ -1,0 +1,135 @@
+//! Drives the built `strata-server` binary over raw TCP on 127.0.0.1:
+//! inline and multibulk requests, pipelining, RESP3 after HELLO 3, error
+//! texts, malformed frames closing only their own connection, restart.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start(dir: &Path, extra: &[&str]) -> Server {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
+        .args(["--port", &port.to_string(), "--dir"])
+        .arg(dir)
+        .args(["--pm-size", "128mb"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            if s.write_all(b"PING\r\n").is_ok() {
+                let mut b = [0u8; 7];
+                if s.read_exact(&mut b).is_ok() && &b == b"+PONG\r\n" {
+                    return Server { child, port };
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("server did not start");
+}
+
+fn connect(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s
+}
+
+/// Sends `req` and reads exactly `want.len()` bytes, which must equal `want`.
+fn roundtrip(s: &mut TcpStream, req: &[u8], want: &[u8]) {
+    s.write_all(req).unwrap();
+    let mut got = vec![0u8; want.len()];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+}
+
+fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+#[test]
+fn inline_multibulk_pipelining_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(&mut s, b"PING\r\nPING hi\r\n", b"+PONG\r\n$2\r\nhi\r\n");
+    roundtrip(
+        &mut s,
+        b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\nGET nokey\r\n",
+        b"+OK\r\n$2\r\nv1\r\n$-1\r\n",
+    );
+    roundtrip(&mut s, b"FOO a b\r\n", b"-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n");
+    roundtrip(&mut s, b"GET\r\n", b"-ERR wrong number of arguments for 'get' command\r\n");
+    roundtrip(&mut s, b"INCR k\r\n", b"-ERR value is not an integer or out of range\r\n");
+    roundtrip(&mut s, b"HSET h f v\r\nGET h\r\n", b":1\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    roundtrip(&mut s, b"SET k v XX NX\r\n", b"-ERR syntax error\r\n");
+    roundtrip(&mut s, b"HELLO 4\r\n", b"-NOPROTO unsupported protocol version\r\n");
+    roundtrip(&mut s, b"\r\n\r\nPING\r\n", b"+PONG\r\n");
+    // RESP3 after HELLO 3: null, map, double.
+    s.write_all(b"HELLO 3\r\n").unwrap();
+    let mut head = [0u8; 3];
+    s.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"%7\r");
+    // The map ends with `modules` => empty array.
+    let mut rest = Vec::new();
+    while !rest.ends_with(b"$7\r\nmodules\r\n*0\r\n") {
+        let mut b = [0u8; 256];
+        let n = s.read(&mut b).unwrap();
+        assert!(n > 0, "connection closed");
+        rest.extend_from_slice(&b[..n]);
+    }
+    assert!(String::from_utf8_lossy(&rest).contains("proto\r\n:3"));
+    roundtrip(&mut s, b"GET nokey\r\n", b"_\r\n");
+    roundtrip(&mut s, b"HGETALL h\r\n", b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n");
+    roundtrip(&mut s, b"ZADD z 1.5 m\r\nZSCORE z m\r\n", b":1\r\n,1.5\r\n");
+    // MULTI/EXEC in one batch.
+    roundtrip(
+        &mut s,
+        b"MULTI\r\nINCR c\r\nINCR c\r\nEXEC\r\n",
+        b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1\r\n:2\r\n",
+    );
+    // A malformed frame closes that connection only, after earlier replies.
+    let mut bad = connect(srv.port);
+    bad.write_all(b"PING\r\n*1\r\n$-5\r\n").unwrap();
+    assert_eq!(read_to_close(&mut bad), b"+PONG\r\n-ERR Protocol error: invalid bulk length\r\n");
+    roundtrip(&mut s, b"PING\r\n", b"+PONG\r\n");
+}
+
+#[test]
+fn data_survives_restart_and_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let srv = start(dir.path(), &["--durability", "sync"]);
+        let mut s = connect(srv.port);
+        roundtrip(&mut s, b"SET a 1\r\nRPUSH l x y\r\nSADD s m\r\n", b"+OK\r\n:2\r\n:1\r\n");
+        // Dropping the server kills it (SIGKILL): acknowledged writes must stay.
+    }
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(&mut s, b"GET a\r\nLRANGE l 0 -1\r\nSCARD s\r\nDBSIZE\r\n", b"$1\r\n1\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n:1\r\n:3\r\n");
+}
