@@ -84,11 +84,31 @@ pub struct BuildCtx<'a> {
 /// Writes the entries of `iter` that `dropper` keeps into tables of about
 /// `target_file_size`, never splitting one user key across two tables.
 /// Each table is fsynced; the directory is fsynced at the end.
+///
+/// On error every table it created is removed again (best effort), so a
+/// failed flush or compaction (a full disk, say) leaves nothing behind.
 pub fn build_tables(
     ctx: &BuildCtx<'_>,
     iter: &mut dyn InternalIterator,
     dropper: &mut Dropper<'_>,
     grandparents: &[Arc<FileMeta>],
+) -> Result<Vec<FileMeta>> {
+    let mut created = Vec::new();
+    let r = build_tables_inner(ctx, iter, dropper, grandparents, &mut created);
+    if r.is_err() {
+        for n in created {
+            let _ = ctx.fs.remove(&table_path(ctx.dir, n));
+        }
+    }
+    r
+}
+
+fn build_tables_inner(
+    ctx: &BuildCtx<'_>,
+    iter: &mut dyn InternalIterator,
+    dropper: &mut Dropper<'_>,
+    grandparents: &[Arc<FileMeta>],
+    created: &mut Vec<u64>,
 ) -> Result<Vec<FileMeta>> {
     let mut outputs = Vec::new();
     let mut cur: Option<(u64, TableBuilder)> = None;
@@ -125,6 +145,7 @@ pub fn build_tables(
         if cur.is_none() {
             let n = (ctx.next_number)();
             let path = table_path(ctx.dir, n);
+            created.push(n);
             let f = ctx.fs.create(&path).map_err(|e| Error::io(&path, "create", e))?;
             cur = Some((n, TableBuilder::new(f, &path, ctx.table.clone())));
         }

@@ -108,12 +108,14 @@ impl DbInner {
             } else {
                 self.flush_memtable(&imm)
             };
-            if let Err(e) = r {
-                if matches!(e, Error::Closed) {
+            match r {
+                Ok(()) => self.clear_bg_error(),
+                Err(Error::Closed) => return,
+                Err(e) if self.retryable(&e) => self.back_off(e),
+                Err(e) => {
+                    self.poison(&e);
                     return;
                 }
-                self.poison(&e);
-                return;
             }
         }
     }
@@ -181,12 +183,37 @@ impl DbInner {
                 }
             };
             self.delete_obsolete();
-            if let Err(e) = r {
-                if !matches!(e, Error::Closed) {
+            match r {
+                Ok(()) => self.clear_bg_error(),
+                Err(Error::Closed) => return,
+                Err(e) if self.retryable(&e) => self.back_off(e),
+                Err(e) => {
                     self.poison(&e);
+                    return;
                 }
-                return;
             }
+        }
+    }
+
+    /// Whether a background failure can be retried: a full disk (the data
+    /// is still in the PM log, and failed outputs were removed). Any other
+    /// I/O error poisons the database (fsyncgate: never retry and carry on).
+    fn retryable(&self, e: &Error) -> bool {
+        matches!(e, Error::DiskFull { .. })
+    }
+
+    /// Records a retryable failure and waits a little before the retry.
+    fn back_off(&self, e: Error) {
+        let mut st = self.state.lock();
+        st.bg_error = Some(e);
+        self.state_cv.notify_all();
+        self.state_cv.wait_for(&mut st, Duration::from_millis(250));
+    }
+
+    fn clear_bg_error(&self) {
+        let mut st = self.state.lock();
+        if st.bg_error.take().is_some() {
+            self.state_cv.notify_all();
         }
     }
 

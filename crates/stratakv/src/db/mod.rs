@@ -30,7 +30,7 @@ use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use strata_pmem::{Extent, ExtentWriter, Region};
+use strata_pmem::{ExtentWriter, Region};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -84,6 +84,9 @@ pub(crate) struct State {
     pub obsolete: Vec<Arc<FileMeta>>,
     /// Set when a write or background failure leaves durable state unknown.
     pub poisoned: Option<String>,
+    /// A retryable background failure (the disk is full): flushes and
+    /// compactions retry, writers get back-pressure and then this error.
+    pub bg_error: Option<Error>,
     pub compactions_running: usize,
     /// Bumped whenever a flush or compaction installs a version.
     pub installs: u64,
@@ -124,7 +127,9 @@ pub(crate) struct DbInner {
     pub sv: ArcSwap<SuperVersion>,
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Log extents that may hold data not yet msynced.
-    pub unsynced: Mutex<Vec<Extent>>,
+    /// (offset, length) of log extents that may hold data not yet msynced.
+    /// Ranges, not leases: msyncing a range that was freed meanwhile is harmless.
+    pub unsynced: Mutex<Vec<(u64, u64)>>,
     pub shutting_down: AtomicBool,
     /// Mirrors `state.poisoned.is_some()` for a lock-free check on the write path.
     pub poisoned_flag: AtomicBool,
@@ -362,15 +367,15 @@ impl DbInner {
     }
 
     pub(crate) fn sync_log(&self) -> Result<()> {
-        let list: Vec<Extent> = self.unsynced.lock().clone();
-        for e in &list {
-            self.region.sync(e.offset(), e.len()).map_err(|err| Error::from_pm(&self.region_path, err))?;
+        let list: Vec<(u64, u64)> = self.unsynced.lock().clone();
+        for (off, len) in &list {
+            self.region.sync(*off, *len).map_err(|err| Error::from_pm(&self.region_path, err))?;
         }
         // Keep only what may still receive writes (the newest extent).
         let mut u = self.unsynced.lock();
         let keep_from = list.len().saturating_sub(1);
-        let done: Vec<u64> = list.iter().take(keep_from).map(|e| e.offset()).collect();
-        u.retain(|e| !done.contains(&e.offset()));
+        let done: Vec<(u64, u64)> = list.iter().take(keep_from).copied().collect();
+        u.retain(|r| !done.contains(r));
         Ok(())
     }
 

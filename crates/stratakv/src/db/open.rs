@@ -191,6 +191,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         busy: HashSet::new(),
         obsolete: Vec::new(),
         poisoned: None,
+        bg_error: None,
         compactions_running: 0,
         installs: 0,
     };

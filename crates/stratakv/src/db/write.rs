@@ -104,7 +104,17 @@ impl DbInner {
             // The matrix is full: wait for column compaction to free PM.
             let matrix_full = self.opts.l0 == L0Kind::Matrix && st.matrix_pm_bytes >= self.opts.matrix_limit();
             if l0 >= self.opts.l0_stop_writes_trigger || mems_full || matrix_full {
-                stalled.get_or_insert_with(Instant::now);
+                let since = *stalled.get_or_insert_with(Instant::now);
+                // Back-pressure first; if background work cannot make room
+                // (the disk is full), give up with its error after a while.
+                if let Some(e) = &st.bg_error {
+                    if since.elapsed() > Duration::from_millis(self.opts.pm_full_timeout_ms) {
+                        break Err(match e {
+                            Error::DiskFull { path, op } => Error::DiskFull { path: path.clone(), op },
+                            other => Error::Pm(other.to_string()),
+                        });
+                    }
+                }
                 self.state_cv.notify_all();
                 self.state_cv.wait_for(&mut st, Duration::from_millis(100));
                 continue;
@@ -152,7 +162,10 @@ impl DbInner {
                     w.next_log_number += 1;
                     w.mem.hold_extent(writer.extent().clone());
                     if self.needs_msync() {
-                        self.unsynced.lock().push(writer.extent().clone());
+                        let r = (writer.extent().offset(), writer.extent().len());
+                        let mut u = self.unsynced.lock();
+                        u.retain(|x| *x != r);
+                        u.push(r);
                     }
                     w.writer = Some(writer);
                 }

@@ -41,6 +41,9 @@ pub struct VersionSet {
     pub compact_pointers: Vec<Vec<u8>>,
     manifest: Option<Box<dyn WritableFile>>,
     manifest_number: u64,
+    /// An append or fsync of the MANIFEST failed: its tail is unknown, so
+    /// the next change starts a new MANIFEST instead of appending to it.
+    manifest_damaged: bool,
     /// Bytes written to MANIFEST files (for write amplification).
     pub manifest_bytes_written: u64,
 }
@@ -70,6 +73,7 @@ impl VersionSet {
             compact_pointers: vec![Vec::new(); NUM_LEVELS],
             manifest: None,
             manifest_number: 0,
+            manifest_damaged: false,
             manifest_bytes_written: 0,
         }
     }
@@ -183,11 +187,23 @@ impl VersionSet {
         let mpath = manifest_path(&self.dir, self.manifest_number);
         let version = apply(&self.current, &edit)
             .map_err(|why| Error::corruption(&mpath, 0, format!("edit does not apply: {why}")))?;
+        if self.manifest_damaged {
+            // Never trust a file whose write or fsync failed: rewrite the
+            // whole state into a new MANIFEST first.
+            self.roll_manifest()?;
+            self.manifest_damaged = false;
+        }
+        let mpath = manifest_path(&self.dir, self.manifest_number);
         edit.next_file_number = Some(self.next_file_number);
         let rec = encode_record(&edit.encode());
         let m = self.manifest.as_mut().ok_or(Error::Closed)?;
-        m.append(&rec).map_err(|e| Error::io(&mpath, "write", e))?;
-        m.sync().map_err(|e| Error::io(&mpath, "fsync", e))?;
+        let written = m.append(&rec).map_err(|e| Error::io(&mpath, "write", e)).and_then(|_| {
+            m.sync().map_err(|e| Error::io(&mpath, "fsync", e))
+        });
+        if let Err(e) = written {
+            self.manifest_damaged = true;
+            return Err(e);
+        }
         self.manifest_bytes_written += rec.len() as u64;
         self.absorb(&edit);
         self.current = Arc::new(version);

@@ -1,0 +1,151 @@
+//! Full PM region and full disk: back-pressure, then a clear error; no
+//! acknowledged write lost; the database reopens and resumes once room is made.
+
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use stratakv::fs::{FileLock, Fs, RandomAccessFile, StdFs, WritableFile};
+use stratakv::{Db, Error, Options};
+
+fn value(i: u32) -> Vec<u8> {
+    format!("value-{i}-{}", "v".repeat(200)).into_bytes()
+}
+
+#[test]
+fn full_pm_region_is_back_pressure_then_an_error_then_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::for_tests();
+    o.pm_size = 2 << 20;
+    o.write_buffer_size = 256 << 10;
+    o.pm_full_timeout_ms = 300;
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    // An open iterator pins every memtable it saw, so flushes cannot free PM.
+    let mut acked = 0u32;
+    let mut pin = Vec::new();
+    let err = loop {
+        if acked % 500 == 0 {
+            let mut it = db.iter(..).unwrap();
+            it.next(); // the first step builds the cursor, which pins the memtables
+            pin.push(it);
+        }
+        match db.put(format!("k{acked:06}"), value(acked)) {
+            Ok(()) => acked += 1,
+            Err(e) => break e,
+        }
+        assert!(acked < 100_000, "PM never filled up");
+    };
+    assert!(matches!(err, Error::PmFull(_)), "{err}");
+    // Releasing the pins lets flushes free PM; writes resume.
+    drop(pin);
+    for i in acked..acked + 2000 {
+        db.put(format!("k{i:06}"), value(i)).unwrap();
+    }
+    let total = acked + 2000;
+    drop(db);
+    let db = Db::open(dir.path(), o).unwrap();
+    for i in 0..total {
+        assert_eq!(db.get(format!("k{i:06}")).unwrap(), Some(value(i)), "k{i:06} lost");
+    }
+}
+
+/// A file system that fails appends with ENOSPC once `budget` bytes are used.
+#[derive(Debug)]
+struct LimitFs {
+    used: Arc<AtomicU64>,
+    budget: Arc<AtomicU64>,
+}
+
+struct LimitFile {
+    inner: Box<dyn WritableFile>,
+    used: Arc<AtomicU64>,
+    budget: Arc<AtomicU64>,
+}
+
+impl WritableFile for LimitFile {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        let now = self.used.fetch_add(data.len() as u64, Ordering::SeqCst) + data.len() as u64;
+        if now > self.budget.load(Ordering::SeqCst) {
+            self.used.fetch_sub(data.len() as u64, Ordering::SeqCst);
+            return Err(io::Error::from_raw_os_error(28));
+        }
+        self.inner.append(data)
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+impl Fs for LimitFs {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        StdFs.create_dir_all(dir)
+    }
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(LimitFile { inner: StdFs.create(path)?, used: self.used.clone(), budget: self.budget.clone() }))
+    }
+    fn append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Ok(Box::new(LimitFile { inner: StdFs.append(path)?, used: self.used.clone(), budget: self.budget.clone() }))
+    }
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        StdFs.open(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        StdFs.read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        StdFs.rename(from, to)
+    }
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        StdFs.remove(path)
+    }
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        StdFs.list(dir)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        StdFs.exists(path)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        StdFs.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        StdFs.lock(path)
+    }
+}
+
+#[test]
+fn full_disk_is_back_pressure_then_an_error_then_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget = Arc::new(AtomicU64::new(400 << 10));
+    let fs = LimitFs { used: Arc::new(AtomicU64::new(0)), budget: budget.clone() };
+    let mut o = Options::for_tests();
+    o.fs = Arc::new(fs);
+    o.pm_full_timeout_ms = 300;
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let mut acked = 0u32;
+    let err = loop {
+        match db.put(format!("k{acked:06}"), value(acked)) {
+            Ok(()) => acked += 1,
+            Err(e) => break e,
+        }
+        assert!(acked < 200_000, "the disk never filled up");
+    };
+    assert!(matches!(err, Error::DiskFull { .. }), "{err}");
+    assert!(db.stats().poisoned.is_none(), "a full disk must not poison the database");
+    // Make room: background work retries and writes resume.
+    budget.store(u64::MAX, Ordering::SeqCst);
+    for i in acked..acked + 3000 {
+        db.put(format!("k{i:06}"), value(i)).unwrap();
+    }
+    let total = acked + 3000;
+    db.flush().unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), o).unwrap();
+    for i in 0..total {
+        assert_eq!(db.get(format!("k{i:06}")).unwrap(), Some(value(i)), "k{i:06} lost");
+    }
+    db.verify_checksums().unwrap();
+}
