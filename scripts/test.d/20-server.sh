@@ -7,7 +7,7 @@
 # pytest (pip, into a venv under the cargo target directory).
 # Scale the crash loop with STRATA_SERVER_CRASH_ROUNDS (default 12).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
 export PATH="$PATH:/usr/sbin:/sbin"
 
