@@ -248,8 +248,12 @@ impl Region {
             inner.validate_superblock(opts)?;
             OpenOutcome::Opened
         } else {
-            let blank = inner.read(0, SUPERBLOCK_BYTES)?.iter().all(|b| *b == 0);
-            if !blank || opts.expect_id.is_some() || !opts.create {
+            // No magic: either a crash interrupted creation (the magic is
+            // stored last), or the region is damaged. If the caller expects
+            // a region (its MANIFEST names one), it is damage; otherwise no
+            // data can have been committed to it and it is created afresh.
+            if opts.expect_id.is_some() || !opts.create {
+                let blank = inner.read(0, SUPERBLOCK_BYTES)?.iter().all(|b| *b == 0);
                 return Err(PmError::Corruption {
                     offset: 0,
                     reason: if blank {

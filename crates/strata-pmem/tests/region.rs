@@ -49,11 +49,47 @@ fn file_region_is_created_then_reopened_with_same_id_and_data() {
 }
 
 #[test]
-fn garbage_superblock_is_corruption_not_reinitialised() {
+fn garbage_superblock_is_corruption_when_a_region_is_expected() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.pm");
     std::fs::write(&path, vec![0xa5u8; 1 << 20]).unwrap();
-    assert!(matches!(Region::open(Backing::File(path), &opts()), Err(PmError::Corruption { .. })));
+    let mut o = opts();
+    o.expect_id = Some(7);
+    assert!(matches!(Region::open(Backing::File(path.clone()), &o), Err(PmError::Corruption { .. })));
+    // With no region expected (creation was interrupted before any data), it is made afresh.
+    let (r, outcome) = Region::open(Backing::File(path), &opts()).unwrap();
+    assert_eq!(outcome, OpenOutcome::Created);
+    assert!(r.heads().unwrap().is_empty());
+}
+
+#[test]
+fn creation_interrupted_before_the_magic_is_redone() {
+    // A crash image of every step of creation: each must open (as new).
+    let sim = Arc::new(SimPm::new(1 << 20));
+    let images = std::sync::Arc::new(parking_lot_free::Images::default());
+    let cap = images.clone();
+    sim.set_observer(Some(Box::new(move |_, view| cap.push(view.crash_state().minimal_image()))));
+    let _ = Region::open(Backing::Sim(sim.clone()), &opts()).unwrap();
+    sim.set_observer(None);
+    let imgs = images.take();
+    assert!(imgs.len() > 3);
+    for img in imgs {
+        let (_r, _) = Region::open(Backing::Sim(Arc::new(SimPm::from_image(img))), &opts()).unwrap();
+    }
+}
+
+mod parking_lot_free {
+    /// Collected crash images.
+    #[derive(Default)]
+    pub struct Images(std::sync::Mutex<Vec<Vec<u8>>>);
+    impl Images {
+        pub fn push(&self, v: Vec<u8>) {
+            self.0.lock().unwrap().push(v);
+        }
+        pub fn take(&self) -> Vec<Vec<u8>> {
+            std::mem::take(&mut *self.0.lock().unwrap())
+        }
+    }
 }
 
 #[test]

@@ -52,7 +52,8 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Fail if a database already exists. Default: false.
     pub error_if_exists: bool,
-    /// What level 0 is made of. Default: [`L0Kind::Sstable`].
+    /// What level 0 is made of, for a new database (an existing one keeps
+    /// its own). Default: [`L0Kind::Matrix`].
     pub l0: L0Kind,
     /// Directory of the PM region file. Default: `<data dir>/pm`. Put it on
     /// a DAX mount for real PM, or on /dev/shm to emulate PM with DRAM.
@@ -130,7 +131,7 @@ impl Default for Options {
         Options {
             create_if_missing: true,
             error_if_exists: false,
-            l0: L0Kind::Sstable,
+            l0: L0Kind::Matrix,
             pm_dir: None,
             pm_size: 4 << 30,
             pm_write_latency_ns: 0,

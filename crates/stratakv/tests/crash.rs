@@ -132,7 +132,10 @@ fn run_rounds(l0: L0Kind) {
         }
         // The op after the last ack may or may not have been applied, but
         // only whole.
-        let db = Db::open(dir.path(), opts(l0)).unwrap();
+        let db = match Db::open(dir.path(), opts(l0)) {
+            Ok(db) => db,
+            Err(e) => panic!("round {round}: reopen after SIGKILL failed: {e}"),
+        };
         let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter(..).unwrap().collect();
         let mut with_next = model.clone();
         apply(&mut with_next, next_op);
