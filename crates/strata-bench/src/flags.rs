@@ -120,9 +120,9 @@ pub struct Flags {
     /// Engine under test: strata, or rocksdb when built with the `rocksdb` feature.
     #[arg(long, default_value = "strata")]
     pub engine: String,
-    /// StrataKV level-0 profile: sstable or matrix.
-    #[arg(long, default_value = "sstable")]
-    pub profile: String,
+    /// StrataKV level-0 profile: sstable or matrix (default: the engine's default).
+    #[arg(long)]
+    pub profile: Option<String>,
     /// Directory of StrataKV's PM region file (default: `<db>/pm`); e.g. /dev/shm/x to emulate PM with DRAM.
     #[arg(long)]
     pub pm_dir: Option<PathBuf>,
@@ -175,11 +175,16 @@ impl Flags {
         if !(0.0..=1.0).contains(&self.compression_ratio) {
             bad.push("--compression_ratio must be between 0 and 1".into());
         }
-        if self.profile != "sstable" && self.profile != "matrix" {
-            bad.push(format!("--profile must be sstable or matrix, not {:?}", self.profile));
+        if let Some(p) = &self.profile {
+            if p != "sstable" && p != "matrix" {
+                bad.push(format!("--profile must be sstable or matrix, not {p:?}"));
+            }
         }
         if self.engine != "strata" && self.engine != "rocksdb" {
-            bad.push(format!("--engine must be strata or rocksdb, not {:?}", self.engine));
+            bad.push(format!(
+                "--engine must be strata or rocksdb, not {:?}",
+                self.engine
+            ));
         }
         if self.benchmark_list().is_empty() {
             bad.push("--benchmarks is empty".into());
@@ -193,7 +198,11 @@ impl Flags {
 
     /// The benchmark names, in order, without empty items.
     pub fn benchmark_list(&self) -> Vec<String> {
-        self.benchmarks.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+        self.benchmarks
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
     }
 
     /// Read operations per thread (`--reads`, or `--num` when negative).
@@ -258,15 +267,21 @@ mod tests {
             "out.json",
         ])
         .unwrap();
-        assert_eq!(f.benchmark_list(), vec!["fillrandom", "stats", "readrandom"]);
+        assert_eq!(
+            f.benchmark_list(),
+            vec!["fillrandom", "stats", "readrandom"]
+        );
         assert_eq!(f.num, 5_000_000);
         assert_eq!(f.reads_per_thread(), 1000);
         assert_eq!(f.value_size, 1024);
         assert!(f.histogram && f.use_existing_db && !f.sync);
         assert_eq!(f.threads, 2);
         assert_eq!(f.bloom_bits_per_key(), 10);
-        assert_eq!(f.profile, "matrix");
-        assert_eq!(f.pm_dir.as_deref(), Some(std::path::Path::new("/dev/shm/x")));
+        assert_eq!(f.profile.as_deref(), Some("matrix"));
+        assert_eq!(
+            f.pm_dir.as_deref(),
+            Some(std::path::Path::new("/dev/shm/x"))
+        );
         assert_eq!(f.pm_write_latency_ns, 300);
         assert_eq!(f.json.as_deref(), Some(std::path::Path::new("out.json")));
     }
@@ -290,7 +305,9 @@ mod tests {
 
     #[test]
     fn several_problems_are_reported_together() {
-        let e = parse(&["--threads=0", "--batch_size=0"]).unwrap_err().to_string();
+        let e = parse(&["--threads=0", "--batch_size=0"])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--threads") && e.contains("--batch_size"), "{e}");
     }
 

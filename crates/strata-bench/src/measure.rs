@@ -11,7 +11,10 @@ use hdrhistogram::Histogram;
 /// Longest latency the histogram tracks exactly (larger values saturate): one hour.
 const MAX_NANOS: u64 = 3_600_000_000_000;
 
-#[expect(clippy::expect_used, reason = "constant bounds that hdrhistogram always accepts (1 <= low, high >= 2 * low, 3 digits)")]
+#[expect(
+    clippy::expect_used,
+    reason = "constant bounds that hdrhistogram always accepts (1 <= low, high >= 2 * low, 3 digits)"
+)]
 fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_NANOS, 3).expect("valid histogram bounds")
 }
@@ -113,7 +116,9 @@ impl Recorder {
     }
 
     fn elapsed(&self) -> Duration {
-        self.finish.unwrap_or_else(Instant::now).duration_since(self.start)
+        self.finish
+            .unwrap_or_else(Instant::now)
+            .duration_since(self.start)
     }
 }
 
@@ -216,7 +221,11 @@ pub fn stall_figure(timeline: &[u64]) -> Option<(u64, f64, f64)> {
     } else {
         (*sorted.get(n / 2 - 1)? + *sorted.get(n / 2)?) as f64 / 2.0
     };
-    let ratio = if median > 0.0 { min as f64 / median } else { 0.0 };
+    let ratio = if median > 0.0 {
+        min as f64 / median
+    } else {
+        0.0
+    };
     Some((min, median, ratio))
 }
 
@@ -263,7 +272,10 @@ mod tests {
 
     #[test]
     fn budget_by_count() {
-        let b = Budget { ops: 3, duration: None };
+        let b = Budget {
+            ops: 3,
+            duration: None,
+        };
         let t = Instant::now();
         assert!(!b.done(2, t));
         assert!(b.done(3, t));

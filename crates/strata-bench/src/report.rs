@@ -91,6 +91,26 @@ pub struct BenchResult {
     pub nonempty_levels: usize,
     /// Every level at the end.
     pub levels: Vec<Level>,
+    /// The engine's state after the meta benchmarks that followed this one
+    /// (e.g. `waitforcompaction,stats`), cumulative since open.
+    pub end_state: Option<EndState>,
+}
+
+/// Engine counters after the meta benchmarks following a benchmark.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EndState {
+    /// The meta benchmarks run since the benchmark, in order.
+    pub after: Vec<String>,
+    /// User bytes written since open.
+    pub user_bytes_since_open: u64,
+    /// Device bytes written since open.
+    pub device_bytes_since_open: u64,
+    /// device / user since open.
+    pub write_amp_since_open: f64,
+    /// Levels holding data.
+    pub nonempty_levels: usize,
+    /// Every level.
+    pub levels: Vec<Level>,
 }
 
 impl BenchResult {
@@ -100,7 +120,11 @@ impl BenchResult {
         self.found = m.found;
         self.ops_per_sec = m.ops_per_sec();
         self.micros_per_op = m.micros_per_op();
-        self.mb_per_sec = if m.elapsed_s > 0.0 { m.bytes as f64 / 1_048_576.0 / m.elapsed_s } else { 0.0 };
+        self.mb_per_sec = if m.elapsed_s > 0.0 {
+            m.bytes as f64 / 1_048_576.0 / m.elapsed_s
+        } else {
+            0.0
+        };
         self.elapsed_s = m.elapsed_s;
         self.p50_us = m.percentile_us(50.0);
         self.p75_us = m.percentile_us(75.0);
@@ -224,14 +248,20 @@ mod tests {
     #[test]
     fn histogram_text_has_percentile_line() {
         let t = histogram_text("write", &merged(100, 0));
-        assert!(t.starts_with("Microseconds per write:\nCount: 100 Average: "), "{t}");
+        assert!(
+            t.starts_with("Microseconds per write:\nCount: 100 Average: "),
+            "{t}"
+        );
         assert!(t.contains("\nPercentiles: P50: "), "{t}");
         assert!(t.contains(" P99.9: "), "{t}");
     }
 
     #[test]
     fn json_has_the_required_fields() {
-        let mut r = BenchResult { benchmark: "fillrandom".into(), ..Default::default() };
+        let mut r = BenchResult {
+            benchmark: "fillrandom".into(),
+            ..Default::default()
+        };
         r.set_measurement(&merged(50, 100));
         let v = serde_json::to_value(&r).unwrap();
         for k in [
@@ -258,8 +288,18 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("out.json");
         let all = [r];
-        write_json(&p, &JsonReport { tool: "strata-bench", command_line: vec![], seed: 1, benchmarks: &all }).unwrap();
-        let back: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        write_json(
+            &p,
+            &JsonReport {
+                tool: "strata-bench",
+                command_line: vec![],
+                seed: 1,
+                benchmarks: &all,
+            },
+        )
+        .unwrap();
+        let back: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(back["benchmarks"][0]["benchmark"], "fillrandom");
     }
 }

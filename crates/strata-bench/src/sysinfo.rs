@@ -30,9 +30,13 @@ fn field(text: &str, name: &str) -> u64 {
 /// PM region file counts only what is written).
 pub fn disk_usage(path: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::symlink_metadata(path) else { return 0 };
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
     if meta.is_dir() {
-        let Ok(entries) = std::fs::read_dir(path) else { return 0 };
+        let Ok(entries) = std::fs::read_dir(path) else {
+            return 0;
+        };
         entries.flatten().map(|e| disk_usage(&e.path())).sum()
     } else {
         meta.blocks() * 512

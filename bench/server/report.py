@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Turns the raw outputs of bench/server/run.sh into summary tables.
+
+usage: report.py OUTDIR   (reads OUTDIR/rb-*.csv, OUTDIR/ycsb-*.txt,
+OUTDIR/study-*.txt; prints Markdown)"""
+import csv
+import glob
+import os
+import re
+import sys
+
+
+def rb_table(out, pairs):
+    """redis-benchmark CSVs: one row per test with ratios strata/redis."""
+    lines = []
+    for title, redis_name, strata_name in pairs:
+        rp, sp = os.path.join(out, f"rb-{redis_name}.csv"), os.path.join(out, f"rb-{strata_name}.csv")
+        if not (os.path.exists(rp) and os.path.exists(sp)):
+            continue
+        red, st = read_rb(rp), read_rb(sp)
+        lines.append(f"\n### {title}\n")
+        lines.append("| test | redis req/s | strata req/s | ratio | redis p99 ms | strata p99 ms | p99 ratio |")
+        lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for test, (rps, p99) in red.items():
+            if test not in st:
+                continue
+            srps, sp99 = st[test]
+            ratio = srps / rps if rps else 0
+            p99r = sp99 / p99 if p99 else 0
+            lines.append(f"| {test} | {rps:,.0f} | {srps:,.0f} | {ratio:.2f} | {p99:.3f} | {sp99:.3f} | {p99r:.2f} |")
+    return "\n".join(lines)
+
+
+def read_rb(path):
+    rows = {}
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            try:
+                rows[row["test"]] = (float(row["rps"]), float(row["p99_latency_ms"]))
+            except (KeyError, ValueError):
+                continue
+    return rows
+
+
+def read_ycsb(path):
+    """{'throughput': x, 'READ': (avg_us, p99_us), ...} from YCSB's output."""
+    res = {}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\[(\w+(?:-\w+)*)\], (\w+)\((\w+(?:/\w+)?)\), ([0-9.eE+-]+)", line.strip())
+            if not m:
+                continue
+            sect, name, _, val = m.groups()
+            if sect == "OVERALL" and name == "Throughput":
+                res["throughput"] = float(val)
+            elif name == "AverageLatency":
+                res.setdefault(sect, {})["avg"] = float(val)
+            elif name == "99thPercentileLatency":
+                res.setdefault(sect, {})["p99"] = float(val)
+            elif name == "Return=ERROR":
+                res.setdefault(sect, {})["errors"] = float(val)
+    return res
+
+
+def avg_latency(r):
+    lats = [v["avg"] for k, v in r.items() if isinstance(v, dict) and "avg" in v and not k.startswith("CLEANUP")]
+    return sum(lats) / len(lats) if lats else 0
+
+
+def ycsb_table(out):
+    files = sorted(glob.glob(os.path.join(out, "ycsb-*.txt")))
+    if not files:
+        return ""
+    by = {}
+    for p in files:
+        m = re.match(r"ycsb-(\w+)-(\w+)\.txt", os.path.basename(p))
+        if m:
+            by.setdefault(m.group(2), {})[m.group(1)] = read_ycsb(p)
+    lines = ["\n### YCSB through Jedis (8 threads)\n",
+             "| workload | redis ops/s | strata ops/s | ratio | redis read p99 us | strata read p99 us |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for wl in ["load", "a", "b", "c", "f", "d", "e"]:
+        d = by.get(wl, {})
+        r, s = d.get("redis", {}), d.get("strata", {})
+        if not r or not s:
+            continue
+        rt, stt = r.get("throughput", 0), s.get("throughput", 0)
+        key = "INSERT" if wl == "load" else ("SCAN" if wl == "e" else "READ")
+        rp, sp = r.get(key, {}).get("p99", 0), s.get(key, {}).get("p99", 0)
+        errs = sum(v.get("errors", 0) for v in s.values() if isinstance(v, dict))
+        note = f" ({errs:.0f} errors)" if errs else ""
+        lines.append(f"| {wl} | {rt:,.0f} | {stt:,.0f}{note} | {stt / rt if rt else 0:.2f} | {rp:.0f} | {sp:.0f} |")
+    return "\n".join(lines)
+
+
+def study_table(out):
+    files = sorted(glob.glob(os.path.join(out, "study-*.txt")))
+    if not files:
+        return ""
+    res = {}
+    for p in files:
+        m = re.match(r"study-(.+)-(read90|write90)\.txt", os.path.basename(p))
+        if m:
+            res.setdefault(m.group(2), {})[m.group(1)] = read_ycsb(p)
+    lines = ["\n### Seed 003 comparison (YCSB zipfian, 8 threads), normalized to memory without persistence\n",
+             "| mix | mode | ops/s | throughput vs ideal | avg latency us | latency vs ideal |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    order = ["ideal", "log-always", "log-everysec", "snapshot", "engine", "engine-sync"]
+    for mix in ("read90", "write90"):
+        modes = res.get(mix, {})
+        ideal = modes.get("ideal")
+        if not ideal:
+            continue
+        it, il = ideal.get("throughput", 0), avg_latency(ideal)
+        for mode in order:
+            r = modes.get(mode)
+            if not r:
+                continue
+            t, l = r.get("throughput", 0), avg_latency(r)
+            lines.append(f"| {mix} | {mode} | {t:,.0f} | {t / it if it else 0:.2f} | {l:.0f} | {l / il if il else 0:.2f} |")
+    return "\n".join(lines)
+
+
+def main():
+    out = sys.argv[1]
+    print("## strata-server vs redis-server\n")
+    print(rb_table(out, [
+        ("redis-benchmark, -P 1: strata default vs redis appendfsync everysec", "redis-everysec-P1", "strata-default-P1"),
+        ("redis-benchmark, -P 16: strata default vs redis appendfsync everysec", "redis-everysec-P16", "strata-default-P16"),
+        ("redis-benchmark, durable: strata --durability sync vs redis appendfsync always (-P 1)",
+         "redis-always-P1", "strata-sync-P1"),
+    ]))
+    print(ycsb_table(out))
+    print(study_table(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# Measures strata-server against Debian's redis-server in one run, on
+# 127.0.0.1 only, and prints ratios (the only place speed is claimed):
+#
+# 1. redis-benchmark -t set,get,incr,hset,mset -n N -r N -c 50, with -P 1
+#    and -P 16: strata-server (--durability default) vs redis-server
+#    (appendonly yes, appendfsync everysec); then durable mode: strata-server
+#    --durability sync vs redis-server appendfsync always.
+# 2. YCSB A-F (site.ycsb:core from Maven Central) through Jedis with a
+#    binding mirroring YCSB's Redis binding (bench/server/ycsb), both servers.
+# 3. The seed-003 study: 90/10 and 10/90 read/write zipfian runs against
+#    --storage memory without persistence (the ideal), with the command log
+#    (always, everysec), with snapshots, and --storage engine (default and
+#    sync), normalized to the ideal.
+#
+# usage: bench/server/run.sh [--quick] [--skip-redis-benchmark] [--skip-ycsb] [--skip-study]
+# env:   N (default 1000000), YCSB_RECORDS (100000), YCSB_OPS (100000),
+#        YCSB_THREADS (8), OUT (results directory)
+# --quick: N=20000, YCSB_RECORDS=YCSB_OPS=2000 (a smoke run, not a measurement).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT="$(pwd)"
+export DEBIAN_FRONTEND=noninteractive
+export PATH="$PATH:/usr/sbin:/sbin"
+
+QUICK=0 DO_RB=1 DO_YCSB=1 DO_STUDY=1
+for a in "$@"; do
+    case "$a" in
+        --quick) QUICK=1 ;;
+        --skip-redis-benchmark) DO_RB=0 ;;
+        --skip-ycsb) DO_YCSB=0 ;;
+        --skip-study) DO_STUDY=0 ;;
+        *) echo "unknown option $a" >&2; exit 2 ;;
+    esac
+done
+if [ "$QUICK" = 1 ]; then
+    N="${N:-20000}" YCSB_RECORDS="${YCSB_RECORDS:-2000}" YCSB_OPS="${YCSB_OPS:-2000}"
+fi
+N="${N:-1000000}"
+YCSB_RECORDS="${YCSB_RECORDS:-100000}"
+YCSB_OPS="${YCSB_OPS:-100000}"
+YCSB_THREADS="${YCSB_THREADS:-8}"
+OUT="${OUT:-$ROOT/bench/server/results/$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$OUT"
+WORK="$(mktemp -d /tmp/strata-server-bench.XXXXXX)"
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo -n"; fi
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-benchmark >/dev/null 2>&1 || need+=(redis-tools)
+if [ "$DO_YCSB$DO_STUDY" != "00" ]; then
+    command -v mvn >/dev/null 2>&1 || need+=(maven)
+    command -v java >/dev/null 2>&1 || need+=(default-jdk-headless)
+fi
+if [ "${#need[@]}" -gt 0 ]; then
+    $SUDO apt-get update -qq </dev/null
+    $SUDO apt-get install -y -qq "${need[@]}" </dev/null
+fi
+
+TARGET="${CARGO_TARGET_DIR:-target}"
+cargo build --release -p strata-server
+STRATA="$(cd "$TARGET/release" && pwd)/strata-server"
+
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+port=17400
+next_port() { port=$((port + 1)); echo "$port"; }
+
+wait_ready() { # port
+    for _ in $(seq 1 600); do
+        if [ "$(redis-cli -p "$1" ping 2>/dev/null)" = "PONG" ]; then return 0; fi
+        sleep 0.1
+    done
+    echo "server on port $1 did not start" >&2
+    return 1
+}
+
+SERVER_PID=""
+start_redis() { # port args...
+    local p="$1"; shift
+    local d="$WORK/redis-$p"; mkdir -p "$d"
+    redis-server --port "$p" --bind 127.0.0.1 --dir "$d" --save "" "$@" >"$d/log" 2>&1 &
+    SERVER_PID=$!; PIDS+=("$SERVER_PID")
+    wait_ready "$p"
+}
+
+start_strata() { # port args...
+    local p="$1"; shift
+    local d="$WORK/strata-$p"; mkdir -p "$d"
+    "$STRATA" --port "$p" --dir "$d/data" "$@" >"$d/log" 2>&1 &
+    SERVER_PID=$!; PIDS+=("$SERVER_PID")
+    wait_ready "$p"
+}
+
+stop_server() {
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+}
+
+rb() { # name port pipeline
+    echo "== redis-benchmark $1 (-P $3)"
+    redis-benchmark -h 127.0.0.1 -p "$2" -t set,get,incr,hset,mset -n "$N" -r "$N" -c 50 -P "$3" --csv \
+        >"$OUT/rb-$1.csv" 2>"$OUT/rb-$1.err"
+    cat "$OUT/rb-$1.csv"
+}
+
+if [ "$DO_RB" = 1 ]; then
+    for P in 1 16; do
+        p=$(next_port); start_redis "$p" --appendonly yes --appendfsync everysec
+        rb "redis-everysec-P$P" "$p" "$P"; stop_server
+        p=$(next_port); start_strata "$p" --durability default
+        rb "strata-default-P$P" "$p" "$P"; stop_server
+    done
+    p=$(next_port); start_redis "$p" --appendonly yes --appendfsync always
+    rb "redis-always-P1" "$p" 1; stop_server
+    p=$(next_port); start_strata "$p" --durability sync
+    rb "strata-sync-P1" "$p" 1; stop_server
+fi
+
+YCSB_DIR="$ROOT/bench/server/ycsb"
+ycsb() { # load|run workload port outfile [extra -p ...]
+    local mode="$1" wl="$2" p="$3" out="$4"; shift 4
+    [ "$mode" = run ] && mode=t
+    java -cp "$YCSB_DIR/target/strata-ycsb-redis-0.1.0.jar:$YCSB_DIR/target/lib/*" site.ycsb.Client "-$mode" \
+        -db site.ycsb.db.StrataRedisClient -P "$YCSB_DIR/workloads/$wl" \
+        -p recordcount="$YCSB_RECORDS" -p operationcount="$YCSB_OPS" \
+        -p redis.host=127.0.0.1 -p redis.port="$p" -threads "$YCSB_THREADS" "$@" >"$out" 2>"$out.err"
+    grep -E "^\[OVERALL\], Throughput" "$out" || { echo "YCSB failed, see $out.err" >&2; tail -5 "$out.err" >&2; return 1; }
+}
+
+if [ "$DO_YCSB$DO_STUDY" != "00" ]; then
+    (cd "$YCSB_DIR" && mvn -q -B package -DskipTests)
+fi
+
+if [ "$DO_YCSB" = 1 ]; then
+    for server in redis strata; do
+        p=$(next_port)
+        if [ "$server" = redis ]; then start_redis "$p" --appendonly yes --appendfsync everysec
+        else start_strata "$p" --durability default; fi
+        echo "== YCSB $server"
+        ycsb load workloada "$p" "$OUT/ycsb-load-$server.txt"
+        # Standard order: D and E insert, so they run last.
+        for w in a b c f d e; do
+            echo -n "$w: "; ycsb run "workload$w" "$p" "$OUT/ycsb-$w-$server.txt"
+        done
+        stop_server
+    done
+fi
+
+if [ "$DO_STUDY" = 1 ]; then
+    declare -A MODES=(
+        [ideal]="--storage memory"
+        [log-always]="--storage memory --appendfsync always"
+        [log-everysec]="--storage memory --appendfsync everysec"
+        [snapshot]="--storage memory --snapshot-seconds 10"
+        [engine]="--storage engine"
+        [engine-sync]="--storage engine --durability sync"
+    )
+    for mode in ideal log-always log-everysec snapshot engine engine-sync; do
+        p=$(next_port)
+        # shellcheck disable=SC2086
+        start_strata "$p" ${MODES[$mode]}
+        echo "== study $mode"
+        ycsb load study-read90 "$p" "$OUT/study-$mode-load.txt.log" >/dev/null
+        for mix in read90 write90; do
+            echo -n "$mix: "; ycsb run "study-$mix" "$p" "$OUT/study-$mode-$mix.txt"
+        done
+        stop_server
+    done
+fi
+
+python3 "$ROOT/bench/server/report.py" "$OUT" | tee "$OUT/summary.md"
+echo "raw outputs: $OUT"
