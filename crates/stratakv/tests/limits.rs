@@ -14,10 +14,21 @@ fn value(i: u32) -> Vec<u8> {
 }
 
 #[test]
-fn full_pm_region_is_back_pressure_then_an_error_then_recovers() {
+fn full_pm_region_is_back_pressure_then_an_error_then_recovers_sstable_l0() {
+    full_pm(stratakv::L0Kind::Sstable);
+}
+
+#[test]
+fn full_pm_region_is_back_pressure_then_an_error_then_recovers_matrix_l0() {
+    full_pm(stratakv::L0Kind::Matrix);
+}
+
+fn full_pm(l0: stratakv::L0Kind) {
     let dir = tempfile::tempdir().unwrap();
     let mut o = Options::for_tests();
+    o.l0 = l0;
     o.pm_size = 2 << 20;
+    o.matrix_bytes = 1 << 20;
     o.write_buffer_size = 256 << 10;
     o.pm_full_timeout_ms = 300;
     let db = Db::open(dir.path(), o.clone()).unwrap();

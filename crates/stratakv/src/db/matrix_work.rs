@@ -68,23 +68,15 @@ impl DbInner {
         let row = if entries.is_empty() {
             None
         } else {
-            let mut entries = Some(entries);
+            // A retry after a full region rebuilds from the same entries.
+            let mut entries = entries;
             Some(self.with_pm_space(|| {
                 let (id, older) = {
                     let mut m = self.matrix.lock();
                     (m.new_row_id(), m.rows.first().map(|r| r.row.clone()))
                 };
-                let spec = RowSpec {
-                    id,
-                    entries: entries.take().unwrap_or_default(),
-                    older: older.as_deref(),
-                    log_bytes,
-                    logs: logs.clone(),
-                };
-                match build_row(&self.region, &self.shared_region_path, spec) {
-                    Err(e) if e.is_full() => Err(e),
-                    other => other,
-                }
+                let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes, logs: logs.clone() };
+                build_row(&self.region, &self.shared_region_path, spec)
             })?)
         };
         let live = match row {
@@ -203,16 +195,11 @@ impl DbInner {
         }
         let first_log = group.iter().map(|r| r.first_log).min().unwrap_or(0);
         let last_log = group.iter().map(|r| r.last_log).max().unwrap_or(0);
-        let mut entries = Some(entries);
+        // A retry after a full region rebuilds from the same entries.
+        let mut entries = entries;
         let row = self.with_pm_space(|| {
             let id = self.matrix.lock().new_row_id();
-            let spec = RowSpec {
-                id,
-                entries: entries.take().unwrap_or_default(),
-                older: older.as_deref(),
-                log_bytes,
-                logs: logs.clone(),
-            };
+            let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes, logs: logs.clone() };
             build_row(&self.region, &self.shared_region_path, spec)
         })?;
         let merged = LiveRow::new(row, 0, false, first_log, last_log)?;

@@ -43,8 +43,8 @@ pub fn compare_elems(region: &Region, path: &PathBuf, a: &Elem, b: &Elem) -> Res
 pub struct RowSpec<'a> {
     /// Row id (also the extent number).
     pub id: u64,
-    /// Elements, sorted by internal key.
-    pub entries: Vec<RowEntry>,
+    /// Elements, sorted by internal key (their hints are filled in).
+    pub entries: &'a mut [RowEntry],
     /// The newest existing row, which the hints point into.
     pub older: Option<&'a Row>,
     /// Log bytes the entries occupy.
@@ -55,7 +55,7 @@ pub struct RowSpec<'a> {
 
 /// Writes a row to a fresh extent and persists it. The row is not yet
 /// reachable: the caller publishes it in the MANIFEST.
-pub fn build_row(region: &Region, path: &Arc<PathBuf>, mut spec: RowSpec<'_>) -> Result<Row> {
+pub fn build_row(region: &Region, path: &Arc<PathBuf>, spec: RowSpec<'_>) -> Result<Row> {
     let n = spec.entries.len() as u64;
     // Hints: the first element of the older row >= each new element.
     if let Some(older) = spec.older {
@@ -77,7 +77,7 @@ pub fn build_row(region: &Region, path: &Arc<PathBuf>, mut spec: RowSpec<'_>) ->
     let mut elems = Vec::with_capacity((n * super::row::ELEM_LEN) as usize);
     let mut hashes = Vec::with_capacity((n * 8) as usize);
     let (mut min_seq, mut max_seq) = (u64::MAX, 0u64);
-    for e in &spec.entries {
+    for e in spec.entries.iter() {
         e.elem.encode(&mut elems);
         hashes.extend_from_slice(&e.hash.to_le_bytes());
         min_seq = min_seq.min(e.elem.seq());
@@ -107,5 +107,5 @@ pub fn build_row(region: &Region, path: &Arc<PathBuf>, mut spec: RowSpec<'_>) ->
     let extent = writer.extent().clone();
     drop(slot);
     drop(writer);
-    Row::open(extent, std::mem::take(&mut spec.logs), path.clone())
+    Row::open(extent, spec.logs, path.clone())
 }

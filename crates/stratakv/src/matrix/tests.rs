@@ -102,11 +102,11 @@ fn build_matrix(seed: u64, n_rows: usize, per_row: usize, space: u32) -> (Region
             recs.push((k, seq, kind, v));
             seq += 1;
         }
-        let (entries, log, bytes) = write_log(&region, 1000 + r as u64, &recs);
+        let (mut entries, log, bytes) = write_log(&region, 1000 + r as u64, &recs);
         let id = state.new_row_id();
         let older = state.rows.first().map(|l| l.row.clone());
-        let row = build_row(&region, &path, RowSpec { id, entries, older: older.as_deref(), log_bytes: bytes, logs: vec![log] })
-            .unwrap();
+        let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes: bytes, logs: vec![log] };
+        let row = build_row(&region, &path, spec).unwrap();
         state.push_newest(LiveRow::new(row, 0, false, 1000 + r as u64, 1000 + r as u64).unwrap());
     }
     (region, state)
