@@ -36,7 +36,8 @@ pub fn sweep_once(shared: &Shared, limit: usize) -> StoreResult<usize> {
             // An index entry left behind by an older expiry: drop it.
             _ => ctx.txn.delete(ik.clone()),
         }
-        let r = commit(ctx, Reply::ok());
+        // Expiry deletions need no acknowledgement: they are not waited on.
+        let (r, _) = commit(ctx, Reply::ok());
         if let Reply::Error(e) = r {
             return Err(crate::store::StoreError(e));
         }

@@ -21,7 +21,7 @@ use bytes::Bytes;
 use crate::config::Config;
 use crate::keyspace::{now_ms, KeyLocks, Meta, Txn};
 use crate::resp::Reply;
-use crate::store::{Backend, StoreError};
+use crate::store::{Backend, Pending, StoreError};
 
 pub use table::{lookup, Keys, Run, Spec};
 
@@ -60,12 +60,15 @@ pub struct Shared {
     pub started: Instant,
     /// Set to true to stop the server (SHUTDOWN, signals).
     pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// Every write waits for durability (memory store with `appendfsync always`).
+    pub store_always_durable: bool,
 }
 
 impl Shared {
     /// Builds the shared state and counts the keys already stored.
     pub fn new(store: Arc<dyn Backend>, config: Config) -> Result<Shared, StoreError> {
         let (shutdown, _) = tokio::sync::watch::channel(false);
+        let store_always_durable = config.appendfsync == Some(crate::store::aof::FsyncPolicy::Always);
         let shared = Shared {
             store,
             locks: KeyLocks::default(),
@@ -75,6 +78,7 @@ impl Shared {
             stats: ServerStats::default(),
             started: Instant::now(),
             shutdown,
+            store_always_durable,
         };
         shared.check_format()?;
         shared.count_keys()?;
@@ -94,7 +98,8 @@ impl Shared {
                 if !self.store.scan(&[], None, 1)?.is_empty() {
                     return Err(StoreError("data directory holds data that is not a strata-server keyspace".into()));
                 }
-                self.store.write(vec![(VERSION_KEY.to_vec(), Some(VERSION.to_vec()))], true)
+                let p = self.store.write(vec![(VERSION_KEY.to_vec(), Some(VERSION.to_vec()))], true)?;
+                self.store.wait_durable(p)
             }
         }
     }
@@ -296,20 +301,34 @@ pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
 
 fn run_data(shared: &Shared, proto: u8, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Reply {
     let keys = keys_of(spec, args);
-    let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
-    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
-    let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
-    commit(ctx, reply)
+    let (reply, pending) = {
+        let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
+        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
+        let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
+        commit(ctx, reply)
+    };
+    acknowledge(shared, reply, pending)
 }
 
-/// Commits a context's transaction; the reply becomes an error if the
-/// write fails (nothing of it was applied then).
-pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply) -> Reply {
+/// Waits (with the key locks released) until a committed write is durable;
+/// the reply becomes an error if that fails.
+pub(crate) fn acknowledge(shared: &Shared, reply: Reply, pending: Pending) -> Reply {
+    match shared.store.wait_durable(pending) {
+        Ok(()) => reply,
+        Err(e) => Reply::err(format!("ERR {e}")),
+    }
+}
+
+/// Commits a context's transaction (call with the key locks held); the
+/// reply becomes an error if the write fails (nothing of it was applied).
+/// The write is acknowledged only after [`acknowledge`].
+pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply) -> (Reply, Pending) {
     let shared = ctx.shared;
     let cleared = ctx.txn.was_cleared();
     let expired = ctx.txn.expired;
-    match ctx.txn.commit(shared.config.durability_sync) {
-        Ok(d) => {
+    let durable = shared.config.durability_sync || shared.store_always_durable;
+    match ctx.txn.commit(durable) {
+        Ok((d, pending)) => {
             if cleared {
                 shared.keys.store(d.keys, Ordering::Relaxed);
                 shared.expires.store(d.expires, Ordering::Relaxed);
@@ -318,9 +337,9 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply) -> Reply {
                 shared.expires.fetch_add(d.expires, Ordering::Relaxed);
             }
             shared.stats.expired_keys.fetch_add(expired, Ordering::Relaxed);
-            reply
+            (reply, pending)
         }
-        Err(e) => Reply::err(format!("ERR {e}")),
+        Err(e) => (Reply::err(format!("ERR {e}")), Pending::default()),
     }
 }
 

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::{commit, keys_of, lookup, CmdError, Ctx, Keys, Run, Session, Shared};
+use super::{acknowledge, commit, keys_of, lookup, CmdError, Ctx, Keys, Run, Session, Shared};
 use crate::keyspace::{now_ms, Txn};
 use crate::resp::Reply;
 
@@ -43,14 +43,17 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     let cmds: Vec<_> = queue.iter().filter_map(|args| Some((lookup(args.first()?)?, args))).collect();
     let global = cmds.iter().any(|(s, _)| s.keys == Keys::Global);
     let keys: Vec<&[u8]> = cmds.iter().flat_map(|(s, a)| keys_of(s, a)).collect();
-    let _locks = if global { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
-    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto: sess.proto };
-    let mut replies = Vec::with_capacity(cmds.len());
-    for (spec, args) in cmds {
-        replies.push(match spec.run {
-            Run::Session(f) => f(shared, sess, args),
-            Run::Data(f) => f(&mut ctx, args).unwrap_or_else(CmdError::into_reply),
-        });
-    }
-    commit(ctx, Reply::Array(replies))
+    let (reply, pending) = {
+        let _locks = if global { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
+        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto: sess.proto };
+        let mut replies = Vec::with_capacity(cmds.len());
+        for (spec, args) in cmds {
+            replies.push(match spec.run {
+                Run::Session(f) => f(shared, sess, args),
+                Run::Data(f) => f(&mut ctx, args).unwrap_or_else(CmdError::into_reply),
+            });
+        }
+        commit(ctx, Reply::Array(replies))
+    };
+    acknowledge(shared, reply, pending)
 }

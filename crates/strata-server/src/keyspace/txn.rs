@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{expire_index_key, meta_key, prefix_end, Meta};
-use crate::store::{Backend, Op, StoreError, StoreResult};
+use crate::store::{Backend, Op, Pending, StoreError, StoreResult};
 
 /// Changes a commit made to the key and expiry counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -238,12 +238,13 @@ impl<'a> Txn<'a> {
         self.cleared || !self.writes.is_empty()
     }
 
-    /// Writes everything staged as one atomic batch (`sync`: durable
-    /// before returning) and reports how the key counts changed.
-    pub fn commit(mut self, sync: bool) -> StoreResult<CountDelta> {
+    /// Writes everything staged as one atomic batch and reports how the
+    /// key counts changed. With `durable`, wait on the returned ticket
+    /// (after releasing the key locks) before acknowledging.
+    pub fn commit(mut self, durable: bool) -> StoreResult<(CountDelta, Pending)> {
         let mut delta = CountDelta::default();
         if !self.is_dirty() {
-            return Ok(delta);
+            return Ok((delta, Pending::default()));
         }
         let writes = std::mem::take(&mut self.writes);
         for (k, after) in writes.iter().filter(|(k, _)| k.first() == Some(&b'm')) {
@@ -256,14 +257,15 @@ impl<'a> Txn<'a> {
             delta.keys += i64::from(after.is_some()) - i64::from(before.is_some());
             delta.expires += i64::from(has_exp(after)) - i64::from(has_exp(&before));
         }
+        let mut pending = Pending::default();
         if self.cleared {
-            self.store.clear(sync)?;
+            pending = self.store.clear(durable)?;
         }
         let ops: Vec<Op> = writes.into_iter().collect();
         if !ops.is_empty() {
-            self.store.write(ops, sync)?;
+            pending = self.store.write(ops, durable)?;
         }
-        Ok(delta)
+        Ok((delta, pending))
     }
 
     /// Whether FLUSHDB/FLUSHALL ran in this transaction.
@@ -282,7 +284,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = MemoryStore::open(dir.path(), MemoryPersistence::default()).unwrap();
         let ops: Vec<Op> = (0..100u32).map(|i| (format!("k{i:03}").into_bytes(), Some(vec![1]))).collect();
-        store.write(ops, false).unwrap();
+        let _ = store.write(ops, false).unwrap();
         let mut t = Txn::new(&store, 0);
         t.delete(b"k005".to_vec());
         t.put(b"k005x".to_vec(), vec![2]);
@@ -293,7 +295,7 @@ mod tests {
         assert!(!all.iter().any(|(k, _)| k == b"k005"));
         let some = t.scan(b"k", None, 7).unwrap();
         assert_eq!(some.len(), 7);
-        let d = t.commit(false).unwrap();
+        let (d, _) = t.commit(false).unwrap();
         assert_eq!(d, CountDelta::default());
         assert_eq!(store.get(b"k200").unwrap(), Some(vec![3]));
     }

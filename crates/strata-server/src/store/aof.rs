@@ -16,8 +16,11 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::group::GroupSync;
 use super::{Op, StoreError, StoreResult};
 
 /// When the command log is fsynced (Redis's `appendfsync`).
@@ -155,23 +158,16 @@ pub fn decode_all(data: &[u8]) -> (Vec<Record>, usize) {
     (out, valid)
 }
 
-struct SyncState {
-    /// Records written to the file (by count).
-    written: u64,
-    /// Records known durable.
-    synced: u64,
-    /// A leader is in fsync.
-    syncing: bool,
-}
-
 /// An open command log.
 pub struct Aof {
     path: PathBuf,
     policy: FsyncPolicy,
-    /// The file and the write counter; held while appending.
-    file: Mutex<(Arc<File>, u64)>,
-    sync: Mutex<SyncState>,
-    synced_cv: Condvar,
+    /// The file; held while appending.
+    file: Mutex<Arc<File>>,
+    group: GroupSync,
+    /// An fsync failed: what reached the disk is unknown (fsyncgate), so
+    /// appends are refused until restart.
+    failed: AtomicBool,
     /// File size after the last rewrite (or at open).
     base_size: Mutex<u64>,
 }
@@ -193,9 +189,9 @@ impl Aof {
         let aof = Aof {
             path: path.to_path_buf(),
             policy,
-            file: Mutex::new((Arc::new(file), 0)),
-            sync: Mutex::new(SyncState { written: 0, synced: 0, syncing: false }),
-            synced_cv: Condvar::new(),
+            file: Mutex::new(Arc::new(file)),
+            group: GroupSync::default(),
+            failed: AtomicBool::new(false),
             base_size: Mutex::new(valid as u64),
         };
         Ok((aof, records))
@@ -210,14 +206,25 @@ impl Aof {
     /// [`Aof::wait_durable`]. Call while holding the locks that order this
     /// write against conflicting ones.
     pub fn append(&self, rec: &Record) -> StoreResult<u64> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(StoreError("refusing writes after a failed fsync of the command log (restart the server)".into()));
+        }
         let bytes = encode(rec);
-        let mut f = self.file.lock();
-        (&*f.0).write_all(&bytes)?;
-        f.1 += 1;
-        let ticket = f.1;
-        let mut s = self.sync.lock();
-        s.written = s.written.max(ticket);
-        Ok(ticket)
+        let f = self.file.lock();
+        if let Err(e) = (&**f).write_all(&bytes) {
+            // A partial record may be in the file: later records would be cut off at replay.
+            self.failed.store(true, Ordering::Release);
+            return Err(e.into());
+        }
+        Ok(self.group.applied())
+    }
+
+    fn sync_file(&self) -> StoreResult<()> {
+        let file = self.file.lock().clone();
+        file.sync_data().map_err(|e| {
+            self.failed.store(true, Ordering::Release);
+            StoreError::from(e)
+        })
     }
 
     /// With `always`, waits until record `ticket` is fsynced, one fsync
@@ -226,47 +233,20 @@ impl Aof {
         if self.policy != FsyncPolicy::Always {
             return Ok(());
         }
-        let mut s = self.sync.lock();
-        loop {
-            if s.synced >= ticket {
-                return Ok(());
-            }
-            if s.syncing {
-                self.synced_cv.wait(&mut s);
-                continue;
-            }
-            s.syncing = true;
-            drop(s);
-            let (file, target) = {
-                let f = self.file.lock();
-                (f.0.clone(), f.1)
-            };
-            let res = file.sync_data();
-            s = self.sync.lock();
-            s.syncing = false;
-            if res.is_ok() {
-                s.synced = s.synced.max(target);
-            }
-            self.synced_cv.notify_all();
-            res?;
-        }
+        self.group.wait(ticket, || self.sync_file())
     }
 
     /// fsyncs everything appended so far (everysec thread, shutdown).
     pub fn sync_now(&self) -> StoreResult<()> {
-        let (file, target) = {
-            let f = self.file.lock();
-            (f.0.clone(), f.1)
-        };
-        file.sync_data()?;
-        let mut s = self.sync.lock();
-        s.synced = s.synced.max(target);
+        let target = self.group.last_applied();
+        self.sync_file()?;
+        self.group.mark_synced(target);
         Ok(())
     }
 
     /// Current file size in bytes.
     pub fn size(&self) -> u64 {
-        self.file.lock().0.metadata().map(|m| m.len()).unwrap_or(0)
+        self.file.lock().metadata().map(|m| m.len()).unwrap_or(0)
     }
 
     /// Whether the log has grown enough to be rewritten (twice its size
@@ -299,15 +279,15 @@ impl Aof {
             f.sync_all()?;
         }
         let mut f = self.file.lock();
+        let target = self.group.last_applied();
         std::fs::rename(&tmp, &self.path)?;
         if let Some(dir) = self.path.parent() {
             File::open(dir)?.sync_all()?;
         }
         let file = OpenOptions::new().append(true).read(true).open(&self.path)?;
         let size = file.metadata()?.len();
-        f.0 = Arc::new(file);
-        let mut s = self.sync.lock();
-        s.synced = s.synced.max(f.1);
+        *f = Arc::new(file);
+        self.group.mark_synced(target);
         *self.base_size.lock() = size;
         Ok(())
     }

@@ -7,17 +7,24 @@ use std::path::Path;
 
 use stratakv::{Db, KeyRange, Options, WriteBatch, WriteOptions};
 
-use super::{Backend, Op, StoreError, StoreResult};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::group::GroupSync;
+use super::{Backend, Op, Pending, StoreError, StoreResult};
 
 /// A [`Backend`] over an open [`Db`].
 pub struct EngineStore {
     db: Db,
+    group: GroupSync,
+    /// A sync failed: durability of later writes is unknown (fsyncgate), so
+    /// writes are refused until restart.
+    failed: AtomicBool,
 }
 
 impl EngineStore {
     /// Opens (creating if needed) the engine in `dir` with `opts`.
     pub fn open(dir: &Path, opts: Options) -> StoreResult<EngineStore> {
-        Ok(EngineStore { db: Db::open(dir, opts)? })
+        Ok(EngineStore { db: Db::open(dir, opts)?, group: GroupSync::default(), failed: AtomicBool::new(false) })
     }
 }
 
@@ -42,7 +49,10 @@ impl Backend for EngineStore {
         Ok(out)
     }
 
-    fn write(&self, ops: Vec<Op>, sync: bool) -> StoreResult<()> {
+    fn write(&self, ops: Vec<Op>, durable: bool) -> StoreResult<Pending> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(StoreError("refusing writes after a failed sync of the PM log (restart the server)".into()));
+        }
         let mut batch = WriteBatch::new();
         for (k, v) in &ops {
             match v {
@@ -50,7 +60,20 @@ impl Backend for EngineStore {
                 None => batch.delete(k),
             };
         }
-        Ok(self.db.write_opt(&batch, &WriteOptions { sync })?)
+        // Durable writes are applied without sync here and made durable by
+        // one shared msync in `wait_durable`, after the key locks are released.
+        self.db.write_opt(&batch, &WriteOptions { sync: false })?;
+        Ok(Pending(durable.then(|| self.group.applied())))
+    }
+
+    fn wait_durable(&self, pending: Pending) -> StoreResult<()> {
+        let Some(ticket) = pending.0 else { return Ok(()) };
+        self.group.wait(ticket, || {
+            self.db.sync().map_err(|e| {
+                self.failed.store(true, Ordering::Release);
+                StoreError::from(e)
+            })
+        })
     }
 
     fn save(&self) -> StoreResult<()> {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use parking_lot::{Mutex, RwLock};
 
 use super::aof::{Aof, FsyncPolicy, Record};
-use super::{snapshot, Backend, Op, StoreResult};
+use super::{snapshot, Backend, Op, Pending, StoreResult};
 
 /// File name of the command log in the data directory.
 pub const AOF_FILE: &str = "appendonly.strata";
@@ -203,7 +203,7 @@ impl Backend for MemoryStore {
             .collect())
     }
 
-    fn write(&self, ops: Vec<Op>, _sync: bool) -> StoreResult<()> {
+    fn write(&self, ops: Vec<Op>, _durable: bool) -> StoreResult<Pending> {
         let n = ops.len() as u64;
         let rec = Record::Batch(ops);
         let ticket = {
@@ -221,13 +221,17 @@ impl Backend for MemoryStore {
             ticket
         };
         self.inner.dirty.fetch_add(n, Ordering::AcqRel);
-        match (&self.inner.aof, ticket) {
+        Ok(Pending(ticket))
+    }
+
+    fn wait_durable(&self, pending: Pending) -> StoreResult<()> {
+        match (&self.inner.aof, pending.0) {
             (Some(aof), Some(t)) => aof.wait_durable(t),
             _ => Ok(()),
         }
     }
 
-    fn clear(&self, _sync: bool) -> StoreResult<()> {
+    fn clear(&self, _durable: bool) -> StoreResult<Pending> {
         let ticket = {
             let mut map = self.inner.map.write();
             let ticket = match &self.inner.aof {
@@ -239,10 +243,7 @@ impl Backend for MemoryStore {
             ticket
         };
         self.inner.dirty.fetch_add(1, Ordering::AcqRel);
-        match (&self.inner.aof, ticket) {
-            (Some(aof), Some(t)) => aof.wait_durable(t),
-            _ => Ok(()),
-        }
+        Ok(Pending(ticket))
     }
 
     fn save(&self) -> StoreResult<()> {

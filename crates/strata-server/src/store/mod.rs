@@ -4,6 +4,7 @@
 
 pub mod aof;
 pub mod engine;
+pub mod group;
 pub mod memory;
 pub mod snapshot;
 
@@ -39,6 +40,12 @@ impl From<std::io::Error> for StoreError {
 /// Result of a storage call.
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// A write that is applied (visible) and, if it asked for durability, has
+/// a ticket to wait on with [`Backend::wait_durable`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[must_use]
+pub struct Pending(pub Option<u64>);
+
 /// An ordered byte keyspace with atomic batch writes.
 ///
 /// Thread safety: every method may be called from many threads at once.
@@ -51,18 +58,25 @@ pub trait Backend: Send + Sync {
     /// key), in key order.
     fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>>;
 
-    /// Applies `ops` atomically (all or none, also across a crash). With
-    /// `sync` the call returns only once the write is durable.
-    fn write(&self, ops: Vec<Op>, sync: bool) -> StoreResult<()>;
+    /// Applies `ops` atomically (all or none, also across a crash) and
+    /// makes them visible. With `durable`, the returned ticket must be
+    /// passed to [`Backend::wait_durable`] before the write is acknowledged
+    /// (callers do that after releasing their key locks, so that writers of
+    /// one key share a sync).
+    fn write(&self, ops: Vec<Op>, durable: bool) -> StoreResult<Pending>;
+
+    /// Waits until a write is durable (group commit across waiters).
+    fn wait_durable(&self, pending: Pending) -> StoreResult<()>;
 
     /// Removes every key. The default deletes in chunks through `write`.
-    fn clear(&self, sync: bool) -> StoreResult<()> {
+    fn clear(&self, durable: bool) -> StoreResult<Pending> {
+        let mut last = Pending::default();
         loop {
             let chunk = self.scan(&[], None, 1024)?;
             if chunk.is_empty() {
-                return Ok(());
+                return Ok(last);
             }
-            self.write(chunk.into_iter().map(|(k, _)| (k, None)).collect(), sync)?;
+            last = self.write(chunk.into_iter().map(|(k, _)| (k, None)).collect(), durable)?;
         }
     }
 
