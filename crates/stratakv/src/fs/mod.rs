@@ -4,8 +4,12 @@
 //! tests can inject faults (fail the Nth fsync, drop unsynced data at a
 //! simulated power cut) without touching engine code.
 
+mod fault_fs;
+mod mem_fs;
 mod std_fs;
 
+pub use fault_fs::{FaultError, FaultFs, FaultOp, FaultPlan, FaultStats, FiredFault};
+pub use mem_fs::{FsCrashMode, FsSnapshot, MemFs, MemFsHook, MemFsOp, MemFsView};
 pub use std_fs::StdFs;
 
 use std::fmt::Debug;
