@@ -1,47 +1,65 @@
-//! One client connection: read bytes, parse every complete request,
-//! run the batch on the blocking pool (engine calls block), write the
-//! replies in order. Malformed protocol closes only this connection.
+//! One client connection, served on its own OS thread: read bytes, parse
+//! every complete request, run them in order, write the replies.
+//! Malformed protocol closes only this connection.
+//!
+//! Why a thread per connection and not a task on the async runtime: every
+//! command calls the engine, and engine calls block (PM back-pressure, the
+//! msync of a durable write, SSD reads). They must not run on the runtime's
+//! reactor threads, and handing each request to a blocking pool and back
+//! costs two cross-thread wake-ups per request. A connection thread calls
+//! the engine directly, and with `--durability sync` every waiting client
+//! thread joins the same group commit. The runtime (tokio) accepts
+//! connections, handles signals and shutdown.
 
-use std::net::SocketAddr;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::sync::watch;
 
 use crate::cmd::{execute, Session, Shared};
 use crate::resp::{parse_request, Reply};
 
-/// Most requests run in one blocking hop (longer pipelines are split).
+/// Most requests run before their replies are written (longer pipelines
+/// are answered in parts).
 const MAX_BATCH: usize = 1024;
 
-/// Runs requests in order; returns the session and the encoded replies.
-fn run_batch(shared: &Shared, mut sess: Session, reqs: Vec<Vec<Bytes>>) -> (Session, Vec<u8>) {
-    let mut out = Vec::with_capacity(reqs.len() * 16);
+/// Runs requests in order, appending encoded replies to `out`. Returns
+/// false when the connection must close after `out` is written.
+fn run_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>, out: &mut Vec<u8>) -> bool {
     for args in reqs {
-        if let Some(reply) = execute(shared, &mut sess, &args) {
+        if let Some(reply) = execute(shared, sess, &args) {
             if sess.silent {
-                break;
+                return false;
             }
-            reply.encode(sess.proto, &mut out);
+            reply.encode(sess.proto, out);
         }
         if sess.quit {
-            break;
+            return false;
         }
     }
-    (sess, out)
+    true
 }
 
-/// Serves `stream` until the client leaves, misbehaves, idles out, or
-/// the server shuts down.
-pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr, mut shutdown: watch::Receiver<bool>) {
+fn write_error(stream: &mut TcpStream, text: &str) {
+    let mut out = Vec::new();
+    Reply::err(text).encode(2, &mut out);
+    let _ = stream.write_all(&out);
+}
+
+/// Serves `stream` until the client leaves, misbehaves, idles out, or the
+/// server shuts the socket down (shutdown).
+pub fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
     let _ = stream.set_nodelay(true);
+    if shared.config.timeout > 0 {
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(shared.config.timeout)));
+    }
     let limits = shared.config.limits;
-    let idle = shared.config.timeout;
     let mut buf = BytesMut::with_capacity(16 << 10);
-    let mut sess = Some(Session::new(&shared, addr.to_string()));
+    let mut out = Vec::with_capacity(16 << 10);
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut sess = Session::new(&shared, addr);
     loop {
         let mut reqs = Vec::new();
         let mut protocol_error = None;
@@ -56,52 +74,44 @@ pub async fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: SocketAddr,
             }
         }
         if !reqs.is_empty() {
-            let Some(s) = sess.take() else { return };
-            let sh = shared.clone();
-            let Ok((s, out)) = tokio::task::spawn_blocking(move || run_batch(&sh, s, reqs)).await else { return };
-            if !out.is_empty() && stream.write_all(&out).await.is_err() {
+            out.clear();
+            let keep = run_batch(&shared, &mut sess, reqs, &mut out);
+            if !out.is_empty() && stream.write_all(&out).is_err() {
                 return;
             }
-            if s.quit {
-                let _ = stream.flush().await;
+            if !keep {
+                let _ = stream.shutdown(Shutdown::Write);
                 return;
             }
-            sess = Some(s);
+            if out.capacity() > (1 << 20) {
+                out = Vec::with_capacity(16 << 10);
+            }
             if protocol_error.is_none() {
                 continue;
             }
         }
         if let Some(e) = protocol_error {
-            let mut out = Vec::new();
-            Reply::err(format!("ERR {}", e.0)).encode(2, &mut out);
-            let _ = stream.write_all(&out).await;
+            write_error(&mut stream, &format!("ERR {}", e.0));
             return;
         }
         if buf.len() >= limits.max_query_buffer {
-            let mut out = Vec::new();
-            Reply::err("ERR client query buffer limit reached").encode(2, &mut out);
-            let _ = stream.write_all(&out).await;
+            write_error(&mut stream, "ERR client query buffer limit reached");
             return;
         }
-        let want = buf.len().clamp(16 << 10, 8 << 20);
-        if buf.capacity() - buf.len() < want / 2 {
-            buf.reserve(want);
-        }
-        let read = stream.read_buf(&mut buf);
-        let n = tokio::select! {
-            biased;
-            _ = shutdown.changed() => return,
-            r = async {
-                if idle > 0 {
-                    tokio::time::timeout(Duration::from_secs(idle), read).await.unwrap_or(Ok(0))
-                } else {
-                    read.await
-                }
-            } => r,
+        // The buffer grows with what has arrived, never by a declared length.
+        let got = loop {
+            match stream.read(&mut chunk) {
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                other => break other,
+            }
         };
-        match n {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+        match got {
+            Ok(n) if n > 0 => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
+            // EOF, error, idle timeout (WouldBlock/TimedOut) or shutdown.
+            _ => return,
+        }
+        if shared.is_shutting_down() {
+            return;
         }
     }
 }

@@ -132,6 +132,11 @@ impl Shared {
     pub fn request_shutdown(&self) {
         self.shutdown.send_replace(true);
     }
+
+    /// Whether shutdown was requested.
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
 }
 
 /// Per-connection state.
