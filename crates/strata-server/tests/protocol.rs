@@ -1,6 +1,7 @@
 //! Drives the built `strata-server` binary over raw TCP on 127.0.0.1:
 //! inline and multibulk requests, pipelining, RESP3 after HELLO 3, error
 //! texts, malformed frames closing only their own connection, restart.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -36,6 +37,7 @@ fn start(dir: &Path, extra: &[&str]) -> Server {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let srv = Server { child, port };
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
@@ -43,13 +45,13 @@ fn start(dir: &Path, extra: &[&str]) -> Server {
             if s.write_all(b"PING\r\n").is_ok() {
                 let mut b = [0u8; 7];
                 if s.read_exact(&mut b).is_ok() && &b == b"+PONG\r\n" {
-                    return Server { child, port };
+                    return srv;
                 }
             }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("server did not start");
+    panic!("server did not start"); // dropping `srv` kills and reaps the process
 }
 
 fn connect(port: u16) -> TcpStream {

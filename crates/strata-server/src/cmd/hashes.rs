@@ -32,14 +32,14 @@ fn set_fields(ctx: &mut Ctx<'_>, key: &[u8], pairs: &[Bytes], only_new: bool) ->
 }
 
 pub(crate) fn hset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Ok(wrong_args("hset"));
     }
     Ok(Reply::Int(set_fields(ctx, arg(args, 1), args.get(2..).unwrap_or_default(), false)?))
 }
 
 pub(crate) fn hmset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Ok(wrong_args("hmset"));
     }
     set_fields(ctx, arg(args, 1), args.get(2..).unwrap_or_default(), false)?;
@@ -72,8 +72,11 @@ pub(crate) fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Array(out))
 }
 
+/// (field, value) pairs.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Every (field, value) of a hash, in field order.
-fn all_fields(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CmdError> {
+fn all_fields(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Pairs, CmdError> {
     if read_typed(ctx, key, KeyType::Hash)?.is_none() {
         return Ok(Vec::new());
     }

@@ -169,7 +169,7 @@ pub(crate) fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 pub(crate) fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Ok(wrong_args("mset"));
     }
     for pair in args.get(1..).unwrap_or_default().chunks(2) {
@@ -181,7 +181,7 @@ pub(crate) fn mset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 pub(crate) fn msetnx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Ok(wrong_args("msetnx"));
     }
     let pairs = args.get(1..).unwrap_or_default();

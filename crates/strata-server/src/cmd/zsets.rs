@@ -109,13 +109,13 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         i += 1;
     }
     let rest = args.get(i..).unwrap_or_default();
-    if rest.is_empty() || rest.len() % 2 != 0 {
+    if rest.is_empty() || !rest.len().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     if f.nx && f.xx {
         return Err(CmdError::Msg("ERR XX and NX options at the same time are not compatible".into()));
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Err(CmdError::Msg("ERR GT, LT, and/or NX options at the same time are not compatible".into()));
     }
     if f.incr && rest.len() > 2 {

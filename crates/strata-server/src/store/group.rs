@@ -100,7 +100,7 @@ mod tests {
             t.join().unwrap();
         }
         let n = syncs.load(Ordering::Relaxed);
-        assert!(n >= 1 && n <= 400, "{n}");
+        assert!((1..=400).contains(&n), "{n}");
         assert_eq!(g.last_applied(), 400);
     }
 
