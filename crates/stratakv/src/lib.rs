@@ -35,7 +35,7 @@ pub mod sstable;
 pub mod version;
 
 pub use batch::WriteBatch;
-pub use db::{Db, DbIter, KeyRange, LevelStats, Snapshot, Stats};
+pub use db::{Cursor, Db, DbIter, KeyRange, LevelStats, Snapshot, Stats, REGION_FILE};
 pub use error::{Error, Result};
 pub use options::{L0Kind, Options, ReadOptions, WriteOptions};
 pub use sstable::Compression;

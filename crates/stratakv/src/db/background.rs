@@ -329,6 +329,40 @@ impl DbInner {
         }
     }
 
+    /// Whether any flush or compaction is running or due.
+    fn background_work_pending(&self) -> bool {
+        let vs = self.versions.lock();
+        let m = self.matrix.lock();
+        let st = self.state.lock();
+        if !st.imms.is_empty() || st.compactions_running > 0 || st.column_busy {
+            return true;
+        }
+        if self.opts.disable_auto_compaction {
+            return false;
+        }
+        if self.opts.l0 == L0Kind::Matrix && (m.round_active() || self.round_due(&m, false)) {
+            return true;
+        }
+        pick(&st.version, &self.level_policy(), &st.busy, &vs.compact_pointers).is_some()
+    }
+
+    /// Blocks until no background work is running or due.
+    pub(crate) fn wait_for_compactions(&self) -> Result<()> {
+        loop {
+            if let Some(p) = &self.state.lock().poisoned {
+                return Err(Error::Poisoned(p.clone()));
+            }
+            if self.shutting_down.load(Ordering::Acquire) {
+                return Err(Error::Closed);
+            }
+            if !self.background_work_pending() {
+                return Ok(());
+            }
+            let mut st = self.state.lock();
+            self.state_cv.wait_for(&mut st, Duration::from_millis(20));
+        }
+    }
+
     /// Seals the memtable and waits until it and all earlier ones are in tables.
     pub(crate) fn flush_all(&self) -> Result<()> {
         self.check_writable()?;

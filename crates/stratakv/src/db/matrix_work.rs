@@ -222,7 +222,7 @@ impl DbInner {
     }
 
     /// Whether the matrix should start a compaction round now.
-    fn round_due(&self, m: &MatrixState, force: bool) -> bool {
+    pub(crate) fn round_due(&self, m: &MatrixState, force: bool) -> bool {
         if m.rows.is_empty() {
             return false;
         }

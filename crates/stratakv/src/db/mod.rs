@@ -18,7 +18,8 @@ mod snapshot;
 mod stats;
 mod write;
 
-pub use iter::{DbIter, KeyRange};
+pub use iter::{Cursor, DbIter, KeyRange};
+pub use open::REGION_FILE;
 pub use snapshot::Snapshot;
 pub use stats::{LevelStats, Stats};
 
@@ -246,6 +247,17 @@ impl Db {
     pub fn iter_opt(&self, range: impl Into<KeyRange>, ro: &ReadOptions) -> Result<DbIter> {
         let seq = ro.snapshot.unwrap_or_else(|| self.inner.pipeline.visible());
         DbIter::new(self.inner.clone(), range.into(), seq, None)
+    }
+
+    /// A positionable cursor (seek, next, prev) over `range` at the current point.
+    pub fn cursor(&self, range: impl Into<KeyRange>) -> Result<Cursor> {
+        self.iter(range)?.cursor()
+    }
+
+    /// Blocks until no flush or compaction is running or due (db_bench's
+    /// `waitforcompaction`). Returns at once if background compaction is disabled.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_for_compactions()
     }
 
     /// Seals the memtable and waits until everything written so far is in tables.
