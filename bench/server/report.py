@@ -75,7 +75,7 @@ def ycsb_table(out):
     for p in files:
         m = re.match(r"ycsb-(\w+)-(\w+)\.txt", os.path.basename(p))
         if m:
-            by.setdefault(m.group(2), {})[m.group(1)] = read_ycsb(p)
+            by.setdefault(m.group(1), {})[m.group(2)] = read_ycsb(p)
     lines = ["\n### YCSB through Jedis (8 threads)\n",
              "| workload | redis ops/s | strata ops/s | ratio | redis read p99 us | strata read p99 us |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
