@@ -5,7 +5,7 @@
 #
 # Installs what it needs: redis-tools and nutcracker (Debian), redis and
 # pytest (pip, into a venv under the cargo target directory).
-# Scale the crash loop with STRATA_SERVER_CRASH_ROUNDS (default 12).
+# Scale the crash loop with STRATA_SERVER_CRASH_ROUNDS (default 25).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive

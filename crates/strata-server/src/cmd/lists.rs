@@ -97,8 +97,8 @@ pub(crate) fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if start > stop || start >= len {
         return Ok(Reply::Array(Vec::new()));
     }
-    let from = list_key(key, head + start as u64);
-    let to = list_key(key, head + stop as u64 + 1);
+    let from = list_key(key, head.saturating_add(start as u64));
+    let to = list_key(key, head.saturating_add(stop as u64 + 1));
     let want = (stop - start + 1) as usize;
     let items = ctx.txn.scan(&from, Some(&to), want)?;
     Ok(Reply::Array(items.into_iter().map(|(_, v)| Reply::bulk_vec(v)).collect()))
@@ -123,5 +123,5 @@ pub(crate) fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if i < 0 || i >= len {
         return Ok(Reply::Nil);
     }
-    Ok(ctx.txn.get(&list_key(key, head + i as u64))?.map(Reply::bulk_vec).unwrap_or(Reply::Nil))
+    Ok(ctx.txn.get(&list_key(key, head.saturating_add(i as u64)))?.map(Reply::bulk_vec).unwrap_or(Reply::Nil))
 }

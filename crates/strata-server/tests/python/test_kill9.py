@@ -3,7 +3,7 @@ every acknowledged reply; the server is killed at random moments (and
 sometimes again during recovery) and restarted; every acknowledged write
 must be present, and MULTI/EXEC blocks must be all-or-nothing.
 
-Rounds: $STRATA_SERVER_CRASH_ROUNDS (default 12)."""
+Rounds: $STRATA_SERVER_CRASH_ROUNDS (default 25)."""
 import os
 import shutil
 import random
@@ -16,7 +16,7 @@ from redis.retry import Retry
 
 from conftest import Server
 
-ROUNDS = int(os.environ.get("STRATA_SERVER_CRASH_ROUNDS", "12"))
+ROUNDS = int(os.environ.get("STRATA_SERVER_CRASH_ROUNDS", "25"))
 # The server's flags; e.g. "--storage memory" shows the test failing.
 ARGS = os.environ.get("STRATA_SERVER_CRASH_ARGS", "--durability sync").split()
 THREADS = 6
