@@ -127,7 +127,8 @@ impl DbInner {
         }
     }
 
-    /// Installs the matrix state `m` for readers (call with `state` held).
+    /// Installs the matrix state `m` for readers (call with `state` held),
+    /// and sets the write throttle.
     pub(crate) fn publish_matrix(&self, st: &mut super::State, m: &MatrixState) {
         st.matrix = m.view();
         st.matrix_data_bytes = m.data_bytes();
@@ -135,6 +136,24 @@ impl DbInner {
         st.installs += 1;
         self.install_sv(st);
         self.state_cv.notify_all();
+        self.update_throttle(m, st.matrix_pm_bytes);
+    }
+
+    /// Above 60% of the matrix budget, limits the write rate to what fits in
+    /// the remaining room until the running compaction round frees PM, so
+    /// writers slow down smoothly instead of stopping when the matrix is full.
+    fn update_throttle(&self, m: &MatrixState, used: u64) {
+        let limit = self.opts.matrix_limit();
+        let soft = limit / 10 * 6;
+        let rate = if used < soft {
+            0
+        } else {
+            let free = limit.saturating_sub(used) as f64;
+            let secs = m.round_seconds_left().max(0.05);
+            // Never below 1 MiB/s: the hard stop at the limit still holds.
+            (free / secs).max((1 << 20) as f64) as u64
+        };
+        self.throttle_rate.store(rate, Ordering::Relaxed);
     }
 
     /// Merges the oldest segment of receiver rows into one row when there

@@ -106,6 +106,7 @@ pub(crate) struct Counters {
     pub slowdowns: AtomicU64,
     pub gets: AtomicU64,
     pub columns: AtomicU64,
+    pub throttled_micros: AtomicU64,
 }
 
 pub(crate) struct DbInner {
@@ -134,6 +135,11 @@ pub(crate) struct DbInner {
     pub shutting_down: AtomicBool,
     /// Mirrors `state.poisoned.is_some()` for a lock-free check on the write path.
     pub poisoned_flag: AtomicBool,
+    /// Write rate limit in bytes per second while the matrix is filling
+    /// faster than column compaction drains it (0 = none), and the time the
+    /// next throttled write may go.
+    pub throttle_rate: AtomicU64,
+    pub throttle_next: Mutex<std::time::Instant>,
     pub counters: Counters,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     pub recovery_micros: u64,

@@ -215,6 +215,8 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         unsynced: Mutex::new(Vec::new()),
         shutting_down: AtomicBool::new(false),
         poisoned_flag: AtomicBool::new(false),
+        throttle_rate: std::sync::atomic::AtomicU64::new(0),
+        throttle_next: Mutex::new(std::time::Instant::now()),
         counters: Counters::default(),
         threads: Mutex::new(Vec::new()),
         recovery_micros: started.elapsed().as_micros() as u64,

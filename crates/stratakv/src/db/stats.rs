@@ -81,6 +81,8 @@ pub struct Stats {
     pub stall_micros: u64,
     /// Writes delayed by the L0 slowdown trigger.
     pub slowdowns: u64,
+    /// Time writers spent throttled while the matrix was filling, in microseconds.
+    pub throttled_micros: u64,
     /// Bytes in the block cache.
     pub block_cache_bytes: u64,
     /// DRAM held by table indexes and filters.
@@ -158,6 +160,7 @@ impl DbInner {
             compaction_bytes_read: c.compaction_bytes_read.load(Ordering::Relaxed),
             stall_micros: c.stall_micros.load(Ordering::Relaxed),
             slowdowns: c.slowdowns.load(Ordering::Relaxed),
+            throttled_micros: c.throttled_micros.load(Ordering::Relaxed),
             block_cache_bytes: self.tables.block_cache().map(|b| b.used_bytes()).unwrap_or(0),
             table_index_bytes: self.tables.memory_bytes() as u64,
             recovery_micros: self.recovery_micros,
@@ -228,7 +231,13 @@ impl fmt::Display for Stats {
             self.compactions,
             mib(self.compaction_bytes_read)
         )?;
-        writeln!(f, "write stalls:         {} ms stopped, {} slowed writes", self.stall_micros / 1000, self.slowdowns)?;
+        writeln!(
+            f,
+            "write stalls:         {} ms stopped, {} slowed writes, {} ms throttled",
+            self.stall_micros / 1000,
+            self.slowdowns,
+            self.throttled_micros / 1000
+        )?;
         writeln!(
             f,
             "DRAM:                 {:.2} MiB block cache, {:.2} MiB table indexes/filters",

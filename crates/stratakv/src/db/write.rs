@@ -49,6 +49,7 @@ impl DbInner {
         }
         let count = batch.count();
         self.make_room()?;
+        self.throttle(len);
         let mut r = self.reserve(len, count)?;
         let first = r.seq;
         let last = first + count as u64 - 1;
@@ -84,6 +85,28 @@ impl DbInner {
             r.mem.add(r.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32)?;
         }
         Ok(())
+    }
+
+    /// Spreads writes out at the throttle rate, if one is set (token bucket
+    /// shared by all writers; sleeps only once a millisecond is owed).
+    fn throttle(&self, bytes: u64) {
+        let rate = self.throttle_rate.load(Ordering::Relaxed);
+        if rate == 0 {
+            return;
+        }
+        let wait = {
+            let mut next = self.throttle_next.lock();
+            let now = Instant::now();
+            if *next < now {
+                *next = now;
+            }
+            *next += Duration::from_secs_f64(bytes as f64 / rate as f64);
+            next.saturating_duration_since(now)
+        };
+        if wait >= Duration::from_millis(1) {
+            self.counters.throttled_micros.fetch_add(wait.as_micros() as u64, Ordering::Relaxed);
+            std::thread::sleep(wait);
+        }
     }
 
     /// Waits while the tree is too far behind (LevelDB-style slowdown, then stop).

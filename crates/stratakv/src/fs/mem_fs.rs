@@ -281,6 +281,15 @@ impl MemFs {
         snapshot_of(&self.shared.state.lock())
     }
 
+    /// Both views now, together with the result of `f`, which runs while no
+    /// file-system operation can (so a PM crash state taken in `f` belongs
+    /// to the same instant). `f` must not call into this file system.
+    pub fn snapshot_with<T>(&self, f: impl FnOnce() -> T) -> (FsSnapshot, T) {
+        let st = self.shared.state.lock();
+        let t = f();
+        (snapshot_of(&st), t)
+    }
+
     /// Both views now, unless another operation holds the lock.
     pub fn try_snapshot(&self) -> Option<FsSnapshot> {
         self.shared.state.try_lock().map(|st| snapshot_of(&st))

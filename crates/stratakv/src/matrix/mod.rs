@@ -172,6 +172,12 @@ pub struct MatrixState {
     next_seg: u64,
     seg_filters: HashMap<u64, Arc<BlockedBloom>>,
     rows_per_segment: usize,
+    /// When the current compaction round started (not persisted).
+    round_started: Option<std::time::Instant>,
+    /// Compactor data bytes when the round started.
+    round_total: u64,
+    /// Length of the last finished round, in seconds (0 = none yet).
+    pub last_round_secs: f64,
 }
 
 impl MatrixState {
@@ -276,6 +282,31 @@ impl MatrixState {
         for r in &mut self.rows {
             r.compactor = true;
         }
+        self.round_started = Some(std::time::Instant::now());
+        self.round_total = self.compactor_data_bytes();
+    }
+
+    /// Data bytes of the compactor group not yet compacted.
+    pub fn compactor_data_bytes(&self) -> u64 {
+        self.rows.iter().filter(|r| r.compactor).map(|r| r.remaining_data_bytes()).sum()
+    }
+
+    /// Estimated seconds until the current round (or, if none runs, a whole
+    /// round) finishes, from its progress so far or the last round's length.
+    pub fn round_seconds_left(&self) -> f64 {
+        let fallback = if self.last_round_secs > 0.0 { self.last_round_secs } else { 2.0 };
+        match self.round_started {
+            Some(t) if self.round_total > 0 => {
+                let done = 1.0 - self.compactor_data_bytes() as f64 / self.round_total as f64;
+                let elapsed = t.elapsed().as_secs_f64();
+                if done > 0.05 {
+                    elapsed * (1.0 - done) / done
+                } else {
+                    (fallback - elapsed).max(fallback * 0.5)
+                }
+            }
+            _ => fallback,
+        }
     }
 
     /// Advances the compacted prefix of rows (`(id, new start)`), dropping
@@ -287,6 +318,11 @@ impl MatrixState {
             }
         }
         self.rows.retain(|r| r.remaining() > 0);
+        if !self.round_active() {
+            if let Some(t) = self.round_started.take() {
+                self.last_round_secs = t.elapsed().as_secs_f64();
+            }
+        }
         self.seal_full_segments();
     }
 
