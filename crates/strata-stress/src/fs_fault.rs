@@ -1,0 +1,3 @@
+//! stub
+/// stub
+pub fn run(cfg: &crate::RunCfg) -> crate::report::Report { crate::report::Report::new("fs-fault", cfg.seed) }
