@@ -336,6 +336,25 @@ impl Region {
         self.inner.read(off, len)
     }
 
+    /// Hints the CPU to start loading the cache line at `off` (no effect on
+    /// contents; out-of-range offsets are ignored). Scans over the matrix use
+    /// it to overlap the random reads of keys in the log.
+    pub fn prefetch(&self, off: u64) {
+        if off >= self.inner.len {
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            let p = self.inner.base.as_ptr().wrapping_add(off as usize);
+            // SAFETY: `p` lies inside the live mapping (checked above), and a
+            // prefetch neither reads nor writes program-visible memory.
+            #[allow(unused_unsafe)]
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+            }
+        }
+    }
+
     /// Atomically loads the aligned 8-byte word at `off`.
     pub fn load_u64(&self, off: u64) -> Result<u64, PmError> {
         self.inner.load_u64(off)

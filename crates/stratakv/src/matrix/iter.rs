@@ -7,6 +7,9 @@ use crate::error::Result;
 use crate::iterator::InternalIterator;
 use crate::key::user_key;
 
+/// How far ahead of the cursor keys are prefetched.
+const PREFETCH_AHEAD: u32 = 6;
+
 /// Iterates elements `[start, end)` of a row as internal keys and values.
 pub struct RowIter {
     row: Arc<Row>,
@@ -25,9 +28,20 @@ impl RowIter {
     }
 
     fn land(&mut self, i: u32) -> Result<()> {
+        self.land_dir(i, true)
+    }
+
+    fn land_dir(&mut self, i: u32, forward: bool) -> Result<()> {
         if i < self.start || i >= self.end {
             self.pos = None;
             return Ok(());
+        }
+        // Keys live in the log in write order, so a scan reads them at
+        // random: ask for one a few steps ahead to overlap the misses.
+        if forward {
+            self.row.prefetch_key(i + PREFETCH_AHEAD);
+        } else if let Some(j) = i.checked_sub(PREFETCH_AHEAD) {
+            self.row.prefetch_key(j);
         }
         let e: Elem = self.row.elem(i)?;
         let uk = self.row.user_key(&e)?;
@@ -53,7 +67,7 @@ impl InternalIterator for RowIter {
 
     fn seek_to_last(&mut self) -> Result<()> {
         match self.end.checked_sub(1) {
-            Some(i) => self.land(i),
+            Some(i) => self.land_dir(i, false),
             None => {
                 self.pos = None;
                 Ok(())
@@ -75,7 +89,7 @@ impl InternalIterator for RowIter {
 
     fn prev(&mut self) -> Result<()> {
         match self.pos {
-            Some(i) if i > self.start => self.land(i - 1),
+            Some(i) if i > self.start => self.land_dir(i - 1, false),
             _ => {
                 self.pos = None;
                 Ok(())

@@ -274,6 +274,15 @@ impl Row {
         self.region.read(e.value_off(), e.value_len as u64).map_err(|err| Error::from_pm(&self.region_path, err))
     }
 
+    /// Starts loading the key of element `i` into the cache (for scans).
+    pub(crate) fn prefetch_key(&self, i: u32) {
+        if i < self.len() {
+            if let Ok(e) = self.elem(i) {
+                self.region.prefetch(e.key_off);
+            }
+        }
+    }
+
     /// Bytes `[off, off+len)` of the region (a value located by an element).
     pub(crate) fn region_read(&self, off: u64, len: u32) -> Result<&[u8]> {
         self.region.read(off, len as u64).map_err(|err| Error::from_pm(&self.region_path, err))
