@@ -1,0 +1,73 @@
+//! The `strata` command's forms, exactly as documented.
+
+use std::process::Command;
+
+fn strata(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_strata")).arg("--dir").arg(dir).args(args).output().unwrap()
+}
+
+fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn put_get_delete_scan_stats_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    for (k, v) in [("b", "2"), ("a", "1"), ("c", "3"), ("d", "4")] {
+        let o = strata(&dir, &["put", k, v]);
+        assert!(o.status.success(), "put failed: {}", String::from_utf8_lossy(&o.stderr));
+    }
+    let o = strata(&dir, &["get", "a"]);
+    assert!(o.status.success());
+    assert_eq!(stdout(&o), "1\n");
+    let o = strata(&dir, &["get", "zzz"]);
+    assert_eq!(o.status.code(), Some(1), "absent key must exit 1");
+    assert!(strata(&dir, &["delete", "c"]).status.success());
+    assert_eq!(strata(&dir, &["get", "c"]).status.code(), Some(1));
+    let o = strata(&dir, &["scan"]);
+    assert_eq!(stdout(&o), "a\t1\nb\t2\nd\t4\n");
+    let o = strata(&dir, &["scan", "--from", "b", "--to", "d"]);
+    assert_eq!(stdout(&o), "b\t2\n");
+    let o = strata(&dir, &["scan", "--limit", "2"]);
+    assert_eq!(stdout(&o), "a\t1\nb\t2\n");
+    let o = strata(&dir, &["stats"]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    assert!(s.contains("PM region") && s.contains("L1"), "{s}");
+    let o = strata(&dir, &["check"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout(&o).starts_with("ok:"));
+}
+
+#[test]
+fn check_reports_corruption_with_file_and_offset() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    for i in 0..200 {
+        assert!(strata(&dir, &["put", &format!("key{i:04}"), &"v".repeat(100)]).status.success());
+    }
+    assert!(strata(&dir, &["compact"]).status.success());
+    let sst = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().map(|x| x == "sst").unwrap_or(false))
+        .expect("compaction wrote a table");
+    let mut bytes = std::fs::read(&sst).unwrap();
+    bytes[10] ^= 0xff;
+    std::fs::write(&sst, bytes).unwrap();
+    let o = strata(&dir, &["check"]);
+    assert!(!o.status.success(), "check passed a damaged table");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(".sst") && err.contains("offset"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn read_commands_on_a_missing_database_fail_cleanly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("nothing-here");
+    let o = strata(&dir, &["get", "a"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
+}
