@@ -16,31 +16,14 @@ use std::net::{Shutdown, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 
-use crate::cmd::{execute, Session, Shared};
+use crate::cmd::{execute_batch, Session, Shared};
 use crate::resp::{parse_request, Reply};
 
 /// Most requests run before their replies are written (longer pipelines
 /// are answered in parts).
 const MAX_BATCH: usize = 1024;
-
-/// Runs requests in order, appending encoded replies to `out`. Returns
-/// false when the connection must close after `out` is written.
-fn run_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>, out: &mut Vec<u8>) -> bool {
-    for args in reqs {
-        if let Some(reply) = execute(shared, sess, &args) {
-            if sess.silent {
-                return false;
-            }
-            reply.encode(sess.proto, out);
-        }
-        if sess.quit {
-            return false;
-        }
-    }
-    true
-}
 
 fn write_error(stream: &mut TcpStream, text: &str) {
     let mut out = Vec::new();
@@ -75,7 +58,7 @@ pub fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
         }
         if !reqs.is_empty() {
             out.clear();
-            let keep = run_batch(&shared, &mut sess, reqs, &mut out);
+            let keep = execute_batch(&shared, &mut sess, reqs, &mut out);
             if !out.is_empty() && stream.write_all(&out).is_err() {
                 return;
             }

@@ -318,6 +318,12 @@ def test_pipeline_in_order(r):
     out = p.execute()
     assert out[2::3] == [str(i).encode() for i in range(500)]
     assert out[1::3] == list(range(1, 501))
+    # A failing command inside a pipeline fails alone.
+    p = r.pipeline(transaction=False)
+    p.set("pa", "1").hset("pa", "f", "v").incr("pa").get("pa").lpush("pl", "x").rpop("pl")
+    res = p.execute(raise_on_error=False)
+    assert res[0] is True and isinstance(res[1], redis.ResponseError)
+    assert res[2:] == [2, b"2", 1, b"x"]
 
 
 def test_multi_exec(r):
