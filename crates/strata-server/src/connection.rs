@@ -25,6 +25,10 @@ use crate::resp::{parse_request, Reply};
 /// are answered in parts).
 const MAX_BATCH: usize = 1024;
 
+/// Read sizes: idle connections hold little memory; bulk uploads read big.
+const MIN_READ: usize = 16 << 10;
+const MAX_READ: usize = 1 << 20;
+
 fn write_error(stream: &mut TcpStream, text: &str) {
     let mut out = Vec::new();
     Reply::err(text).encode(2, &mut out);
@@ -39,9 +43,10 @@ pub fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
         let _ = stream.set_read_timeout(Some(Duration::from_secs(shared.config.timeout)));
     }
     let limits = shared.config.limits;
-    let mut buf = BytesMut::with_capacity(16 << 10);
-    let mut out = Vec::with_capacity(16 << 10);
-    let mut chunk = vec![0u8; 64 << 10];
+    let mut buf = BytesMut::with_capacity(4 << 10);
+    let mut out = Vec::new();
+    // Read buffer: small for idle clients, doubled while reads fill it.
+    let mut chunk = vec![0u8; MIN_READ];
     let mut sess = Session::new(&shared, addr);
     loop {
         let mut reqs = Vec::new();
@@ -67,7 +72,7 @@ pub fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
                 return;
             }
             if out.capacity() > (1 << 20) {
-                out = Vec::with_capacity(16 << 10);
+                out = Vec::new();
             }
             if protocol_error.is_none() {
                 continue;
@@ -89,7 +94,14 @@ pub fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
             }
         };
         match got {
-            Ok(n) if n > 0 => buf.extend_from_slice(chunk.get(..n).unwrap_or_default()),
+            Ok(n) if n > 0 => {
+                buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
+                if n == chunk.len() && chunk.len() < MAX_READ {
+                    chunk.resize(chunk.len() * 2, 0);
+                } else if n < MIN_READ && chunk.len() > MIN_READ {
+                    chunk = vec![0u8; MIN_READ];
+                }
+            }
             // EOF, error, idle timeout (WouldBlock/TimedOut) or shutdown.
             _ => return,
         }

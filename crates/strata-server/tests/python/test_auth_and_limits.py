@@ -122,3 +122,24 @@ def test_bulk_length_limit():
         c.close()
     finally:
         srv.stop()
+
+
+def test_config_file_and_hello_setname(tmp_path):
+    conf = tmp_path / "strata.conf"
+    conf.write_text("# redis.conf syntax\nrequirepass \"from file\"\nmaxclients 50\n")
+    srv = Server("--config", str(conf)).start()
+    try:
+        c = srv.client(protocol=3, password="from file")
+        assert c.config_get("maxclients") in ({"maxclients": "50"}, {b"maxclients": b"50"})
+        raw = c.connection_pool.get_connection()
+        try:
+            raw.send_command("HELLO", "3", "AUTH", "default", "from file", "SETNAME", "named")
+            hello = raw.read_response()
+            assert hello[b"proto"] == 3
+            raw.send_command("CLIENT", "GETNAME")
+            assert raw.read_response() == b"named"
+        finally:
+            c.connection_pool.release(raw)
+        c.close()
+    finally:
+        srv.stop()
