@@ -1,4 +1,5 @@
 //! The `strata` command's forms, exactly as documented.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
 

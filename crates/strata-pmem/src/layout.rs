@@ -50,7 +50,7 @@ pub(crate) struct Geometry {
 impl Geometry {
     /// Lays out a region of `region_len` bytes in slots of `slot_bytes`.
     pub fn plan(region_len: u64, slot_bytes: u64) -> Option<Geometry> {
-        if slot_bytes == 0 || slot_bytes % 4096 != 0 {
+        if slot_bytes == 0 || !slot_bytes.is_multiple_of(4096) {
             return None;
         }
         let table_off = SUPERBLOCK_BYTES;

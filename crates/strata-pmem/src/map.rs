@@ -126,7 +126,7 @@ pub(crate) fn is_tmpfs(file: &File) -> bool {
     }
     // SAFETY: fstatfs succeeded, so it initialised the struct.
     let st = unsafe { st.assume_init() };
-    st.f_type as i64 == TMPFS_MAGIC
+    st.f_type == TMPFS_MAGIC
 }
 
 /// A heap buffer addressed through a raw pointer, used as the visible

@@ -448,7 +448,7 @@ impl Inner {
 
     pub(crate) fn load_u64(&self, off: u64) -> Result<u64, PmError> {
         self.check(off, 8)?;
-        if off % 8 != 0 {
+        if !off.is_multiple_of(8) {
             return Err(PmError::OutOfRange { offset: off, len: 8 });
         }
         // SAFETY: in bounds and 8-aligned (the base is page- or word-aligned),
@@ -482,7 +482,7 @@ impl Inner {
     /// Atomically stores the aligned 8-byte word at `off` (no persist).
     pub(crate) fn store_u64(&self, off: u64, value: u64) -> Result<(), PmError> {
         self.check(off, 8)?;
-        if off % 8 != 0 {
+        if !off.is_multiple_of(8) {
             return Err(PmError::OutOfRange { offset: off, len: 8 });
         }
         let p = self.base.as_ptr().wrapping_add(off as usize).cast::<u64>();

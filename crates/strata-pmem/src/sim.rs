@@ -335,7 +335,7 @@ impl CrashState {
                                 }
                             }
                             // Count a store once per word: at its last byte in that word.
-                            let last_in_word = i + 1 == s.data.len() || (o + 1) % 8 == 0;
+                            let last_in_word = i + 1 == s.data.len() || (o + 1).is_multiple_of(8);
                             if last_in_word {
                                 *seen.entry(w).or_insert(0) += 1;
                             }

@@ -1,4 +1,5 @@
 //! Region behaviour: create, reopen, allocate, adopt, crash images.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 

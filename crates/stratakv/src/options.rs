@@ -230,7 +230,7 @@ impl Options {
         if self.max_write_buffer_number < 2 {
             bad.push("max_write_buffer_number must be at least 2".into());
         }
-        if self.pm_slot_bytes % 4096 != 0 {
+        if !self.pm_slot_bytes.is_multiple_of(4096) {
             bad.push("pm_slot_bytes must be a multiple of 4096".into());
         }
         if self.pm_size < 16 * self.slot_bytes() {

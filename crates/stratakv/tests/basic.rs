@@ -1,4 +1,5 @@
 //! Basic behaviour of the public API.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use stratakv::{Db, Error, Options, WriteBatch, WriteOptions};
 

@@ -1,6 +1,7 @@
 //! Concurrency: several writers commit batches that set every key of a
 //! group to one value, while readers check (by point reads in a snapshot
 //! and by iteration) that they never see a group half-updated.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

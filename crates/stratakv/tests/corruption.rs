@@ -1,6 +1,7 @@
 //! Corruption: flip bytes in every kind of file; open, get, iterate and
 //! verify must return errors naming the file and offset, never panic and
 //! never return a value that was not written.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 

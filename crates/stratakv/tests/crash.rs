@@ -5,6 +5,7 @@
 //! that nothing never written appears. Many rounds on one database.
 //!
 //! `STRATA_CRASH_ROUNDS` sets the number of rounds (default 25).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};

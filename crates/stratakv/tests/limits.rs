@@ -1,5 +1,6 @@
 //! Full PM region and full disk: back-pressure, then a clear error; no
 //! acknowledged write lost; the database reopens and resumes once room is made.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io;
 use std::path::Path;

@@ -3,6 +3,7 @@
 //!
 //! `STRATA_MODEL_CASES` and `STRATA_MODEL_OPS` scale the run; a failure
 //! prints the seed, and `STRATA_MODEL_SEED` replays one case.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::ops::Bound;

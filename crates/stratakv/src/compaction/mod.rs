@@ -16,6 +16,9 @@ use crate::version::FileMeta;
 
 pub use picker::{pick, pick_range, CompactionTask, LevelPolicy};
 
+/// A test on a user key.
+type KeyPredicate<'a> = Box<dyn Fn(&[u8]) -> bool + 'a>;
+
 /// Decides which versions a merge may drop.
 ///
 /// An older version of a key is dropped when a newer version is already
@@ -27,7 +30,7 @@ pub struct Dropper<'a> {
     current: Vec<u8>,
     has_current: bool,
     last_seq_for_key: SeqNo,
-    may_exist_below: Box<dyn Fn(&[u8]) -> bool + 'a>,
+    may_exist_below: KeyPredicate<'a>,
     /// Entries dropped so far.
     pub dropped: u64,
 }

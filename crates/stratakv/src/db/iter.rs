@@ -194,6 +194,7 @@ impl Cursor {
     }
 
     /// Moves to the next key.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<()> {
         if !self.valid {
             return Ok(());

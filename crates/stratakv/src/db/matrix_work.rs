@@ -215,7 +215,6 @@ impl DbInner {
         let first_log = group.iter().map(|r| r.first_log).min().unwrap_or(0);
         let last_log = group.iter().map(|r| r.last_log).max().unwrap_or(0);
         // A retry after a full region rebuilds from the same entries.
-        let mut entries = entries;
         let row = self.with_pm_space(|| {
             let id = self.matrix.lock().new_row_id();
             let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes, logs: logs.clone() };

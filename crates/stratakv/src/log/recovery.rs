@@ -89,7 +89,7 @@ pub fn scan_extent<'a>(
         if word == 0 {
             return Ok(ScanEnd::Clean);
         }
-        let total = (word & 0xffff_ffff) as u64;
+        let total = word & 0xffff_ffff;
         let stored_crc = unmask_crc((word >> 32) as u32);
         if total < HEADER_LEN as u64 || pos + total > extent.len() {
             return Ok(torn(extent, number, pos, *next_seq));

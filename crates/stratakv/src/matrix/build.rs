@@ -23,12 +23,12 @@ pub struct RowEntry {
     pub hash: u64,
 }
 
-fn user_key<'a>(region: &'a Region, path: &PathBuf, e: &Elem) -> Result<&'a [u8]> {
+fn user_key<'a>(region: &'a Region, path: &std::path::Path, e: &Elem) -> Result<&'a [u8]> {
     region.read(e.key_off, e.key_len as u64).map_err(|err| Error::from_pm(path, err))
 }
 
 /// Internal-key order of two elements (user key ascending, newest first).
-pub fn compare_elems(region: &Region, path: &PathBuf, a: &Elem, b: &Elem) -> Result<Ordering> {
+pub fn compare_elems(region: &Region, path: &std::path::Path, a: &Elem, b: &Elem) -> Result<Ordering> {
     let by_user = match a.prefix.cmp(&b.prefix) {
         Ordering::Equal => user_key(region, path, a)?.cmp(user_key(region, path, b)?),
         o => o,

@@ -76,7 +76,7 @@ fn random_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
         1 => format!("common-prefix-{:05}", rng.gen_range(0..space)).into_bytes(),
         _ => {
             let mut k = format!("{:03}", rng.gen_range(0..space)).into_bytes();
-            k.extend(std::iter::repeat(0u8).take(rng.gen_range(0..3)));
+            k.extend(std::iter::repeat_n(0u8, rng.gen_range(0..3)));
             k
         }
     }

@@ -252,7 +252,7 @@ impl InternalIterator for BlockIter {
         // Last restart point whose key is < target.
         let (mut lo, mut hi) = (0usize, self.block.num_restarts - 1);
         while lo < hi {
-            let mid = (lo + hi + 1) / 2;
+            let mid = (lo + hi).div_ceil(2);
             let off = self.block.restart(mid);
             let (shared, k, _, _) = self.block.decode_at(off)?;
             if shared != 0 {

@@ -6,7 +6,9 @@ use crate::fs::{Fs, StdFs};
 use crate::iterator::InternalIterator;
 use crate::key::{internal_key, Kind};
 
-fn build(dir: &Path, n: usize, opts: TableOptions) -> (Arc<Table>, Vec<(Vec<u8>, Vec<u8>)>) {
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn build(dir: &Path, n: usize, opts: TableOptions) -> (Arc<Table>, Entries) {
     let path = dir.join("000001.sst");
     let f = StdFs.create(&path).unwrap();
     let mut b = TableBuilder::new(f, &path, opts);

@@ -26,9 +26,12 @@ pub fn encode_record(payload: &[u8]) -> Vec<u8> {
     b
 }
 
+/// Records with their file offsets, and whether a torn tail was dropped.
+pub type Records<'a> = (Vec<(u64, &'a [u8])>, bool);
+
 /// The records of a MANIFEST file's bytes, with their offsets, and whether
 /// a torn tail was dropped.
-pub fn decode_records<'a>(data: &'a [u8], path: &Path) -> Result<(Vec<(u64, &'a [u8])>, bool)> {
+pub fn decode_records<'a>(data: &'a [u8], path: &Path) -> Result<Records<'a>> {
     let mut out = Vec::new();
     let mut off = 0usize;
     while off < data.len() {

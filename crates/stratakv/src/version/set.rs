@@ -291,7 +291,7 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, Strin
     }
     for (level, files) in levels.iter_mut().enumerate() {
         if level == 0 {
-            files.sort_by(|a, b| b.number.cmp(&a.number));
+            files.sort_by_key(|f| std::cmp::Reverse(f.number));
         } else {
             files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
             for w in files.windows(2) {
