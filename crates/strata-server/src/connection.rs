@@ -35,8 +35,9 @@ fn write_error(stream: &mut TcpStream, text: &str) {
     let _ = stream.write_all(&out);
 }
 
-/// Serves `stream` until the client leaves, misbehaves, idles out, or the
-/// server shuts the socket down (shutdown).
+/// Serves `stream` until the client leaves, misbehaves or idles out. At
+/// shutdown, requests already read are answered; a thread idle in `read`
+/// simply ends with the process.
 pub fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
     let _ = stream.set_nodelay(true);
     if shared.config.timeout > 0 {
@@ -62,6 +63,8 @@ pub fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
             }
         }
         if !reqs.is_empty() {
+            // Shutdown waits for this guard: requests read are answered.
+            let Some(_busy) = shared.enter_busy() else { return };
             out.clear();
             let keep = execute_batch(&shared, &mut sess, reqs, &mut out);
             if !out.is_empty() && stream.write_all(&out).is_err() {
@@ -102,7 +105,7 @@ pub fn serve(shared: Arc<Shared>, mut stream: TcpStream, addr: String) {
                     chunk = vec![0u8; MIN_READ];
                 }
             }
-            // EOF, error, idle timeout (WouldBlock/TimedOut) or shutdown.
+            // EOF, error, or idle timeout (WouldBlock/TimedOut).
             _ => return,
         }
         if shared.is_shutting_down() {

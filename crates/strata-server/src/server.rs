@@ -1,16 +1,13 @@
 //! The listener: accepts connections (on the tokio runtime) up to
 //! `maxclients` and serves each on its own thread (see `connection`). On
-//! shutdown it stops accepting, shuts every client socket down for reading
-//! so that each thread finishes its current requests and exits, and waits
-//! a bounded time for them.
+//! shutdown it stops accepting and waits (a bounded time) until no
+//! connection is executing requests; connections that have read requests
+//! answer them, new requests are refused by closing.
 
-use std::collections::HashMap;
-use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
@@ -20,28 +17,18 @@ use crate::connection::serve;
 /// Stack size of a connection thread.
 const CONNECTION_STACK: usize = 512 << 10;
 
-/// Open client sockets, to shut them down at shutdown.
-type Registry = Arc<Mutex<HashMap<u64, TcpStream>>>;
-
 /// Ends a connection's bookkeeping when its thread ends.
-struct ClientGuard {
-    shared: Arc<Shared>,
-    registry: Registry,
-    id: u64,
-}
+struct ClientGuard(Arc<Shared>);
 
 impl Drop for ClientGuard {
     fn drop(&mut self) {
-        self.registry.lock().remove(&self.id);
-        self.shared.stats.connected_clients.fetch_sub(1, Ordering::AcqRel);
+        self.0.stats.connected_clients.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 /// Accepts and serves connections until shutdown is requested.
 pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
     let mut stop = shared.shutdown.subscribe();
-    let registry: Registry = Arc::new(Mutex::new(HashMap::new()));
-    let mut next_id = 0u64;
     loop {
         let accepted = tokio::select! {
             biased;
@@ -69,13 +56,8 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
         if std_stream.set_nonblocking(false).is_err() {
             continue;
         }
-        next_id += 1;
-        let id = next_id;
-        if let Ok(clone) = std_stream.try_clone() {
-            registry.lock().insert(id, clone);
-        }
         shared.stats.connected_clients.fetch_add(1, Ordering::AcqRel);
-        let guard = ClientGuard { shared: shared.clone(), registry: registry.clone(), id };
+        let guard = ClientGuard(shared.clone());
         let sh = shared.clone();
         let spawned = std::thread::Builder::new()
             .name("strata-client".into())
@@ -89,12 +71,9 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
         drop(spawned);
     }
     drop(listener);
-    for s in registry.lock().values() {
-        let _ = s.shutdown(Shutdown::Read);
-    }
-    // Each thread finishes the requests it has, then exits.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while shared.stats.connected_clients.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    // Requests being executed finish and are answered; no new ones start.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while shared.busy.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }

@@ -62,6 +62,8 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Every write waits for durability (memory store with `appendfsync always`).
     pub store_always_durable: bool,
+    /// Connections executing requests right now (shutdown waits for them).
+    pub busy: AtomicUsize,
 }
 
 impl Shared {
@@ -79,6 +81,7 @@ impl Shared {
             started: Instant::now(),
             shutdown,
             store_always_durable,
+            busy: AtomicUsize::new(0),
         };
         shared.check_format()?;
         shared.count_keys()?;
@@ -136,6 +139,26 @@ impl Shared {
     /// Whether shutdown was requested.
     pub fn is_shutting_down(&self) -> bool {
         *self.shutdown.borrow()
+    }
+
+    /// Marks the caller as executing requests, unless shutdown has begun
+    /// (then `None`: the connection should close without executing).
+    pub fn enter_busy(&self) -> Option<BusyGuard<'_>> {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        if self.is_shutting_down() {
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(BusyGuard(self))
+    }
+}
+
+/// Held while a connection executes requests and writes their replies.
+pub struct BusyGuard<'a>(&'a Shared);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
