@@ -115,6 +115,15 @@ pub struct FaultPlan {
     pub sticky: bool,
     /// A failed append first writes this fraction (0..=1) of its bytes.
     pub tear: Option<f64>,
+    /// Count only operations on paths containing this (e.g. `"MANIFEST"`).
+    pub path_contains: Option<&'static str>,
+}
+
+impl FaultPlan {
+    /// The `nth` operation `op` fails once with `error`.
+    pub fn nth(op: FaultOp, nth: u64, error: FaultError) -> FaultPlan {
+        FaultPlan { op, nth, error, sticky: false, tear: None, path_contains: None }
+    }
 }
 
 /// One fault that fired.
@@ -213,6 +222,11 @@ impl FaultFs {
         let plan = st.plan?;
         if plan.op != op {
             return None;
+        }
+        if let Some(part) = plan.path_contains {
+            if !path.to_string_lossy().contains(part) {
+                return None;
+            }
         }
         st.seen += 1;
         let fire = st.stuck || st.seen == plan.nth;
@@ -380,12 +394,12 @@ mod tests {
     #[test]
     fn nth_operation_fails_once_or_sticky() {
         let (_, fs, d) = setup();
-        fs.inject(FaultPlan { op: FaultOp::Append, nth: 2, error: FaultError::Enospc, sticky: false, tear: None });
+        fs.inject(FaultPlan::nth(FaultOp::Append, 2, FaultError::Enospc));
         let mut f = fs.create(&d.join("a")).unwrap();
         f.append(b"1").unwrap();
         assert_eq!(f.append(b"2").unwrap_err().raw_os_error(), Some(28));
         f.append(b"3").unwrap();
-        fs.inject(FaultPlan { op: FaultOp::Append, nth: 1, error: FaultError::Eio, sticky: true, tear: None });
+        fs.inject(FaultPlan { sticky: true, ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Eio) });
         assert!(f.append(b"4").is_err());
         assert!(f.append(b"5").is_err());
         fs.clear();
@@ -397,7 +411,7 @@ mod tests {
     #[test]
     fn torn_append_writes_a_prefix() {
         let (_, fs, d) = setup();
-        fs.inject(FaultPlan { op: FaultOp::Append, nth: 1, error: FaultError::Eio, sticky: false, tear: Some(0.5) });
+        fs.inject(FaultPlan { tear: Some(0.5), ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Eio) });
         let mut f = fs.create(&d.join("a")).unwrap();
         assert!(f.append(b"abcdefgh").is_err());
         assert_eq!(fs.read(&d.join("a")).unwrap(), b"abcd");
@@ -412,7 +426,7 @@ mod tests {
         f.sync().unwrap();
         fs.sync_dir(&d).unwrap();
         f.append(b"bb").unwrap();
-        fs.inject(FaultPlan { op: FaultOp::Sync, nth: 1, error: FaultError::Eio, sticky: false, tear: None });
+        fs.inject(FaultPlan { path_contains: Some("m"), ..FaultPlan::nth(FaultOp::Sync, 1, FaultError::Eio) });
         assert!(f.sync().is_err());
         // A retry "succeeds", but the bytes never reach the disk.
         f.sync().unwrap();
