@@ -102,7 +102,7 @@ impl VersionSet {
             .ok_or_else(|| Error::corruption(&cur_path, 0, "CURRENT does not name a MANIFEST"))?;
         let mpath = dir.join(name);
         let data = fs.read(&mpath).map_err(|e| Error::io(&mpath, "read", e))?;
-        let (records, torn) = decode_records(&data, &mpath)?;
+        let (records, _torn) = decode_records(&data, &mpath)?;
         let mut vs = Self::blank(fs, dir);
         let mut version = Version::empty();
         if records.is_empty() {
@@ -114,15 +114,14 @@ impl VersionSet {
             vs.absorb(&edit);
         }
         vs.current = Arc::new(version);
-        let number = name.strip_prefix("MANIFEST-").and_then(|n| n.parse::<u64>().ok());
-        match number {
-            // Keep appending to a healthy, small MANIFEST (saves four fsyncs per open).
-            Some(n) if !torn && (data.len() as u64) < MANIFEST_ROLL_BYTES / 4 => {
-                vs.manifest = Some(vs.fs.append(&mpath).map_err(|e| Error::io(&mpath, "open", e))?);
-                vs.manifest_number = n;
-            }
-            _ => vs.roll_manifest()?,
-        }
+        // Always start a new MANIFEST, never append to the one just read:
+        // its bytes came from the page cache, and if an earlier fsync of it
+        // failed, Linux may have marked them clean without writing them
+        // (fsyncgate). Appending and syncing would then leave a hole in
+        // the middle of the file at the next power cut, and the database
+        // would not open (found by strata-stress fs-fault; regression test
+        // tests/crash_fs.rs). The new file holds the whole state, fsynced.
+        vs.roll_manifest()?;
         Ok(vs)
     }
 
