@@ -185,6 +185,8 @@ pub struct Session {
     pub lib: (Option<String>, Option<String>),
     /// Peer address, for CLIENT LIST/INFO.
     pub addr: String,
+    /// WATCHed lock stripes and their versions at WATCH time.
+    pub watched: Vec<(usize, u64)>,
 }
 
 impl Session {
@@ -201,6 +203,7 @@ impl Session {
             silent: false,
             lib: (None, None),
             addr,
+            watched: Vec::new(),
         }
     }
 }
@@ -371,7 +374,7 @@ fn run_group(shared: &Shared, proto: u8, group: Vec<(&'static Spec, table::DataF
         let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
         let replies: Vec<Reply> =
             group.iter().map(|(_, f, args)| f(&mut ctx, args).unwrap_or_else(CmdError::into_reply)).collect();
-        let (r, pending) = commit(ctx, Reply::Nil);
+        let (r, pending) = commit(ctx, Reply::Nil, &keys, false);
         (replies, r.is_error().then_some(r), pending)
     };
     let failed = failed.or_else(|| match shared.store.wait_durable(pending) {
@@ -402,7 +405,7 @@ fn run_data(shared: &Shared, proto: u8, spec: &Spec, f: table::DataFn, args: &[B
         let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
         let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
         let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
-        commit(ctx, reply)
+        commit(ctx, reply, &keys, matches!(spec.keys, Keys::Global))
     };
     acknowledge(shared, reply, pending)
 }
@@ -419,9 +422,10 @@ pub(crate) fn acknowledge(shared: &Shared, reply: Reply, pending: Pending) -> Re
 /// Commits a context's transaction (call with the key locks held); the
 /// reply becomes an error if the write fails (nothing of it was applied).
 /// The write is acknowledged only after [`acknowledge`].
-pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply) -> (Reply, Pending) {
+pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool) -> (Reply, Pending) {
     let shared = ctx.shared;
     let cleared = ctx.txn.was_cleared();
+    let dirty = ctx.txn.is_dirty();
     let expired = ctx.txn.expired;
     let durable = shared.config.durability_sync || shared.store_always_durable;
     match ctx.txn.commit(durable) {
@@ -434,6 +438,9 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply) -> (Reply, Pending) {
                 shared.expires.fetch_add(d.expires, Ordering::Relaxed);
             }
             shared.stats.expired_keys.fetch_add(expired, Ordering::Relaxed);
+            if dirty {
+                shared.locks.bump(keys, all_keys || cleared);
+            }
             (reply, pending)
         }
         Err(e) => (Reply::err(format!("ERR {e}")), Pending::default()),

@@ -1,9 +1,14 @@
-//! MULTI/EXEC/DISCARD: queued commands run under the locks of all their
-//! keys in one transaction, committed as one atomic engine write batch.
+//! MULTI/EXEC/DISCARD/WATCH: queued commands run under the locks of all
+//! their keys in one transaction, committed as one atomic engine write
+//! batch. WATCH remembers the versions of the watched keys' lock stripes;
+//! EXEC aborts (null reply) if any changed. A write to another key of the
+//! same stripe also aborts it: a false alarm the client retries, never a
+//! missed change.
 
 use bytes::Bytes;
 
 use super::{acknowledge, commit, keys_of, lookup, CmdError, Ctx, Keys, Run, Session, Shared};
+use crate::keyspace::locks::stripe_of;
 use crate::keyspace::{now_ms, Txn};
 use crate::resp::Reply;
 
@@ -21,22 +26,31 @@ pub(crate) fn discard(_: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
         return Reply::err("ERR DISCARD without MULTI");
     }
     sess.multi_failed = false;
+    sess.watched.clear();
     Reply::ok()
 }
 
-pub(crate) fn watch(_: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
+pub(crate) fn watch(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
     if sess.multi.is_some() {
         return Reply::err("ERR WATCH inside MULTI is not allowed");
     }
-    Reply::err("ERR WATCH is not supported by strata-server (MULTI/EXEC blocks are atomic without it)")
+    for k in args.iter().skip(1) {
+        let stripe = stripe_of(k);
+        if !sess.watched.iter().any(|(s, _)| *s == stripe) {
+            sess.watched.push((stripe, shared.locks.version(stripe)));
+        }
+    }
+    Reply::ok()
 }
 
-pub(crate) fn unwatch(_: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
+pub(crate) fn unwatch(_: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
+    sess.watched.clear();
     Reply::ok()
 }
 
 pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     let Some(queue) = sess.multi.take() else { return Reply::err("ERR EXEC without MULTI") };
+    let watched = std::mem::take(&mut sess.watched);
     if std::mem::take(&mut sess.multi_failed) {
         return Reply::err("EXECABORT Transaction discarded because of previous errors.");
     }
@@ -44,7 +58,16 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     let global = cmds.iter().any(|(s, _)| s.keys == Keys::Global);
     let keys: Vec<&[u8]> = cmds.iter().flat_map(|(s, a)| keys_of(s, a)).collect();
     let (reply, pending) = {
-        let _locks = if global { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
+        let _locks = if global {
+            shared.locks.lock_all()
+        } else {
+            let mut stripes: Vec<usize> = keys.iter().map(|k| stripe_of(k)).collect();
+            stripes.extend(watched.iter().map(|(s, _)| *s));
+            shared.locks.lock_stripes(stripes)
+        };
+        if watched.iter().any(|&(s, v)| shared.locks.version(s) != v) {
+            return Reply::NilArray;
+        }
         let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto: sess.proto };
         let mut replies = Vec::with_capacity(cmds.len());
         for (spec, args) in cmds {
@@ -53,7 +76,7 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
                 Run::Data(f) => f(&mut ctx, args).unwrap_or_else(CmdError::into_reply),
             });
         }
-        commit(ctx, Reply::Array(replies))
+        commit(ctx, Reply::Array(replies), &keys, global)
     };
     acknowledge(shared, reply, pending)
 }

@@ -421,3 +421,50 @@ def test_large_value(r):
     r.set("big", v)
     assert r.get("big") == v
     assert r.strlen("big") == 8 << 20
+
+
+def test_watch(server):
+    a, b = server.client(), server.client()
+    a.set("w", "1")
+    p = a.pipeline(transaction=True)
+    p.watch("w")
+    assert p.get("w") == b"1"
+    b.set("w", "2")  # another client changes the watched key
+    p.multi()
+    p.set("w", "3")
+    with pytest.raises(redis.WatchError):
+        p.execute()
+    assert a.get("w") == b"2"
+    # Unchanged watched key: EXEC runs.
+    p = a.pipeline(transaction=True)
+    p.watch("w")
+    p.multi()
+    p.set("w", "4")
+    assert p.execute() == [True]
+    assert a.get("w") == b"4"
+    a.close()
+    b.close()
+
+
+def test_watch_based_increment_is_correct_under_contention(server):
+    import threading
+    c0 = server.client()
+    c0.set("wctr", 0)
+
+    def work():
+        c = server.client()
+        for _ in range(30):
+            def incr(pipe):
+                v = int(pipe.get("wctr"))
+                pipe.multi()
+                pipe.set("wctr", v + 1)
+            c.transaction(incr, "wctr")
+        c.close()
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert int(c0.get("wctr")) == 120
+    c0.close()
