@@ -86,7 +86,10 @@ impl DbInner {
         let mut vs = self.versions.lock();
         let mut m = self.matrix.lock();
         let mut next = m.clone();
+        // If the edit fails, the MANIFEST may still name the new row: keep it.
+        let mut pin: Option<Box<dyn std::any::Any + Send>> = None;
         if let Some(l) = live {
+            pin = Some(Box::new(l.row.clone()));
             next.push_newest(l);
         }
         let edit = VersionEdit {
@@ -95,7 +98,7 @@ impl DbInner {
             matrix: Some(next.record().encode()),
             ..Default::default()
         };
-        vs.log_and_apply(edit)?;
+        vs.log_and_apply_pinned(edit, pin)?;
         *m = next;
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         let mut st = self.state.lock();
@@ -230,8 +233,9 @@ impl DbInner {
             return Ok(());
         }
         let mut next = m.clone();
+        let pin: Box<dyn std::any::Any + Send> = Box::new(merged.row.clone());
         next.replace(&ids, merged);
-        vs.log_and_apply(VersionEdit { matrix: Some(next.record().encode()), ..Default::default() })?;
+        vs.log_and_apply_pinned(VersionEdit { matrix: Some(next.record().encode()), ..Default::default() }, Some(pin))?;
         *m = next;
         let mut st = self.state.lock();
         st.version = vs.current();

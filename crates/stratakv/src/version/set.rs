@@ -5,6 +5,7 @@
 //! the database opens, and when the old one grows large) becomes the
 //! manifest of record by an atomic rename of a temporary file to CURRENT.
 
+use std::any::Any;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,6 +47,10 @@ pub struct VersionSet {
     manifest_damaged: bool,
     /// Bytes written to MANIFEST files (for write amplification).
     pub manifest_bytes_written: u64,
+    /// Leases on PM structures named by edits whose append or fsync failed,
+    /// kept until a new MANIFEST replaces the damaged one (see
+    /// [`VersionSet::log_and_apply_pinned`]).
+    pinned: Vec<Box<dyn Any + Send>>,
 }
 
 impl std::fmt::Debug for VersionSet {
@@ -75,6 +80,7 @@ impl VersionSet {
             manifest_number: 0,
             manifest_damaged: false,
             manifest_bytes_written: 0,
+            pinned: Vec::new(),
         }
     }
 
@@ -182,7 +188,17 @@ impl VersionSet {
     }
 
     /// Records `edit` durably, then makes the resulting version current.
-    pub fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+    pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<()> {
+        self.log_and_apply_pinned(edit, None)
+    }
+
+    /// [`VersionSet::log_and_apply`] for an edit that names new PM
+    /// structures (a matrix row), whose leases `pin` holds. If the edit's
+    /// append or fsync fails, its record may still be in the MANIFEST that
+    /// CURRENT names (in the page cache, perhaps on disk), where a reopen or
+    /// a crash will read it: `pin` is then kept until a new MANIFEST
+    /// replaces that one, so the PM the record names is not reused meanwhile.
+    pub fn log_and_apply_pinned(&mut self, mut edit: VersionEdit, pin: Option<Box<dyn Any + Send>>) -> Result<()> {
         let mpath = manifest_path(&self.dir, self.manifest_number);
         let version = apply(&self.current, &edit)
             .map_err(|why| Error::corruption(&mpath, 0, format!("edit does not apply: {why}")))?;
@@ -201,6 +217,7 @@ impl VersionSet {
         });
         if let Err(e) = written {
             self.manifest_damaged = true;
+            self.pinned.extend(pin);
             return Err(e);
         }
         self.manifest_bytes_written += rec.len() as u64;
@@ -248,6 +265,8 @@ impl VersionSet {
         f.sync().map_err(|e| Error::io(&mpath, "fsync", e))?;
         self.manifest_bytes_written += rec.len() as u64;
         set_current(&*self.fs, &self.dir, number)?;
+        // CURRENT no longer names a MANIFEST with a failed edit in it.
+        self.pinned.clear();
         let old = std::mem::replace(&mut self.manifest_number, number);
         self.manifest = Some(f);
         if old != 0 {
