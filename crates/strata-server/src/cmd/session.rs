@@ -1,0 +1,54 @@
+//! Per-connection state: protocol version, authentication, name, MULTI
+//! queue, WATCHed stripes.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+
+use super::Shared;
+
+/// Per-connection state.
+#[derive(Debug)]
+pub struct Session {
+    /// CLIENT ID.
+    pub id: u64,
+    /// Protocol version: 2 or 3.
+    pub proto: u8,
+    /// Passed AUTH (or no password is set).
+    pub authed: bool,
+    /// CLIENT SETNAME.
+    pub name: Option<Bytes>,
+    /// Commands queued since MULTI.
+    pub multi: Option<Vec<Vec<Bytes>>>,
+    /// A command failed to queue: EXEC must abort.
+    pub multi_failed: bool,
+    /// QUIT was received: close after replying.
+    pub quit: bool,
+    /// Close without sending this command's reply (SHUTDOWN).
+    pub silent: bool,
+    /// CLIENT SETINFO LIB-NAME / LIB-VER.
+    pub lib: (Option<String>, Option<String>),
+    /// Peer address, for CLIENT LIST/INFO.
+    pub addr: String,
+    /// WATCHed lock stripes and their versions at WATCH time.
+    pub watched: Vec<(usize, u64)>,
+}
+
+impl Session {
+    /// A new connection's state.
+    pub fn new(shared: &Shared, addr: String) -> Session {
+        Session {
+            id: shared.stats.next_client_id.fetch_add(1, Ordering::Relaxed) + 1,
+            proto: 2,
+            authed: shared.config.requirepass.is_none(),
+            name: None,
+            multi: None,
+            multi_failed: false,
+            quit: false,
+            silent: false,
+            lib: (None, None),
+            addr,
+            watched: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! State shared by every connection: the store, key locks, key counts,
+//! INFO counters, and the shutdown signal.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::config::Config;
+use crate::keyspace::{KeyLocks, Meta};
+use crate::store::{Backend, StoreError};
+
+/// Counters shown by INFO.
+#[derive(Default)]
+pub struct ServerStats {
+    /// Connections accepted since start.
+    pub total_connections: AtomicU64,
+    /// Connections open now.
+    pub connected_clients: AtomicUsize,
+    /// Connections refused by `maxclients`.
+    pub rejected_connections: AtomicU64,
+    /// Commands executed since start.
+    pub total_commands: AtomicU64,
+    /// Keys removed because they expired.
+    pub expired_keys: AtomicU64,
+    /// Last client id handed out.
+    pub next_client_id: AtomicU64,
+}
+
+/// State shared by every connection.
+pub struct Shared {
+    /// Where the keyspace lives.
+    pub store: Arc<dyn Backend>,
+    /// Per-key locks.
+    pub locks: KeyLocks,
+    /// The configuration.
+    pub config: Config,
+    /// Top-level keys (DBSIZE).
+    pub keys: AtomicI64,
+    /// Keys with an expiry.
+    pub expires: AtomicI64,
+    /// INFO counters.
+    pub stats: ServerStats,
+    /// Start time (uptime).
+    pub started: Instant,
+    /// Set to true to stop the server (SHUTDOWN, signals).
+    pub shutdown: tokio::sync::watch::Sender<bool>,
+    /// Every write waits for durability (memory store with `appendfsync always`).
+    pub store_always_durable: bool,
+    /// Connections executing requests right now (shutdown waits for them).
+    pub busy: AtomicUsize,
+}
+
+impl Shared {
+    /// Builds the shared state and counts the keys already stored.
+    pub fn new(store: Arc<dyn Backend>, config: Config) -> Result<Shared, StoreError> {
+        let (shutdown, _) = tokio::sync::watch::channel(false);
+        let store_always_durable = config.appendfsync == Some(crate::store::aof::FsyncPolicy::Always);
+        let shared = Shared {
+            store,
+            locks: KeyLocks::default(),
+            config,
+            keys: AtomicI64::new(0),
+            expires: AtomicI64::new(0),
+            stats: ServerStats::default(),
+            started: Instant::now(),
+            shutdown,
+            store_always_durable,
+            busy: AtomicUsize::new(0),
+        };
+        shared.check_format()?;
+        shared.count_keys()?;
+        Ok(shared)
+    }
+
+    fn check_format(&self) -> Result<(), StoreError> {
+        use crate::keyspace::{VERSION, VERSION_KEY};
+        match self.store.get(VERSION_KEY)? {
+            Some(v) if v == VERSION => Ok(()),
+            Some(v) => Err(StoreError(format!(
+                "data directory holds server keyspace format {:?}, this server reads {:?}",
+                String::from_utf8_lossy(&v),
+                String::from_utf8_lossy(VERSION)
+            ))),
+            None => {
+                if !self.store.scan(&[], None, 1)?.is_empty() {
+                    return Err(StoreError("data directory holds data that is not a strata-server keyspace".into()));
+                }
+                let p = self.store.write(vec![(VERSION_KEY.to_vec(), Some(VERSION.to_vec()))], true)?;
+                self.store.wait_durable(p)
+            }
+        }
+    }
+
+    fn count_keys(&self) -> Result<(), StoreError> {
+        let (mut keys, mut expires) = (0i64, 0i64);
+        let mut cursor = b"m".to_vec();
+        loop {
+            let chunk = self.store.scan(&cursor, Some(b"n"), 4096)?;
+            for (_, v) in &chunk {
+                keys += 1;
+                if Meta::decode(v).is_some_and(|m| m.expire_ms != 0) {
+                    expires += 1;
+                }
+            }
+            match chunk.last() {
+                Some((k, _)) if chunk.len() == 4096 => {
+                    cursor = k.clone();
+                    cursor.push(0);
+                }
+                _ => break,
+            }
+        }
+        self.keys.store(keys, Ordering::Relaxed);
+        self.expires.store(expires, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Asks the server to stop.
+    pub fn request_shutdown(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// Whether shutdown was requested.
+    pub fn is_shutting_down(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// Marks the caller as executing requests, unless shutdown has begun
+    /// (then `None`: the connection should close without executing).
+    pub fn enter_busy(&self) -> Option<BusyGuard<'_>> {
+        self.busy.fetch_add(1, Ordering::SeqCst);
+        if self.is_shutting_down() {
+            self.busy.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(BusyGuard(self))
+    }
+}
+
+/// Held while a connection executes requests and writes their replies.
+pub struct BusyGuard<'a>(&'a Shared);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
