@@ -223,3 +223,68 @@ fn matrix_row_of_a_failed_manifest_edit_is_not_reused() {
     let lost = want.keys().filter(|k| got.get(*k) != want.get(*k)).count();
     assert_eq!(lost, 0, "acknowledged writes lost");
 }
+
+/// Regression (found by `strata-stress --mode fs-fault`: an episode hung):
+/// with the disk full, background flushes retry forever, and `Db::flush`
+/// waited for them forever. Like writers, it must give up with
+/// `DiskFull` after `pm_full_timeout_ms`, and work again once space is freed.
+#[test]
+fn flush_on_a_full_disk_returns_disk_full() {
+    for l0 in [L0Kind::Sstable, L0Kind::Matrix] {
+        let sim = Arc::new(SimPm::new(2 << 20));
+        let mem = MemFs::new();
+        let fault = FaultFs::over_mem(mem.clone());
+        let mut o = opts(l0, &sim, Arc::new(fault.clone()));
+        o.pm_full_timeout_ms = 200;
+        let db = Db::open(DIR, o).unwrap();
+        for i in 0..100u32 {
+            db.put(k(i), v(i, 0)).unwrap();
+        }
+        fault.inject(FaultPlan { sticky: true, ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Enospc) });
+        let (tx, rx) = std::sync::mpsc::channel();
+        let db2 = db.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(db2.flush());
+        });
+        // A liveness bound, not a timing assertion: without the fix it never returns.
+        let r = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("Db::flush hung on a full disk");
+        assert!(matches!(r, Err(Error::DiskFull { .. })), "{l0:?}: {r:?}");
+        assert!(db.stats().poisoned.is_none(), "a full disk must not poison");
+        fault.clear();
+        db.flush().unwrap();
+        for i in 0..100u32 {
+            assert_eq!(db.get(k(i)).unwrap(), Some(v(i, 0).into_bytes()));
+        }
+    }
+}
+
+/// Regression (found while writing the fs-fault mode): `compact_range`
+/// poisoned the database on any error, a full disk included, although a
+/// full disk is retryable everywhere else (background flushes and
+/// compactions back off and retry; writers get `DiskFull`).
+#[test]
+fn compact_range_on_a_full_disk_does_not_poison() {
+    let sim = Arc::new(SimPm::new(2 << 20));
+    let mem = MemFs::new();
+    let fault = FaultFs::over_mem(mem.clone());
+    let mut o = opts(L0Kind::Sstable, &sim, Arc::new(fault.clone()));
+    o.disable_auto_compaction = true;
+    o.pm_full_timeout_ms = 200;
+    let db = Db::open(DIR, o).unwrap();
+    for round in 0..3u32 {
+        for i in 0..300u32 {
+            db.put(k(i), v(i, round)).unwrap();
+        }
+        db.flush().unwrap();
+    }
+    fault.inject(FaultPlan { sticky: true, ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Enospc) });
+    let r = db.compact_range(..);
+    assert!(matches!(r, Err(Error::DiskFull { .. })), "{r:?}");
+    assert!(db.stats().poisoned.is_none(), "a full disk must not poison: {:?}", db.stats().poisoned);
+    fault.clear();
+    db.compact_range(..).unwrap();
+    db.put(b"after", b"x").unwrap();
+    for i in 0..300u32 {
+        assert_eq!(db.get(k(i)).unwrap(), Some(v(i, 2).into_bytes()));
+    }
+}
