@@ -374,6 +374,7 @@ impl DbInner {
             w.next_mem_id
         };
         let mut st = self.state.lock();
+        let mut full_since: Option<std::time::Instant> = None;
         loop {
             if let Some(p) = &st.poisoned {
                 return Err(Error::Poisoned(p.clone()));
@@ -383,6 +384,17 @@ impl DbInner {
             }
             if !st.imms.front().map(|m| m.id() < target).unwrap_or(false) {
                 return Ok(());
+            }
+            // The disk is full and flushes keep retrying: give up after a
+            // while, as writers do, instead of waiting forever.
+            match &st.bg_error {
+                Some(Error::DiskFull { path, op }) => {
+                    let since = *full_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() > Duration::from_millis(self.opts.pm_full_timeout_ms) {
+                        return Err(Error::DiskFull { path: path.clone(), op });
+                    }
+                }
+                _ => full_since = None,
             }
             self.state_cv.wait_for(&mut st, Duration::from_millis(50));
         }
