@@ -446,7 +446,11 @@ impl DbInner {
                     }
                     self.delete_obsolete();
                     if let Err(e) = r {
-                        self.poison(&e);
+                        // A full disk is retryable (failed outputs were
+                        // removed); anything else leaves state unknown.
+                        if !self.retryable(&e) {
+                            self.poison(&e);
+                        }
                         return Err(e);
                     }
                 }
