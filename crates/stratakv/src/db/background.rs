@@ -275,13 +275,13 @@ impl DbInner {
             let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
             if t.level == 0 {
                 for f in &t.inputs {
-                    children.push(Box::new(self.tables.get(f.number)?.iter()));
+                    children.push(Box::new(self.tables.get(f.number)?.compaction_iter()));
                 }
             } else {
-                children.push(Box::new(LevelIter::new(self.tables.clone(), t.inputs.clone())));
+                children.push(Box::new(LevelIter::for_compaction(self.tables.clone(), t.inputs.clone())));
             }
             if !t.next_inputs.is_empty() {
-                children.push(Box::new(LevelIter::new(self.tables.clone(), t.next_inputs.clone())));
+                children.push(Box::new(LevelIter::for_compaction(self.tables.clone(), t.next_inputs.clone())));
             }
             let mut it = MergingIterator::new(children);
             let oldest = self.oldest_snapshot();

@@ -296,7 +296,7 @@ impl DbInner {
             children.push(Box::new(RowIter::new(row.clone(), *s, *e)));
         }
         if !t.l1_inputs.is_empty() {
-            children.push(Box::new(LevelIter::new(self.tables.clone(), t.l1_inputs.clone())));
+            children.push(Box::new(LevelIter::for_compaction(self.tables.clone(), t.l1_inputs.clone())));
         }
         let mut it = MergingIterator::new(children);
         let oldest = self.oldest_snapshot();

@@ -97,6 +97,12 @@ impl Table {
 
     /// Reads (through the cache) the data block with handle `h`.
     pub fn read_block(&self, h: BlockHandle) -> Result<Arc<Block>> {
+        self.read_block_with(h, true)
+    }
+
+    /// Reads a data block; with `fill_cache` false a miss is not cached
+    /// (compactions read whole tables once and should not evict hot blocks).
+    pub fn read_block_with(&self, h: BlockHandle, fill_cache: bool) -> Result<Arc<Block>> {
         if let Some(c) = &self.cache {
             if let Some(b) = c.get(self.number, h.offset) {
                 return Ok(b);
@@ -104,8 +110,10 @@ impl Table {
         }
         let data = read_raw(&*self.file, &self.path, h, self.size)?;
         let block = Arc::new(Block::new(data, self.path.clone(), h.offset)?);
-        if let Some(c) = &self.cache {
-            c.insert(self.number, h.offset, block.clone());
+        if fill_cache {
+            if let Some(c) = &self.cache {
+                c.insert(self.number, h.offset, block.clone());
+            }
         }
         Ok(block)
     }
@@ -135,7 +143,12 @@ impl Table {
 
     /// A cursor over the table.
     pub fn iter(self: &Arc<Self>) -> TableIter {
-        TableIter { table: self.clone(), block_idx: 0, data: None }
+        TableIter { table: self.clone(), block_idx: 0, data: None, fill_cache: true }
+    }
+
+    /// A cursor for compactions: blocks it reads are not added to the cache.
+    pub fn compaction_iter(self: &Arc<Self>) -> TableIter {
+        TableIter { table: self.clone(), block_idx: 0, data: None, fill_cache: false }
     }
 
     /// Reads every block, checking checksums and key order. Returns entries seen.
@@ -180,6 +193,7 @@ pub struct TableIter {
     table: Arc<Table>,
     block_idx: usize,
     data: Option<BlockIter>,
+    fill_cache: bool,
 }
 
 impl TableIter {
@@ -187,7 +201,7 @@ impl TableIter {
         self.block_idx = i;
         match self.table.index.block(i) {
             Some(h) => {
-                self.data = Some(BlockIter::new(self.table.read_block(h)?));
+                self.data = Some(BlockIter::new(self.table.read_block_with(h, self.fill_cache)?));
                 Ok(true)
             }
             None => {

@@ -15,19 +15,26 @@ pub struct LevelIter {
     files: Vec<Arc<FileMeta>>,
     idx: usize,
     cur: Option<TableIter>,
+    fill_cache: bool,
 }
 
 impl LevelIter {
     /// A cursor over `files` (sorted by key, disjoint).
     pub fn new(tables: Arc<TableCache>, files: Vec<Arc<FileMeta>>) -> LevelIter {
-        LevelIter { tables, files, idx: 0, cur: None }
+        LevelIter { tables, files, idx: 0, cur: None, fill_cache: true }
+    }
+
+    /// A cursor for compactions: blocks read are not added to the cache.
+    pub fn for_compaction(tables: Arc<TableCache>, files: Vec<Arc<FileMeta>>) -> LevelIter {
+        LevelIter { tables, files, idx: 0, cur: None, fill_cache: false }
     }
 
     fn open(&mut self, i: usize) -> Result<bool> {
         self.idx = i;
         match self.files.get(i) {
             Some(f) => {
-                self.cur = Some(self.tables.get(f.number)?.iter());
+                let t = self.tables.get(f.number)?;
+                self.cur = Some(if self.fill_cache { t.iter() } else { t.compaction_iter() });
                 Ok(true)
             }
             None => {
