@@ -162,6 +162,11 @@ if [ "$DO_STUDY" = 1 ]; then
         [engine]="--storage engine"
         [engine-sync]="--storage engine --durability sync"
     )
+    # Warm-up (page cache, jars, CPU frequency) so the first mode is not penalized.
+    p=$(next_port); start_strata "$p" --storage memory
+    ycsb load study-read90 "$p" "$WORK/warmup-load.txt" >/dev/null
+    ycsb run study-write90 "$p" "$WORK/warmup-run.txt" >/dev/null
+    stop_server
     for mode in ideal log-always log-everysec snapshot engine engine-sync; do
         p=$(next_port)
         # shellcheck disable=SC2086
