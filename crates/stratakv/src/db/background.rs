@@ -409,7 +409,13 @@ impl DbInner {
         if self.opts.l0 == L0Kind::Matrix {
             // L0 is the matrix: move it all into L1 column by column, then
             // push L1 and below down as usual.
-            self.drain_matrix()?;
+            if let Err(e) = self.drain_matrix() {
+                // As for the levels below: only a full disk is retryable.
+                if !self.retryable(&e) {
+                    self.poison(&e);
+                }
+                return Err(e);
+            }
             level = 1;
         }
         loop {
