@@ -113,6 +113,8 @@ pub struct Record<'a> {
     pub value: &'a [u8],
     /// Offset of the value, relative to the body start plus `base`.
     pub value_off: u64,
+    /// Offset of the key, likewise.
+    pub key_off: u64,
 }
 
 /// Decodes the records of a batch body; yields `Err(offset)` at a malformed record.
@@ -143,6 +145,7 @@ impl<'a> Iterator for Records<'a> {
             if key.len() > MAX_KEY_LEN {
                 return None;
             }
+            let key_off = self.base + (self.r.pos() - key.len()) as u64;
             let (value, value_off) = match kind {
                 Kind::Put => {
                     let n = usize::try_from(self.r.varint()?).ok()?;
@@ -151,7 +154,7 @@ impl<'a> Iterator for Records<'a> {
                 }
                 Kind::Delete => (&[][..], self.r.pos() as u64),
             };
-            Some(Record { kind, key, value, value_off: self.base + value_off })
+            Some(Record { kind, key, value, value_off: self.base + value_off, key_off })
         })();
         match rec {
             Some(r) => Some(Ok(r)),
@@ -177,6 +180,8 @@ mod tests {
         assert_eq!(recs[1].kind, Kind::Delete);
         assert_eq!(recs[2].value.len(), 300);
         let off = (recs[2].value_off - 1000) as usize;
+        let koff = (recs[2].key_off - 1000) as usize;
+        assert_eq!(&b.rep()[koff..koff + 3], b"ccc");
         assert_eq!(&b.rep()[off..off + 300], &[7u8; 300][..]);
         assert_eq!(b.iter().count(), 3);
     }

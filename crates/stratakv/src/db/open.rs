@@ -16,7 +16,7 @@ use super::{Counters, DbInner, State, SuperVersion, WriteState};
 use crate::error::{Error, Result};
 use crate::log::{scan_extent, ScanEnd, EXTENT_KIND_LOG};
 use crate::matrix::build::EXTENT_KIND_ROW;
-use crate::matrix::row::Row;
+use crate::matrix::row::{key_prefix, Row};
 use crate::matrix::{LiveRow, MatrixRecord, MatrixState};
 use crate::memtable::Memtable;
 use crate::options::{L0Kind, Options};
@@ -128,16 +128,26 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     }
     let matrix = MatrixState::recovered(record.next_row_id, live_rows, opts.rows_per_segment);
 
-    // Rebuild the memtable from the live log extents, in log order.
+    // Rebuild the memtable from the live log extents, in log order. The
+    // records are collected first and inserted in key order: sorted inserts
+    // walk a cache-hot path of the skiplist (several times faster for a big log).
     let mem = Arc::new(Memtable::new(1, region.clone(), region_path.clone(), vs.log_number, opts.write_buffer_size));
     let mut next_seq = Some(vs.last_sequence + 1);
     let mut anomalies: Vec<(u64, String)> = Vec::new();
+    let mut found: Vec<Recovered> = Vec::new();
     for h in live_logs {
         let ext = region.adopt(h).map_err(pm)?;
         let mut accepted = 0u64;
         let end = scan_extent(&ext, h.number, &mut next_seq, &region_path, |entry| {
             for (i, rec) in entry.records.iter().enumerate() {
-                mem.add(entry.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32)?;
+                found.push(Recovered {
+                    prefix: key_prefix(rec.key),
+                    key_off: rec.key_off,
+                    key_len: rec.key.len() as u32,
+                    trailer: (entry.seq + i as u64) << 8 | rec.kind as u64,
+                    value_off: rec.value_off,
+                    value_len: rec.value.len() as u32,
+                });
             }
             mem.charge(entry.len as usize);
             accepted += 1;
@@ -163,6 +173,17 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             region.retire(h).map_err(pm)?;
         }
     }
+    let key_of = |r: &Recovered| region.read(r.key_off, r.key_len as u64).unwrap_or(&[]);
+    found.sort_unstable_by(|a, b| {
+        a.prefix.cmp(&b.prefix).then_with(|| key_of(a).cmp(key_of(b))).then_with(|| b.trailer.cmp(&a.trailer))
+    });
+    for r in &found {
+        let key = region.read(r.key_off, r.key_len as u64).map_err(pm)?;
+        let kind = crate::key::Kind::from_u8(r.trailer as u8)
+            .ok_or_else(|| Error::corruption(&region_path, r.key_off, "bad record kind"))?;
+        mem.add(r.trailer >> 8, kind, key, r.value_off, r.value_len)?;
+    }
+    drop(found);
     let last_seq = next_seq.map(|s| s - 1).unwrap_or(vs.last_sequence).max(vs.last_sequence);
     mem.note_seq(last_seq);
 
@@ -240,6 +261,16 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         return Err(e);
     }
     Ok(inner)
+}
+
+/// A record found in the log during recovery, located in PM.
+struct Recovered {
+    prefix: u64,
+    key_off: u64,
+    key_len: u32,
+    trailer: u64,
+    value_off: u64,
+    value_len: u32,
 }
 
 /// Removes files a crash left behind: tables no version references,
