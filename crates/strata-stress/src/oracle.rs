@@ -210,6 +210,21 @@ impl Expected {
         self.keys.values().filter(|s| s.committed.is_some()).count()
     }
 
+    /// Checks the values `got` holds for `keys` (absent from `got` = absent).
+    pub fn check_keys(&self, keys: &[Vec<u8>], got: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<(), String> {
+        for k in keys {
+            let g = got.get(k).map(|v| v.as_slice());
+            let ok = match self.keys.get(k) {
+                None => g.is_none(),
+                Some(st) => st.committed.as_deref() == g || st.pending.iter().any(|p| p.as_deref() == g),
+            };
+            if !ok {
+                return Err(format!("{} = {}, neither committed nor pending", show(k), g.map(show).unwrap_or_else(|| "<absent>".into())));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks a recovered database's full contents. Returns the number of
     /// keys checked, or a description of the first problems.
     pub fn check(&self, got: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<u64, String> {
@@ -241,10 +256,20 @@ impl Expected {
         }
         // A failed batch is applied whole or not at all: among its keys
         // that no later write touched, all show its value or none does.
+        // Only puts tell (values are unique per write; a delete of an
+        // absent key looks applied either way), and only a key's last
+        // update in the batch.
         for (op, updates) in &self.failed_batches {
-            let own: Vec<&Update> =
-                updates.iter().filter(|(k, _)| self.last_writer.get(k) == Some(op)).collect();
-            let applied = own.iter().filter(|(k, v)| got.get(k).map(|g| g.as_slice()) == v.as_deref()).count();
+            let mut last: BTreeMap<&Vec<u8>, &Option<Vec<u8>>> = BTreeMap::new();
+            for (k, v) in updates {
+                last.insert(k, v);
+            }
+            let own: Vec<(&Vec<u8>, &Vec<u8>)> = last
+                .into_iter()
+                .filter(|(k, _)| self.last_writer.get(*k) == Some(op))
+                .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
+                .collect();
+            let applied = own.iter().filter(|(k, v)| got.get(*k) == Some(*v)).count();
             if applied != 0 && applied != own.len() {
                 let _ = write!(problems, "failed batch {op} is half applied ({applied} of {} keys); ", own.len());
             }
