@@ -115,6 +115,9 @@ pub struct Options {
     pub column_bytes: u64,
     /// Rows per segment (one bloom filter per segment). Default: 8.
     pub rows_per_segment: usize,
+    /// Threads that merge one column compaction in parallel (each takes a
+    /// key range of it). Default: 2.
+    pub column_threads: usize,
     /// Receiver rows that trigger merging the oldest segment of them into one
     /// row. Default: 0 = 4 × `rows_per_segment`.
     pub max_receiver_rows: usize,
@@ -156,6 +159,7 @@ impl Default for Options {
             matrix_bytes: 0,
             column_bytes: 0,
             rows_per_segment: 8,
+            column_threads: 2,
             max_receiver_rows: 0,
             fs: default_fs(),
             pm_sim: None,

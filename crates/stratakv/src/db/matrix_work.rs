@@ -27,7 +27,15 @@ use crate::matrix::row::{key_prefix, Elem, Row};
 use crate::matrix::{LiveRow, MatrixState};
 use crate::memtable::Memtable;
 use crate::sstable::key_hash;
-use crate::version::{LevelIter, VersionEdit};
+use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
+
+/// One key range of a column compaction, merged by one thread.
+struct ColumnPart {
+    slices: Vec<(Arc<Row>, u32, u32)>,
+    l1: Vec<Arc<FileMeta>>,
+    lo: Vec<u8>,
+    hi: Option<Vec<u8>>,
+}
 
 impl DbInner {
     /// Turns a sealed memtable into the newest matrix row.
@@ -289,26 +297,94 @@ impl DbInner {
         result
     }
 
-    fn run_column_inner(&self, t: &ColumnTask) -> Result<()> {
-        let version = self.state.lock().version.clone();
+    /// Merges one part of a column (a key range) into new L1 tables.
+    fn merge_column_part(&self, part: &ColumnPart, version: &Version, oldest: u64) -> Result<Vec<FileMeta>> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-        for (row, s, e) in &t.slices {
-            children.push(Box::new(RowIter::new(row.clone(), *s, *e)));
+        for (row, s, e) in &part.slices {
+            if e > s {
+                children.push(Box::new(RowIter::new(row.clone(), *s, *e)));
+            }
         }
-        if !t.l1_inputs.is_empty() {
-            children.push(Box::new(LevelIter::for_compaction(self.tables.clone(), t.l1_inputs.clone())));
+        if !part.l1.is_empty() {
+            children.push(Box::new(LevelIter::for_compaction(self.tables.clone(), part.l1.clone())));
         }
         let mut it = MergingIterator::new(children);
-        let oldest = self.oldest_snapshot();
-        let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(&version, 1, uk));
-        let grandparents = version.overlapping(2, Some(&t.lo), t.hi.as_deref());
+        let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(version, 1, uk));
+        let grandparents = version.overlapping(2, Some(&part.lo), part.hi.as_deref());
         let next = || self.versions.lock().new_file_number();
-        let outputs = build_tables(
-            &self.build_ctx_pub(&next, self.opts.target_file_size),
-            &mut it,
-            &mut dropper,
-            &grandparents,
-        )?;
+        build_tables(&self.build_ctx_pub(&next, self.opts.target_file_size), &mut it, &mut dropper, &grandparents)
+    }
+
+    /// Splits a column in two key ranges (at an L1 table boundary, or at a
+    /// sampled key if it overlaps no L1 table) so two threads can merge it.
+    fn split_column(&self, t: &ColumnTask) -> Result<Vec<ColumnPart>> {
+        let whole = ColumnPart { slices: t.slices.clone(), l1: t.l1_inputs.clone(), lo: t.lo.clone(), hi: t.hi.clone() };
+        if self.opts.column_threads < 2 || t.bytes < self.opts.column_target() / 4 {
+            return Ok(vec![whole]);
+        }
+        let mid: Vec<u8> = match t.l1_inputs.len() {
+            0 => {
+                let Some((row, s, e)) = t.slices.iter().max_by_key(|(_, s, e)| e - s) else { return Ok(vec![whole]) };
+                let m = row.elem(s + (e - s) / 2)?;
+                row.user_key(&m)?.to_vec()
+            }
+            1 => return Ok(vec![whole]),
+            n => t.l1_inputs.get(n / 2 - 1).map(|f| f.largest_user().to_vec()).unwrap_or_default(),
+        };
+        if mid.as_slice() < t.lo.as_slice() || t.hi.as_deref().map(|h| mid.as_slice() >= h).unwrap_or(false) {
+            return Ok(vec![whole]);
+        }
+        let mut a = Vec::new();
+        let mut b = Vec::new();
+        for (row, s, e) in &t.slices {
+            let cut = row.upper_bound_user(&mid, *s)?.min(*e);
+            a.push((row.clone(), *s, cut));
+            b.push((row.clone(), cut, *e));
+        }
+        let l1a: Vec<_> = t.l1_inputs.iter().filter(|f| f.largest_user() <= mid.as_slice()).cloned().collect();
+        let l1b: Vec<_> = t.l1_inputs.iter().filter(|f| f.smallest_user() > mid.as_slice()).cloned().collect();
+        if l1a.len() + l1b.len() != t.l1_inputs.len() {
+            return Ok(vec![whole]);
+        }
+        let mut hi_b = mid.clone();
+        hi_b.push(0);
+        Ok(vec![
+            ColumnPart { slices: a, l1: l1a, lo: t.lo.clone(), hi: Some(mid) },
+            ColumnPart { slices: b, l1: l1b, lo: hi_b, hi: t.hi.clone() },
+        ])
+    }
+
+    fn run_column_inner(&self, t: &ColumnTask) -> Result<()> {
+        let version = self.state.lock().version.clone();
+        let oldest = self.oldest_snapshot();
+        let parts = self.split_column(t)?;
+        let results: Vec<Result<Vec<FileMeta>>> = if parts.len() == 1 {
+            parts.iter().map(|p| self.merge_column_part(p, &version, oldest)).collect()
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> =
+                    parts.iter().map(|p| s.spawn(|| self.merge_column_part(p, &version, oldest))).collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|_| Err(Error::Pm("column compaction thread panicked".into()))))
+                    .collect()
+            })
+        };
+        let mut outputs = Vec::new();
+        let mut failure = None;
+        for r in results {
+            match r {
+                Ok(files) => outputs.extend(files),
+                Err(e) => failure = Some(e),
+            }
+        }
+        if let Some(e) = failure {
+            // The other parts' tables are not referenced by anything: remove them.
+            for f in &outputs {
+                let _ = self.fs.remove(&crate::version::filename::table_path(&self.dir, f.number));
+            }
+            return Err(e);
+        }
         let written: u64 = outputs.iter().map(|f| f.size).sum();
         let read: u64 = t.bytes + t.l1_inputs.iter().map(|f| f.size).sum::<u64>();
         let mut vs = self.versions.lock();

@@ -245,14 +245,19 @@ impl Db {
 
     /// Iterates the keys in `range` (both directions; see [`DbIter`]).
     pub fn iter(&self, range: impl Into<KeyRange>) -> Result<DbIter> {
-        let seq = self.inner.pipeline.visible();
-        DbIter::new(self.inner.clone(), range.into(), seq, None)
+        // The iterator builds its cursor at its first step; until it is
+        // dropped, a snapshot keeps compaction from dropping what it reads.
+        let pin = self.snapshot();
+        DbIter::new(self.inner.clone(), range.into(), pin.sequence(), Some(pin))
     }
 
-    /// Iterates `range` as of a snapshot sequence.
+    /// Iterates `range` as of a snapshot sequence (the caller keeps that
+    /// snapshot alive), or as of now.
     pub fn iter_opt(&self, range: impl Into<KeyRange>, ro: &ReadOptions) -> Result<DbIter> {
-        let seq = ro.snapshot.unwrap_or_else(|| self.inner.pipeline.visible());
-        DbIter::new(self.inner.clone(), range.into(), seq, None)
+        match ro.snapshot {
+            Some(seq) => DbIter::new(self.inner.clone(), range.into(), seq, None),
+            None => self.iter(range),
+        }
     }
 
     /// A positionable cursor (seek, next, prev) over `range` at the current point.
