@@ -60,6 +60,10 @@ pub struct Flags {
     /// Close a client idle this many seconds (0: never). Default 0.
     #[arg(long)]
     pub timeout: Option<u64>,
+    /// Event-loop threads serving connections (each runs its clients'
+    /// commands inline, like Redis's main thread). Default 1.
+    #[arg(long = "event-loops")]
+    pub event_loops: Option<usize>,
     /// Largest bulk argument (e.g. 512mb). Default 512 MiB.
     #[arg(long = "proto-max-bulk-len")]
     pub proto_max_bulk_len: Option<String>,
@@ -67,6 +71,9 @@ pub struct Flags {
     #[arg(long = "client-query-buffer-limit")]
     pub client_query_buffer_limit: Option<String>,
 }
+
+/// Event loops when not configured.
+pub const DEFAULT_EVENT_LOOPS: usize = 1;
 
 /// Where the server keeps data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +111,8 @@ pub struct Config {
     pub maxclients: usize,
     /// Idle timeout in seconds (0: none).
     pub timeout: u64,
+    /// Event-loop threads (at least 1).
+    pub event_loops: usize,
     /// Request limits.
     pub limits: Limits,
 }
@@ -158,7 +167,7 @@ impl Config {
         let known = [
             "port", "bind", "dir", "pm-dir", "pm-size", "durability", "storage", "appendfsync", "appendonly",
             "snapshot-seconds", "requirepass", "maxclients", "timeout", "proto-max-bulk-len",
-            "client-query-buffer-limit",
+            "client-query-buffer-limit", "event-loops",
         ];
         if let Some(bad) = file.keys().find(|k| !known.contains(&k.as_str())) {
             bail!("unknown configuration setting '{bad}'");
@@ -211,6 +220,10 @@ impl Config {
         let requirepass = pick(f.requirepass, "requirepass").filter(|p| !p.is_empty());
         let maxclients = num(pick(f.maxclients.map(|m| m.to_string()), "maxclients"), "maxclients")?.unwrap_or(10_000) as usize;
         let timeout = num(pick(f.timeout.map(|t| t.to_string()), "timeout"), "timeout")?.unwrap_or(0);
+        let event_loops = num(pick(f.event_loops.map(|n| n.to_string()), "event-loops"), "event-loops")?.unwrap_or(DEFAULT_EVENT_LOOPS as u64);
+        if !(1..=64).contains(&event_loops) {
+            bail!("event-loops must be between 1 and 64");
+        }
         let mut limits = Limits::default();
         if let Some(b) = bytes(pick(f.proto_max_bulk_len, "proto-max-bulk-len"), "proto-max-bulk-len")? {
             limits.max_bulk_len = b as usize;
@@ -231,6 +244,7 @@ impl Config {
             requirepass,
             maxclients,
             timeout,
+            event_loops: event_loops as usize,
             limits,
         })
     }
@@ -247,6 +261,7 @@ impl Config {
             ("appendfsync", self.appendfsync.map(|p| p.name()).unwrap_or("everysec").into()),
             ("maxclients", self.maxclients.to_string()),
             ("timeout", self.timeout.to_string()),
+            ("event-loops", self.event_loops.to_string()),
             ("databases", "1".into()),
             ("maxmemory", "0".into()),
             ("maxmemory-policy", "noeviction".into()),

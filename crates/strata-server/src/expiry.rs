@@ -37,7 +37,7 @@ pub fn sweep_once(shared: &Shared, limit: usize) -> StoreResult<usize> {
             _ => ctx.txn.delete(ik.clone()),
         }
         // Expiry deletions need no acknowledgement: they are not waited on.
-        let (r, _) = commit(ctx, Reply::ok(), &[&key], false);
+        let r = commit(ctx, Reply::ok(), &[&key], false);
         if let Reply::Error(e) = r {
             return Err(crate::store::StoreError(e));
         }

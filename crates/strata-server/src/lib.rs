@@ -2,17 +2,17 @@
 //! and RESP3 after `HELLO 3`), so redis-cli, redis-py, Jedis, go-redis,
 //! redis-benchmark and YCSB work unchanged.
 //!
-//! Module map: [`resp`] (protocol), [`connection`] and [`server`]
-//! (network), [`cmd`] (commands by type), [`keyspace`] (types and expiry
+//! Module map: [`resp`] (protocol), [`net`] (event loops) and [`server`]
+//! (accepting), [`cmd`] (commands by type), [`keyspace`] (types and expiry
 //! on the ordered keyspace), [`store`] (engine, or memory with command log
 //! or snapshots), [`expiry`] (background sweep), [`config`], [`shutdown`].
 
 pub mod cmd;
 pub mod config;
-pub mod connection;
 pub mod expiry;
 pub mod glob;
 pub mod keyspace;
+pub mod net;
 pub mod numbers;
 pub mod resp;
 pub mod server;

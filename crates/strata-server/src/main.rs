@@ -4,7 +4,8 @@
 //! strata-server [--port 6379] [--bind 127.0.0.1] [--dir ./strata-data] [--pm-dir DIR]
 //!               [--durability sync|default] [--storage engine|memory]
 //!               [--appendfsync always|everysec|no] [--snapshot-seconds N]
-//!               [--requirepass PW] [--maxclients N] [--timeout SECS] [--config FILE]
+//!               [--requirepass PW] [--maxclients N] [--timeout SECS] [--event-loops N]
+//!               [--config FILE]
 //! ```
 
 use std::process::ExitCode;
@@ -18,6 +19,7 @@ use strata_server::config::{Config, Flags, StorageMode};
 use strata_server::store::engine::EngineStore;
 use strata_server::store::memory::{MemoryPersistence, MemoryStore};
 use strata_server::store::Backend;
+use strata_server::net::Loops;
 use strata_server::{expiry, server, shutdown};
 
 fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
@@ -41,13 +43,9 @@ fn run() -> anyhow::Result<()> {
     let cfg = Config::from_flags(Flags::parse())?;
     let store = open_store(&cfg)?;
     let shared = Arc::new(Shared::new(store.clone(), cfg.clone()).map_err(|e| anyhow::anyhow!("{e}"))?);
-    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .max_blocking_threads(1024)
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
+    // The runtime only accepts connections and handles signals; the event
+    // loops serve the connections.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
     let addr = format!("{}:{}", cfg.bind, cfg.port);
     // The port opens only after recovery, so a client that connects is served.
     let listener = rt.block_on(tokio::net::TcpListener::bind(&addr)).with_context(|| format!("listening on {addr}"))?;
@@ -60,8 +58,11 @@ fn run() -> anyhow::Result<()> {
         if cfg.durability_sync { "sync" } else { "default" },
         cfg.dir.display()
     );
+    let mut loops = Loops::start(&shared, cfg.event_loops).context("starting the event loops")?;
     rt.spawn(shutdown::on_signals(shared.clone()));
-    rt.block_on(server::run(shared.clone(), listener));
+    rt.block_on(server::run(shared.clone(), listener, &mut loops));
+    // Requests already read are answered; then the loops exit.
+    loops.stop(std::time::Duration::from_secs(30));
     eprintln!("strata-server shutting down: making data durable");
     stop_sweeper.store(true, Ordering::Release);
     let _ = sweeper.join();

@@ -1,33 +1,20 @@
-//! The listener: accepts connections (on the tokio runtime) up to
-//! `maxclients` and serves each on its own thread (see `connection`). On
-//! shutdown it stops accepting and waits (a bounded time) until no
-//! connection is executing requests; connections that have read requests
-//! answer them, new requests are refused by closing.
+//! The acceptor: accepts connections (on a small tokio runtime that also
+//! handles signals) up to `maxclients` and hands each to an event loop
+//! (see `net`). On shutdown it stops accepting; the loops answer what
+//! they have read and exit.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 use crate::cmd::Shared;
-use crate::connection::serve;
+use crate::net::{ClientGuard, Incoming, Loops};
 
-/// Stack size of a connection thread.
-const CONNECTION_STACK: usize = 512 << 10;
-
-/// Ends a connection's bookkeeping when its thread ends.
-struct ClientGuard(Arc<Shared>);
-
-impl Drop for ClientGuard {
-    fn drop(&mut self) {
-        self.0.stats.connected_clients.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// Accepts and serves connections until shutdown is requested.
-pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
+/// Accepts connections until shutdown is requested.
+pub async fn run(shared: Arc<Shared>, listener: TcpListener, loops: &mut Loops) {
     let mut stop = shared.shutdown.subscribe();
     loop {
         let accepted = tokio::select! {
@@ -52,28 +39,11 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener) {
             });
             continue;
         }
+        // tokio leaves the std stream non-blocking, as the loops need it.
         let Ok(std_stream) = stream.into_std() else { continue };
-        if std_stream.set_nonblocking(false).is_err() {
-            continue;
-        }
         shared.stats.connected_clients.fetch_add(1, Ordering::AcqRel);
         let guard = ClientGuard(shared.clone());
-        let sh = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name("strata-client".into())
-            .stack_size(CONNECTION_STACK)
-            .spawn(move || {
-                let _guard = guard;
-                serve(sh, std_stream, addr.to_string());
-            });
-        // If no thread can be made, the guard inside the closure was dropped
-        // with it: the connection is closed and accounted for.
-        drop(spawned);
+        loops.assign(Incoming { stream: std_stream, addr: addr.to_string(), guard });
     }
     drop(listener);
-    // Requests being executed finish and are answered; no new ones start.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while shared.busy.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }

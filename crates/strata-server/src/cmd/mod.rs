@@ -20,10 +20,10 @@ use bytes::Bytes;
 
 use crate::keyspace::{now_ms, Meta, Txn};
 use crate::resp::Reply;
-use crate::store::{Pending, StoreError};
+use crate::store::StoreError;
 
 pub use session::Session;
-pub use shared::{BusyGuard, ServerStats, Shared};
+pub use shared::{ServerStats, Shared};
 pub use table::{lookup, Keys, Run, Spec};
 
 /// Why a command failed; becomes an error reply.
@@ -154,56 +154,68 @@ fn groupable(sess: &Session, args: &[Bytes]) -> Option<(&'static Spec, table::Da
 /// Most commands of one pipeline that share a transaction.
 const MAX_GROUP: usize = 64;
 
+/// What [`execute_batch`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// Replies appended to the output.
+    pub replies: usize,
+    /// False when the connection must close once the output is written.
+    pub keep_open: bool,
+}
+
 /// Runs a pipeline of requests in order, appending the encoded replies to
 /// `out`. Consecutive keyspace commands run as one group: under the locks
 /// of all their keys, in one transaction, committed as one engine batch
 /// (fewer, larger writes; each command still sees the ones before it).
-/// Returns false when the connection must close after `out` is written.
-pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>, out: &mut Vec<u8>) -> bool {
+///
+/// Durability is the caller's: with `--durability sync` the replies must
+/// not be sent before [`Shared::wait_durable_all`] returns.
+pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>, out: &mut Vec<u8>) -> BatchOutcome {
     let mut group: Vec<(&'static Spec, table::DataFn, Vec<Bytes>)> = Vec::new();
+    let mut replies = 0;
     let mut reqs = reqs.into_iter().peekable();
     while let Some(args) = reqs.next() {
         if let Some((spec, f)) = groupable(sess, &args) {
             group.push((spec, f, args));
             let next_joins = reqs.peek().is_some_and(|a| groupable(sess, a).is_some());
             if !next_joins || group.len() >= MAX_GROUP {
-                run_group(shared, sess.proto, std::mem::take(&mut group), out);
+                replies += run_group(shared, sess.proto, std::mem::take(&mut group), out);
             }
             continue;
         }
         if let Some(reply) = execute(shared, sess, &args) {
             if sess.silent {
-                return false;
+                return BatchOutcome { replies, keep_open: false };
             }
             reply.encode(sess.proto, out);
+            replies += 1;
         }
         if sess.quit {
-            return false;
+            return BatchOutcome { replies, keep_open: false };
         }
     }
-    true
+    BatchOutcome { replies, keep_open: true }
 }
 
-fn run_group(shared: &Shared, proto: u8, group: Vec<(&'static Spec, table::DataFn, Vec<Bytes>)>, out: &mut Vec<u8>) {
+/// Runs a group of keyspace commands in one transaction; returns the
+/// number of replies appended.
+fn run_group(shared: &Shared, proto: u8, group: Vec<(&'static Spec, table::DataFn, Vec<Bytes>)>, out: &mut Vec<u8>) -> usize {
     shared.stats.total_commands.fetch_add(group.len() as u64, Ordering::Relaxed);
     let keys: Vec<&[u8]> = group.iter().flat_map(|(spec, _, args)| keys_of(spec, args)).collect();
-    let (replies, failed, pending) = {
+    let (replies, failed) = {
         let _locks = shared.locks.lock(&keys);
         let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
         let replies: Vec<Reply> =
             group.iter().map(|(_, f, args)| f(&mut ctx, args).unwrap_or_else(CmdError::into_reply)).collect();
-        let (r, pending) = commit(ctx, Reply::Nil, &keys, false);
-        (replies, r.is_error().then_some(r), pending)
+        let r = commit(ctx, Reply::Nil, &keys, false);
+        (replies, r.is_error().then_some(r))
     };
-    let failed = failed.or_else(|| match shared.store.wait_durable(pending) {
-        Ok(()) => None,
-        Err(e) => Some(Reply::err(format!("ERR {e}"))),
-    });
     match failed {
-        // Nothing of the group was applied (or made durable): every command gets the error.
+        // Nothing of the group was applied: every command gets the error.
         Some(e) => replies.iter().for_each(|_| e.encode(proto, out)),
         None => replies.iter().for_each(|r| r.encode(proto, out)),
     }
+    replies.len()
 }
 
 /// The user keys a command touches, for locking.
@@ -219,35 +231,24 @@ pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
 
 fn run_data(shared: &Shared, proto: u8, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Reply {
     let keys = keys_of(spec, args);
-    let (reply, pending) = {
-        let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
-        let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
-        commit(ctx, reply, &keys, matches!(spec.keys, Keys::Global))
-    };
-    acknowledge(shared, reply, pending)
-}
-
-/// Waits (with the key locks released) until a committed write is durable;
-/// the reply becomes an error if that fails.
-pub(crate) fn acknowledge(shared: &Shared, reply: Reply, pending: Pending) -> Reply {
-    match shared.store.wait_durable(pending) {
-        Ok(()) => reply,
-        Err(e) => Reply::err(format!("ERR {e}")),
-    }
+    let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
+    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
+    let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
+    commit(ctx, reply, &keys, matches!(spec.keys, Keys::Global))
 }
 
 /// Commits a context's transaction (call with the key locks held); the
 /// reply becomes an error if the write fails (nothing of it was applied).
-/// The write is acknowledged only after [`acknowledge`].
-pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool) -> (Reply, Pending) {
+/// With `--durability sync` the reply may be sent only after
+/// [`Shared::wait_durable_all`].
+pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool) -> Reply {
     let shared = ctx.shared;
     let cleared = ctx.txn.was_cleared();
     let dirty = ctx.txn.is_dirty();
     let expired = ctx.txn.expired;
-    let durable = shared.config.durability_sync || shared.store_always_durable;
+    let durable = shared.replies_wait_for_sync();
     match ctx.txn.commit(durable) {
-        Ok((d, pending)) => {
+        Ok((d, _pending)) => {
             if cleared {
                 shared.keys.store(d.keys, Ordering::Relaxed);
                 shared.expires.store(d.expires, Ordering::Relaxed);
@@ -259,9 +260,9 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool)
             if dirty {
                 shared.locks.bump(keys, all_keys || cleared);
             }
-            (reply, pending)
+            reply
         }
-        Err(e) => (Reply::err(format!("ERR {e}")), Pending::default()),
+        Err(e) => Reply::err(format!("ERR {e}")),
     }
 }
 

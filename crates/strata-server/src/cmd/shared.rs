@@ -46,8 +46,6 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Every write waits for durability (memory store with `appendfsync always`).
     pub store_always_durable: bool,
-    /// Connections executing requests right now (shutdown waits for them).
-    pub busy: AtomicUsize,
 }
 
 impl Shared {
@@ -65,7 +63,6 @@ impl Shared {
             started: Instant::now(),
             shutdown,
             store_always_durable,
-            busy: AtomicUsize::new(0),
         };
         shared.check_format()?;
         shared.count_keys()?;
@@ -125,23 +122,15 @@ impl Shared {
         *self.shutdown.borrow()
     }
 
-    /// Marks the caller as executing requests, unless shutdown has begun
-    /// (then `None`: the connection should close without executing).
-    pub fn enter_busy(&self) -> Option<BusyGuard<'_>> {
-        self.busy.fetch_add(1, Ordering::SeqCst);
-        if self.is_shutting_down() {
-            self.busy.fetch_sub(1, Ordering::SeqCst);
-            return None;
-        }
-        Some(BusyGuard(self))
+    /// Whether replies must wait for durability: `--durability sync`, or
+    /// the memory store with `appendfsync always`.
+    pub fn replies_wait_for_sync(&self) -> bool {
+        self.config.durability_sync || self.store_always_durable
     }
-}
 
-/// Held while a connection executes requests and writes their replies.
-pub struct BusyGuard<'a>(&'a Shared);
-
-impl Drop for BusyGuard<'_> {
-    fn drop(&mut self) {
-        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    /// Waits until every write that asked for durability and that a reply
+    /// could reveal is durable (one shared sync; see `store::group`).
+    pub fn wait_durable_all(&self) -> Result<(), StoreError> {
+        self.store.wait_durable(self.store.last_ticket())
     }
 }

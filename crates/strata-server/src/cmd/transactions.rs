@@ -7,7 +7,7 @@
 
 use bytes::Bytes;
 
-use super::{acknowledge, commit, keys_of, lookup, CmdError, Ctx, Keys, Run, Session, Shared};
+use super::{commit, keys_of, lookup, CmdError, Ctx, Keys, Run, Session, Shared};
 use crate::keyspace::locks::stripe_of;
 use crate::keyspace::{now_ms, Txn};
 use crate::resp::Reply;
@@ -57,7 +57,7 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     let cmds: Vec<_> = queue.iter().filter_map(|args| Some((lookup(args.first()?)?, args))).collect();
     let global = cmds.iter().any(|(s, _)| s.keys == Keys::Global);
     let keys: Vec<&[u8]> = cmds.iter().flat_map(|(s, a)| keys_of(s, a)).collect();
-    let (reply, pending) = {
+    {
         let _locks = if global {
             shared.locks.lock_all()
         } else {
@@ -77,6 +77,5 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
             });
         }
         commit(ctx, Reply::Array(replies), &keys, global)
-    };
-    acknowledge(shared, reply, pending)
+    }
 }

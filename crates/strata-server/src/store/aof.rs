@@ -236,6 +236,11 @@ impl Aof {
         self.group.wait(ticket, || self.sync_file())
     }
 
+    /// The ticket of the last record appended.
+    pub fn last_ticket(&self) -> u64 {
+        self.group.last_applied()
+    }
+
     /// fsyncs everything appended so far (everysec thread, shutdown).
     pub fn sync_now(&self) -> StoreResult<()> {
         let target = self.group.last_applied();

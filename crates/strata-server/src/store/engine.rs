@@ -61,9 +61,22 @@ impl Backend for EngineStore {
             };
         }
         // Durable writes are applied without sync here and made durable by
-        // one shared msync in `wait_durable`, after the key locks are released.
-        self.db.write_opt(&batch, &WriteOptions { sync: false })?;
-        Ok(Pending(durable.then(|| self.group.applied())))
+        // one shared msync in `wait_durable` (once per event-loop pass). The
+        // ticket exists before the write is visible, so a reader that sees it
+        // waits for it; no sync claims it before it is applied.
+        if !durable {
+            self.db.write_opt(&batch, &WriteOptions { sync: false })?;
+            return Ok(Pending(None));
+        }
+        let ticket = self.group.begin();
+        let res = self.db.write_opt(&batch, &WriteOptions { sync: false });
+        self.group.end(ticket);
+        res?;
+        Ok(Pending(Some(ticket)))
+    }
+
+    fn last_ticket(&self) -> Pending {
+        Pending(Some(self.group.last_applied()))
     }
 
     fn wait_durable(&self, pending: Pending) -> StoreResult<()> {

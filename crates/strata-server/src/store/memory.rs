@@ -231,6 +231,12 @@ impl Backend for MemoryStore {
         }
     }
 
+    fn last_ticket(&self) -> Pending {
+        // Records get their ticket under the map's write lock, before the
+        // map shows them, so the last ticket covers all that readers see.
+        Pending(self.inner.aof.as_ref().map(|a| a.last_ticket()))
+    }
+
     fn clear(&self, _durable: bool) -> StoreResult<Pending> {
         let ticket = {
             let mut map = self.inner.map.write();

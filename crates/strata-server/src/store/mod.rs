@@ -60,13 +60,17 @@ pub trait Backend: Send + Sync {
 
     /// Applies `ops` atomically (all or none, also across a crash) and
     /// makes them visible. With `durable`, the returned ticket must be
-    /// passed to [`Backend::wait_durable`] before the write is acknowledged
-    /// (callers do that after releasing their key locks, so that writers of
-    /// one key share a sync).
+    /// passed to [`Backend::wait_durable`] (or one from
+    /// [`Backend::last_ticket`] taken later) before the write is acknowledged.
     fn write(&self, ops: Vec<Op>, durable: bool) -> StoreResult<Pending>;
 
     /// Waits until a write is durable (group commit across waiters).
     fn wait_durable(&self, pending: Pending) -> StoreResult<()>;
+
+    /// A ticket covering every write that asked for durability and may be
+    /// visible to a reader now (applied, or being applied). Waiting on it
+    /// makes everything a reply could reveal durable.
+    fn last_ticket(&self) -> Pending;
 
     /// Removes every key. The default deletes in chunks through `write`.
     fn clear(&self, durable: bool) -> StoreResult<Pending> {

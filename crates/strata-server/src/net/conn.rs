@@ -1,0 +1,260 @@
+//! One client connection on an event loop: its buffers and session, and
+//! the steps the loop drives each pass — read what arrived, run the
+//! complete requests, and (after the pass's shared sync, if any) write
+//! every reply of the pass with as few `write` calls as possible.
+//! Malformed protocol closes only this connection.
+
+use std::io::{ErrorKind, Read, Write};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use mio::net::TcpStream;
+
+use crate::cmd::{execute_batch, Session, Shared};
+use crate::resp::{parse_request, Reply};
+
+/// Most requests of one connection run per loop pass (the rest wait for
+/// the next pass, so one deep pipeline cannot starve the other clients).
+const MAX_BATCH: usize = 1024;
+
+/// Most bytes read from one connection per loop pass.
+const MAX_READ_PER_PASS: usize = 1 << 20;
+
+/// Unsent output above which a connection's requests wait (a client that
+/// does not read its replies cannot make the server buffer without end).
+const OUTPUT_PAUSE: usize = 8 << 20;
+
+/// Counts a connection in `connected_clients` until it is dropped.
+pub struct ClientGuard(pub Arc<Shared>);
+
+impl Drop for ClientGuard {
+    fn drop(&mut self) {
+        self.0.stats.connected_clients.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A client connection owned by one event loop.
+pub(crate) struct Conn {
+    pub(crate) stream: TcpStream,
+    /// Bytes read and not yet parsed.
+    rbuf: BytesMut,
+    /// Encoded replies not yet written; `out[..sent]` is written.
+    out: Vec<u8>,
+    sent: usize,
+    sess: Session,
+    /// The kernel may hold unread bytes (edge-triggered readiness).
+    pub(crate) readable: bool,
+    /// The peer sends nothing more (EOF or read error).
+    eof: bool,
+    /// Close once the output is written.
+    pub(crate) closing: bool,
+    /// Writing failed: close at once.
+    pub(crate) broken: bool,
+    /// Registered for writable readiness (output is waiting).
+    pub(crate) want_write: bool,
+    /// Queued for processing in the current pass.
+    pub(crate) scheduled: bool,
+    /// Last time bytes arrived (idle timeout).
+    pub(crate) last_active: Instant,
+    /// Replies of the current pass: whether any ran, where they start in
+    /// `out`, how many.
+    in_pass: bool,
+    pass_start: usize,
+    pass_replies: usize,
+    _guard: ClientGuard,
+}
+
+/// What [`Conn::run`] left to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Leftover {
+    /// Nothing until new bytes arrive.
+    Idle,
+    /// Complete requests or unread bytes remain: process again next pass.
+    More,
+}
+
+impl Conn {
+    /// Wraps an accepted stream.
+    pub(crate) fn new(shared: &Shared, stream: TcpStream, addr: String, guard: ClientGuard) -> Conn {
+        let _ = stream.set_nodelay(true);
+        Conn {
+            stream,
+            rbuf: BytesMut::new(),
+            out: Vec::new(),
+            sent: 0,
+            sess: Session::new(shared, addr),
+            readable: true,
+            eof: false,
+            closing: false,
+            broken: false,
+            want_write: false,
+            scheduled: false,
+            last_active: Instant::now(),
+            in_pass: false,
+            pass_start: 0,
+            pass_replies: 0,
+            _guard: guard,
+        }
+    }
+
+    /// Unsent output bytes.
+    pub(crate) fn unsent(&self) -> usize {
+        self.out.len() - self.sent
+    }
+
+    /// Whether this connection's requests wait until its output drains.
+    pub(crate) fn paused(&self) -> bool {
+        self.unsent() > OUTPUT_PAUSE
+    }
+
+    /// Whether replies of this pass are waiting to be released.
+    pub(crate) fn ran_this_pass(&self) -> bool {
+        self.in_pass
+    }
+
+    /// Reads what the kernel holds (up to a per-pass budget) into the
+    /// request buffer. `scratch` is the loop's shared read buffer.
+    fn fill(&mut self, scratch: &mut [u8]) {
+        let mut got = 0;
+        while got < MAX_READ_PER_PASS {
+            match self.stream.read(scratch) {
+                Ok(0) => {
+                    self.eof = true;
+                    self.readable = false;
+                    return;
+                }
+                Ok(n) => {
+                    self.rbuf.extend_from_slice(scratch.get(..n).unwrap_or_default());
+                    got += n;
+                    self.last_active = Instant::now();
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.readable = false;
+                    return;
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.eof = true;
+                    self.readable = false;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads, parses and runs up to [`MAX_BATCH`] requests, appending their
+    /// replies to the output (written later by [`Conn::flush`]).
+    pub(crate) fn run(&mut self, shared: &Shared, scratch: &mut [u8]) -> Leftover {
+        if self.closing || self.paused() {
+            return Leftover::Idle;
+        }
+        if self.readable && !self.eof && !shared.is_shutting_down() {
+            self.fill(scratch);
+        }
+        let limits = shared.config.limits;
+        let mut reqs = Vec::new();
+        let mut protocol_error = None;
+        while reqs.len() < MAX_BATCH {
+            match parse_request(&mut self.rbuf, &limits) {
+                Ok(Some(r)) => reqs.push(r),
+                Ok(None) => break,
+                Err(e) => {
+                    protocol_error = Some(e);
+                    break;
+                }
+            }
+        }
+        let more_requests = reqs.len() == MAX_BATCH;
+        if !reqs.is_empty() {
+            if !self.in_pass {
+                self.in_pass = true;
+                self.pass_start = self.out.len();
+                self.pass_replies = 0;
+            }
+            let done = execute_batch(shared, &mut self.sess, reqs, &mut self.out);
+            self.pass_replies += done.replies;
+            if !done.keep_open {
+                self.closing = true;
+                return Leftover::Idle;
+            }
+        }
+        if let Some(e) = protocol_error {
+            Reply::err(format!("ERR {}", e.0)).encode(2, &mut self.out);
+            self.closing = true;
+            return Leftover::Idle;
+        }
+        if !more_requests && self.rbuf.len() >= limits.max_query_buffer {
+            Reply::err("ERR client query buffer limit reached").encode(2, &mut self.out);
+            self.closing = true;
+            return Leftover::Idle;
+        }
+        if self.eof && !more_requests {
+            // Answer what arrived before the end, then close.
+            self.closing = true;
+            return Leftover::Idle;
+        }
+        if more_requests || (self.readable && !self.eof) {
+            Leftover::More
+        } else {
+            Leftover::Idle
+        }
+    }
+
+    /// The pass's shared sync failed: every reply of the pass becomes this
+    /// error (its writes are applied but not known to be durable).
+    pub(crate) fn fail_pass(&mut self, error: &Reply) {
+        if !self.in_pass {
+            return;
+        }
+        self.out.truncate(self.pass_start.max(self.sent));
+        for _ in 0..self.pass_replies {
+            error.encode(self.sess.proto, &mut self.out);
+        }
+    }
+
+    /// Ends the pass for this connection (its replies may now be sent).
+    pub(crate) fn end_pass(&mut self) {
+        self.in_pass = false;
+        self.pass_replies = 0;
+    }
+
+    /// Writes as much unsent output as the socket takes.
+    pub(crate) fn flush(&mut self) {
+        while self.sent < self.out.len() {
+            let Some(rest) = self.out.get(self.sent..) else { break };
+            match self.stream.write(rest) {
+                Ok(0) => {
+                    self.broken = true;
+                    return;
+                }
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    self.broken = true;
+                    return;
+                }
+            }
+        }
+        self.out.clear();
+        self.sent = 0;
+        if self.out.capacity() > (1 << 20) {
+            self.out = Vec::new();
+        }
+        if self.rbuf.is_empty() && self.rbuf.capacity() > (1 << 20) {
+            self.rbuf = BytesMut::new();
+        }
+    }
+
+    /// Whether the loop should close this connection now.
+    pub(crate) fn done(&self) -> bool {
+        self.broken || (self.closing && self.unsent() == 0)
+    }
+
+    /// Whether complete requests may wait in the buffer (shutdown drain).
+    pub(crate) fn has_input(&self) -> bool {
+        !self.rbuf.is_empty() && !self.closing
+    }
+}

@@ -1,0 +1,264 @@
+//! One event loop: a thread that multiplexes many connections with epoll
+//! (mio) and runs their commands inline, the way Redis does.
+//!
+//! A pass: wait for readiness; for every ready connection read what
+//! arrived and run the complete requests (engine calls are short; a
+//! blocked engine — back-pressure — blocks the loop briefly, as fsync
+//! blocks Redis); then, with `--durability sync`, one shared sync makes
+//! every write a reply of this pass could reveal durable; then every
+//! connection's replies of the pass go out in one `write`.
+
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::{Events, Interest, Poll, Token};
+
+use super::conn::{Conn, Leftover};
+use super::Incoming;
+use crate::cmd::Shared;
+use crate::resp::Reply;
+
+/// The token of the loop's waker (new connections, shutdown).
+pub(crate) const WAKER: Token = Token(usize::MAX);
+
+/// Size of the loop's shared read buffer.
+const SCRATCH: usize = 64 << 10;
+
+/// How long a stopping loop keeps trying to write pending replies.
+const DRAIN_TIME: Duration = Duration::from_secs(10);
+
+/// The state of one event loop thread.
+pub(crate) struct EventLoop {
+    shared: Arc<Shared>,
+    poll: Poll,
+    incoming: Receiver<Incoming>,
+    /// Connections by token; `free` lists empty slots.
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    /// Connections on this loop (the acceptor balances by it).
+    load: Arc<AtomicUsize>,
+    scratch: Vec<u8>,
+    /// Connections to process this pass, and those left for the next one.
+    queue: Vec<usize>,
+    carry: Vec<usize>,
+    last_idle_check: Instant,
+}
+
+impl EventLoop {
+    /// A loop over `poll` that takes new connections from `incoming`.
+    pub(crate) fn new(shared: Arc<Shared>, poll: Poll, incoming: Receiver<Incoming>, load: Arc<AtomicUsize>) -> EventLoop {
+        EventLoop {
+            shared,
+            poll,
+            incoming,
+            conns: Vec::new(),
+            free: Vec::new(),
+            load,
+            scratch: vec![0u8; SCRATCH],
+            queue: Vec::new(),
+            carry: Vec::new(),
+            last_idle_check: Instant::now(),
+        }
+    }
+
+    /// Serves connections until shutdown, then answers the requests already
+    /// read, writes the replies (for a bounded time) and closes everything.
+    pub(crate) fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        while !self.shared.is_shutting_down() {
+            let timeout = if self.carry.is_empty() { Duration::from_millis(1000) } else { Duration::ZERO };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    eprintln!("strata-server: event loop poll failed: {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                continue;
+            }
+            self.queue.clear();
+            for idx in std::mem::take(&mut self.carry) {
+                self.schedule(idx);
+            }
+            for ev in events.iter() {
+                if ev.token() == WAKER {
+                    self.take_incoming();
+                    continue;
+                }
+                let idx = ev.token().0;
+                if ev.is_writable() {
+                    self.on_writable(idx);
+                }
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    if let Some(c) = self.conn(idx) {
+                        c.readable = true;
+                    }
+                    self.schedule(idx);
+                }
+            }
+            self.pass();
+            self.close_idle();
+        }
+        self.drain();
+    }
+
+    fn conn(&mut self, idx: usize) -> Option<&mut Conn> {
+        self.conns.get_mut(idx).and_then(Option::as_mut)
+    }
+
+    fn schedule(&mut self, idx: usize) {
+        if let Some(c) = self.conn(idx) {
+            if !c.scheduled {
+                c.scheduled = true;
+                self.queue.push(idx);
+            }
+        }
+    }
+
+    /// Registers connections handed over by the acceptor.
+    fn take_incoming(&mut self) {
+        while let Ok(inc) = self.incoming.try_recv() {
+            let idx = match self.free.pop() {
+                Some(i) => i,
+                None => {
+                    self.conns.push(None);
+                    self.conns.len() - 1
+                }
+            };
+            let mut stream = mio::net::TcpStream::from_std(inc.stream);
+            if self.poll.registry().register(&mut stream, Token(idx), Interest::READABLE).is_err() {
+                self.free.push(idx);
+                continue; // dropping the stream and guard closes and uncounts it
+            }
+            let conn = Conn::new(&self.shared, stream, inc.addr, inc.guard);
+            if let Some(slot) = self.conns.get_mut(idx) {
+                *slot = Some(conn);
+                self.load.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn on_writable(&mut self, idx: usize) {
+        let Some(c) = self.conn(idx) else { return };
+        let was_paused = c.paused();
+        c.flush();
+        let resume = was_paused && !c.paused();
+        self.after_flush(idx);
+        if resume {
+            self.schedule(idx);
+        }
+    }
+
+    /// One pass over the scheduled connections: run, sync once, reply.
+    fn pass(&mut self) {
+        let shared = self.shared.clone();
+        let queue = std::mem::take(&mut self.queue);
+        let mut ran = false;
+        for &idx in &queue {
+            let scratch = &mut self.scratch;
+            let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else { continue };
+            if c.run(&shared, scratch) == Leftover::More {
+                self.carry.push(idx);
+            }
+            ran |= c.ran_this_pass();
+        }
+        if ran && shared.replies_wait_for_sync() {
+            if let Err(e) = shared.wait_durable_all() {
+                let error = Reply::err(format!("ERR {e}"));
+                for &idx in &queue {
+                    if let Some(c) = self.conn(idx) {
+                        c.fail_pass(&error);
+                    }
+                }
+            }
+        }
+        for &idx in &queue {
+            let Some(c) = self.conn(idx) else { continue };
+            c.scheduled = false;
+            c.end_pass();
+            c.flush();
+            self.after_flush(idx);
+        }
+        self.queue = queue;
+    }
+
+    /// Closes a finished connection, or (de)registers write interest.
+    fn after_flush(&mut self, idx: usize) {
+        let registry = self.poll.registry();
+        let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else { return };
+        if c.done() {
+            self.close(idx);
+            return;
+        }
+        let want = c.unsent() > 0;
+        if want != c.want_write {
+            let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+            if registry.reregister(&mut c.stream, Token(idx), interest).is_err() {
+                self.close(idx);
+                return;
+            }
+            c.want_write = want;
+        }
+    }
+
+    fn close(&mut self, idx: usize) {
+        if let Some(slot) = self.conns.get_mut(idx) {
+            if let Some(mut c) = slot.take() {
+                let _ = self.poll.registry().deregister(&mut c.stream);
+                self.free.push(idx);
+                self.load.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        self.carry.retain(|&i| i != idx);
+    }
+
+    /// Closes connections idle longer than `--timeout` (checked each second).
+    fn close_idle(&mut self) {
+        let timeout = self.shared.config.timeout;
+        if timeout == 0 || self.last_idle_check.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.last_idle_check = Instant::now();
+        let limit = Duration::from_secs(timeout);
+        let idle: Vec<usize> = self
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().filter(|c| c.last_active.elapsed() >= limit && c.unsent() == 0).map(|_| i))
+            .collect();
+        for idx in idle {
+            self.close(idx);
+        }
+    }
+
+    /// At shutdown: answers requests already read (no new reads), writes
+    /// replies for a bounded time, closes every connection.
+    fn drain(&mut self) {
+        for _ in 0..64 {
+            let pending: Vec<usize> =
+                self.conns.iter().enumerate().filter_map(|(i, c)| c.as_ref().filter(|c| c.has_input()).map(|_| i)).collect();
+            if pending.is_empty() {
+                break;
+            }
+            self.queue.clear();
+            for idx in pending {
+                self.schedule(idx);
+            }
+            self.pass();
+        }
+        let deadline = Instant::now() + DRAIN_TIME;
+        let mut events = Events::with_capacity(1024);
+        while Instant::now() < deadline && self.conns.iter().flatten().any(|c| c.unsent() > 0) {
+            let _ = self.poll.poll(&mut events, Some(Duration::from_millis(50)));
+            for ev in events.iter() {
+                if ev.token() != WAKER && ev.is_writable() {
+                    self.on_writable(ev.token().0);
+                }
+            }
+        }
+        for idx in 0..self.conns.len() {
+            self.close(idx);
+        }
+    }
+}
