@@ -88,7 +88,10 @@ impl DbInner {
     }
 
     /// Spreads writes out at the throttle rate, if one is set (token bucket
-    /// shared by all writers; sleeps only once a millisecond is owed).
+    /// shared by all writers). Each write waits its own share, so delays are
+    /// small and even (good tail latency) rather than rare long sleeps;
+    /// waits under a millisecond yield the CPU in a loop instead of sleeping,
+    /// since a sleep cannot be that short.
     fn throttle(&self, bytes: u64) {
         let rate = self.throttle_rate.load(Ordering::Relaxed);
         if rate == 0 {
@@ -103,9 +106,17 @@ impl DbInner {
             *next += Duration::from_secs_f64(bytes as f64 / rate as f64);
             next.saturating_duration_since(now)
         };
+        if wait.is_zero() {
+            return;
+        }
+        self.counters.throttled_micros.fetch_add(wait.as_micros() as u64, Ordering::Relaxed);
         if wait >= Duration::from_millis(1) {
-            self.counters.throttled_micros.fetch_add(wait.as_micros() as u64, Ordering::Relaxed);
             std::thread::sleep(wait);
+        } else {
+            let until = Instant::now() + wait;
+            while Instant::now() < until {
+                std::thread::yield_now();
+            }
         }
     }
 
