@@ -1,3 +1,0 @@
-//! stub
-/// stub
-pub fn run(cfg: &crate::RunCfg) -> crate::report::Report { crate::report::Report::new("model", cfg.seed) }
