@@ -219,3 +219,22 @@ fn columns_end_on_l1_bounds_and_cover_everything() {
     assert!(columns > 3, "only {columns} columns");
     assert!(state.rows.is_empty());
 }
+
+#[test]
+fn full_segments_get_one_shared_filter() {
+    // build_matrix uses 3 rows per segment: 9 rows make 3 full segments.
+    let (_region, state) = build_matrix(21, 9, 100, 300);
+    let view = state.view();
+    let with_filter = view.groups.iter().filter(|g| g.filter.is_some()).count();
+    assert_eq!(view.groups.len(), 3, "{:?}", view.groups.iter().map(|g| g.len).collect::<Vec<_>>());
+    assert_eq!(with_filter, 3);
+    // A segment filter admits every key of its rows.
+    for g in &view.groups {
+        let f = g.filter.as_ref().unwrap();
+        for lr in view.rows.iter().skip(g.first).take(g.len) {
+            for h in lr.row.hashes().unwrap() {
+                assert!(f.may_contain(h));
+            }
+        }
+    }
+}
