@@ -1,0 +1,89 @@
+//! A full disk for real: the data directory on a size-limited tmpfs
+//! (`mount -t tmpfs -o size=8m`), the PM region elsewhere. Writers get
+//! back-pressure then `DiskFull` (no poison); after the file system is
+//! grown (`mount -o remount,size=64m`) writes resume; a reopen has every
+//! acknowledged write. Skipped with a message where mounting is not allowed.
+
+use std::path::Path;
+use std::process::Command;
+
+use stratakv::{Db, Error, Options};
+
+use crate::report::{Report, Value};
+
+fn mount(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("mount").args(args).output().map_err(|e| format!("mount: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
+/// Unmounts on drop.
+struct Mounted<'a>(&'a Path);
+
+impl Drop for Mounted<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0).output();
+    }
+}
+
+/// Runs the check; `Ok` with a skip note in the report if mounting fails.
+pub fn disk_full(root: &Path, rep: &mut Report) -> Result<(), String> {
+    let mnt = root.join("tmpfs");
+    let pm = root.join("pm");
+    std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
+    let target = mnt.to_string_lossy().into_owned();
+    if let Err(e) = mount(&["-t", "tmpfs", "-o", "size=8m", "tmpfs", &target]) {
+        rep.set("disk_full", Value::Text(format!("skipped: cannot mount a tmpfs here ({e})")));
+        return Ok(());
+    }
+    let _guard = Mounted(&mnt);
+    let dir = mnt.join("db");
+    let mut o = Options::for_tests();
+    o.pm_dir = Some(pm);
+    o.pm_full_timeout_ms = 300;
+    let value = |i: u32| format!("value-{i}-{}", "v".repeat(300)).into_bytes();
+    let db = Db::open(&dir, o.clone()).map_err(|e| format!("open: {e}"))?;
+    let mut acked = 0u32;
+    let err = loop {
+        match db.put(format!("k{acked:06}"), value(acked)) {
+            Ok(()) => acked += 1,
+            Err(e) => break e,
+        }
+        if acked > 1_000_000 {
+            return Err("the 8 MiB tmpfs never filled up".into());
+        }
+    };
+    if !matches!(err, Error::DiskFull { .. }) {
+        return Err(format!("a full disk gave {err}, not DiskFull"));
+    }
+    if let Some(p) = db.stats().poisoned {
+        return Err(format!("a full disk poisoned the database: {p}"));
+    }
+    rep.add("disk_full_errors", 1);
+    for i in (0..acked).step_by(97) {
+        if db.get(format!("k{i:06}")).map_err(|e| format!("read on a full disk: {e}"))? != Some(value(i)) {
+            return Err(format!("k{i:06} unreadable on a full disk"));
+        }
+    }
+    mount(&["-o", "remount,size=64m", &target]).map_err(|e| format!("remount: {e}"))?;
+    for i in acked..acked + 3000 {
+        db.put(format!("k{i:06}"), value(i)).map_err(|e| format!("write after the disk grew: {e}"))?;
+    }
+    let total = acked + 3000;
+    db.flush().map_err(|e| format!("flush after the disk grew: {e}"))?;
+    drop(db);
+    let db = Db::open(&dir, o).map_err(|e| format!("reopen: {e}"))?;
+    for i in 0..total {
+        if db.get(format!("k{i:06}")).map_err(|e| e.to_string())? != Some(value(i)) {
+            return Err(format!("k{i:06} lost after a full disk"));
+        }
+    }
+    db.verify_checksums().map_err(|e| format!("check: {e}"))?;
+    drop(db);
+    rep.add("disk_full_writes_verified", total as u64);
+    rep.set("disk_full", Value::Text("tmpfs 8m".into()));
+    Ok(())
+}
