@@ -22,6 +22,11 @@ fn parse_all(data: &[u8], limits: &Limits, split: usize) {
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let split = data.first().copied().unwrap_or(0) as usize;
     parse_all(data, &Limits::default(), split);
-    let tight = Limits { max_bulk_len: 64, max_multibulk_len: 8, max_inline_len: 32, max_query_buffer: 256 };
+    let tight = Limits {
+        max_bulk_len: 64,
+        max_multibulk_len: 8,
+        max_inline_len: 32,
+        max_query_buffer: 256,
+    };
     parse_all(data, &tight, split);
 });

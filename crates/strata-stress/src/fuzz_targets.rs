@@ -74,7 +74,9 @@ fn walk(it: &mut dyn InternalIterator, probe: &[u8]) {
 
 /// `block_decode`.
 pub fn block_decode(data: &[u8]) {
-    let Ok(block) = Block::new(data.to_vec(), Arc::new(PathBuf::from("fuzz-block")), 0) else { return };
+    let Ok(block) = Block::new(data.to_vec(), Arc::new(PathBuf::from("fuzz-block")), 0) else {
+        return;
+    };
     let mut it = BlockIter::new(Arc::new(block));
     walk(&mut it, &internal_key(b"key0005", 100, KIND_FOR_SEEK));
 }
@@ -86,12 +88,18 @@ pub fn sstable_open(data: &[u8]) {
     if fs.write_file(path, data).is_err() {
         return;
     }
-    let Ok(t) = Table::open(&fs, path, 7, None) else { return };
+    let Ok(t) = Table::open(&fs, path, 7, None) else {
+        return;
+    };
     let t = Arc::new(t);
     let mut it = t.iter();
     walk(&mut it, &internal_key(b"key0005", 100, KIND_FOR_SEEK));
     for k in [&b"key0005"[..], b"", b"zzz"] {
-        let _ = t.get(&internal_key(k, u64::MAX >> 8, KIND_FOR_SEEK), k, key_hash(k));
+        let _ = t.get(
+            &internal_key(k, u64::MAX >> 8, KIND_FOR_SEEK),
+            k,
+            key_hash(k),
+        );
     }
     let _ = t.verify();
 }
@@ -116,7 +124,9 @@ fn open_and_read(fs: MemFs, image: &[u8], l0: L0Kind) -> Option<usize> {
     let mut o = fuzz_options(l0);
     o.pm_sim = Some(Arc::new(SimPm::from_image(img)));
     o.fs = Arc::new(fs);
-    let Ok(db) = Db::open(FUZZ_DIR, o) else { return None };
+    let Ok(db) = Db::open(FUZZ_DIR, o) else {
+        return None;
+    };
     let n = crate::read_all(&db).map(|v| v.len()).unwrap_or(0);
     if let Ok(mut it) = db.iter(..) {
         let mut n = 0;
@@ -187,4 +197,10 @@ pub fn run_target(name: &str, data: &[u8]) -> bool {
 }
 
 /// The targets whose bodies live here.
-pub const TARGETS: [&str; 5] = ["block_decode", "sstable_open", "log_recover", "manifest_replay", "matrix_row"];
+pub const TARGETS: [&str; 5] = [
+    "block_decode",
+    "sstable_open",
+    "log_recover",
+    "manifest_replay",
+    "matrix_row",
+];

@@ -38,7 +38,12 @@ fn iterator_created_before_compaction_sees_its_state() {
         db.flush().unwrap();
         db.compact_range(..).unwrap();
         let got: BTreeMap<Vec<u8>, Vec<u8>> = it.collect();
-        assert!(got == want, "{l0:?}: forward iterator saw {} keys, want {} (old versions dropped?)", got.len(), want.len());
+        assert!(
+            got == want,
+            "{l0:?}: forward iterator saw {} keys, want {} (old versions dropped?)",
+            got.len(),
+            want.len()
+        );
         let got_rev: Vec<(Vec<u8>, Vec<u8>)> = rev.rev().collect();
         let want_rev: Vec<(Vec<u8>, Vec<u8>)> = want.into_iter().rev().collect();
         assert!(got_rev == want_rev, "{l0:?}: reverse iterator differs");

@@ -174,11 +174,13 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
     let mut group: Vec<(&'static Spec, table::DataFn, Vec<Bytes>)> = Vec::new();
     let mut replies = 0;
     let mut reqs = reqs.into_iter().peekable();
+    // Whether the current request may join a group (looked up once each).
+    let mut joins = reqs.peek().and_then(|a| groupable(sess, a));
     while let Some(args) = reqs.next() {
-        if let Some((spec, f)) = groupable(sess, &args) {
+        if let Some((spec, f)) = joins {
             group.push((spec, f, args));
-            let next_joins = reqs.peek().is_some_and(|a| groupable(sess, a).is_some());
-            if !next_joins || group.len() >= MAX_GROUP {
+            joins = reqs.peek().and_then(|a| groupable(sess, a));
+            if joins.is_none() || group.len() >= MAX_GROUP {
                 replies += run_group(shared, sess.proto, std::mem::take(&mut group), out);
             }
             continue;
@@ -193,6 +195,8 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
         if sess.quit {
             return BatchOutcome { replies, keep_open: false };
         }
+        // The command may have changed the session (AUTH, MULTI, ...).
+        joins = reqs.peek().and_then(|a| groupable(sess, a));
     }
     BatchOutcome { replies, keep_open: true }
 }

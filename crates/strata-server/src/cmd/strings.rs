@@ -60,7 +60,7 @@ fn set_value(
     let old = ctx.txn.meta_for_write(key)?;
     let old_value = match &old {
         Some(m) if get && m.kind != KeyType::String => return Err(CmdError::WrongType),
-        Some(m) if m.kind == KeyType::String => Some(m.body.clone()),
+        Some(m) if get && m.kind == KeyType::String => Some(m.body.clone()),
         _ => None,
     };
     if (nx && old.is_some()) || (xx && old.is_none()) {

@@ -170,9 +170,10 @@ pub fn count() -> usize {
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     static INDEX: OnceLock<HashMap<&'static [u8], &'static Spec>> = OnceLock::new();
     let index = INDEX.get_or_init(|| COMMANDS.iter().map(|s| (s.name.as_bytes(), s)).collect());
-    if name.len() > 32 {
-        return None;
-    }
-    let lower = name.to_ascii_lowercase();
-    index.get(lower.as_slice()).copied()
+    // Lower-case into a stack buffer: no allocation per request.
+    let mut buf = [0u8; 32];
+    let lower = buf.get_mut(..name.len())?;
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    index.get(&*lower).copied()
 }

@@ -157,6 +157,12 @@ impl Meta {
         Some(Meta { kind, expire_ms, body: b.get(9..)?.to_vec() })
     }
 
+    /// The expiry of stored meta bytes, without decoding the body.
+    pub fn decode_expiry(b: &[u8]) -> Option<u64> {
+        KeyType::from_u8(*b.first()?)?;
+        read_u64_le(b, 1)
+    }
+
     /// Member entry tags (prefix bytes) used by this key's type.
     pub fn member_tags(&self) -> &'static [u8] {
         self.kind.member_tags()

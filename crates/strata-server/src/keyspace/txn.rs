@@ -253,7 +253,7 @@ impl<'a> Txn<'a> {
                 (false, Some(b)) => b,
                 (false, None) => self.store.get(k)?,
             };
-            let has_exp = |v: &Option<Vec<u8>>| v.as_deref().and_then(Meta::decode).is_some_and(|m| m.expire_ms != 0);
+            let has_exp = |v: &Option<Vec<u8>>| v.as_deref().and_then(Meta::decode_expiry).is_some_and(|ms| ms != 0);
             delta.keys += i64::from(after.is_some()) - i64::from(before.is_some());
             delta.expires += i64::from(has_exp(after)) - i64::from(has_exp(&before));
         }

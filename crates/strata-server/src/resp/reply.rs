@@ -70,29 +70,33 @@ impl Reply {
                 let clean: Vec<u8> = s.bytes().map(|c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect();
                 line(out, b'-', &clean)
             }
-            Reply::Int(n) => line(out, b':', n.to_string().as_bytes()),
+            Reply::Int(n) => {
+                out.push(b':');
+                push_int(out, *n);
+                out.extend_from_slice(b"\r\n");
+            }
             Reply::Bulk(b) => bulk(out, b),
             Reply::Nil if resp3 => out.extend_from_slice(b"_\r\n"),
             Reply::NilArray if resp3 => out.extend_from_slice(b"_\r\n"),
             Reply::Nil => out.extend_from_slice(b"$-1\r\n"),
             Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
             Reply::Array(items) => {
-                line(out, b'*', items.len().to_string().as_bytes());
+                header(out, b'*', items.len());
                 for i in items {
                     i.encode(proto, out);
                 }
             }
             Reply::Set(items) => {
-                line(out, if resp3 { b'~' } else { b'*' }, items.len().to_string().as_bytes());
+                header(out, if resp3 { b'~' } else { b'*' }, items.len());
                 for i in items {
                     i.encode(proto, out);
                 }
             }
             Reply::Map(pairs) => {
                 if resp3 {
-                    line(out, b'%', pairs.len().to_string().as_bytes());
+                    header(out, b'%', pairs.len());
                 } else {
-                    line(out, b'*', (pairs.len() * 2).to_string().as_bytes());
+                    header(out, b'*', pairs.len() * 2);
                 }
                 for (k, v) in pairs {
                     k.encode(proto, out);
@@ -117,8 +121,36 @@ fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Appends the decimal text of `n` (no allocation).
+fn push_int(out: &mut Vec<u8>, n: i64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let mut v = n.unsigned_abs();
+    loop {
+        i -= 1;
+        if let Some(d) = buf.get_mut(i) {
+            *d = b'0' + (v % 10) as u8;
+        }
+        v /= 10;
+        if v == 0 || i == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(buf.get(i..).unwrap_or_default());
+}
+
+/// `tag` + a length + CRLF (`*3\r\n`, `$5\r\n`).
+fn header(out: &mut Vec<u8>, tag: u8, len: usize) {
+    out.push(tag);
+    push_int(out, len as i64);
+    out.extend_from_slice(b"\r\n");
+}
+
 fn bulk(out: &mut Vec<u8>, b: &[u8]) {
-    line(out, b'$', b.len().to_string().as_bytes());
+    header(out, b'$', b.len());
     out.extend_from_slice(b);
     out.extend_from_slice(b"\r\n");
 }
@@ -164,6 +196,10 @@ mod tests {
         assert_eq!(enc(&Reply::Double(f64::INFINITY), 3), ",inf\r\n");
         assert_eq!(enc(&Reply::Set(vec![Reply::bulk("x")]), 3), "~1\r\n$1\r\nx\r\n");
         assert_eq!(enc(&Reply::err("ERR a\r\nb"), 2), "-ERR a  b\r\n");
+        assert_eq!(enc(&Reply::Int(0), 2), ":0\r\n");
+        assert_eq!(enc(&Reply::Int(-1234567), 2), ":-1234567\r\n");
+        assert_eq!(enc(&Reply::Int(i64::MIN), 2), ":-9223372036854775808\r\n");
+        assert_eq!(enc(&Reply::Int(i64::MAX), 2), ":9223372036854775807\r\n");
     }
 
     #[test]

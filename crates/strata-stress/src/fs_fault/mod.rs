@@ -48,7 +48,7 @@ pub fn run(cfg: &RunCfg) -> Report {
             rep.violation(seed, e);
             break;
         }
-        if cfg.verbose && episode % 20 == 0 {
+        if cfg.verbose && episode.is_multiple_of(20) {
             eprintln!("fs-fault: {}", rep.json());
         }
         episode += 1;
@@ -92,17 +92,30 @@ fn run_episode(seed: u64, rep: &mut Report) -> Result<(), String> {
 }
 
 fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<(), String> {
-    let l0 = if rng.gen_bool(0.6) { L0Kind::Matrix } else { L0Kind::Sstable };
-    let mut opts = crate::pm_crash::episode_options(&mut rng, l0);
+    let l0 = if rng.gen_bool(0.6) {
+        L0Kind::Matrix
+    } else {
+        L0Kind::Sstable
+    };
+    let mut opts = crate::pm_crash::episode_options(rng, l0);
     opts.pm_full_timeout_ms = 300;
     let sim = Arc::new(SimPm::new(opts.pm_size as usize));
     let mem = MemFs::new();
     let fault = FaultFs::over_mem(mem.clone());
     opts.pm_sim = Some(sim.clone());
     opts.fs = Arc::new(fault.clone());
-    let plan = plan::random_plan(&mut rng);
+    let plan = plan::random_plan(rng);
     let arm_before_open = rng.gen_bool(0.15);
-    *what = format!("l0 {}, fault {}{}", l0.name(), plan::describe(&plan), if arm_before_open { " armed before open" } else { "" });
+    *what = format!(
+        "l0 {}, fault {}{}",
+        l0.name(),
+        plan::describe(&plan),
+        if arm_before_open {
+            " armed before open"
+        } else {
+            ""
+        }
+    );
     if arm_before_open {
         fault.inject(plan);
     }
@@ -190,7 +203,8 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
                         rep.add("open_failed_cleanly", 1);
                         rep.add(error_name(&e), 1);
                         fault.clear();
-                        open(&opts).map_err(|e| format!("reopen after clearing the fault failed: {e}"))?
+                        open(&opts)
+                            .map_err(|e| format!("reopen after clearing the fault failed: {e}"))?
                     }
                 };
                 consumed = fault.stats().fired.len();
@@ -198,7 +212,7 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
         }
         // Reads of the live database: committed or pending values, or an error.
         if rng.gen_bool(0.2) {
-            check_reads(&db, &expected, &mut rng, gen.keys, rep)?;
+            check_reads(&db, &expected, rng, gen.keys, rep)?;
         }
         let stats = fault.stats();
         fired_seen = fired_seen.max(stats.fired.len());
@@ -213,7 +227,12 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
         if !poison_checked && fired_seen > consumed && plan::must_poison(&plan) {
             poison_checked = true;
             if !wait_poisoned(&db) {
-                let paths: Vec<String> = fault.stats().fired.iter().map(|f| f.path.display().to_string()).collect();
+                let paths: Vec<String> = fault
+                    .stats()
+                    .fired
+                    .iter()
+                    .map(|f| f.path.display().to_string())
+                    .collect();
                 return Err(format!(
                     "after fault {} on {paths:?} (last op {last_op}) the database never refused writes",
                     plan::describe(&plan)
@@ -222,21 +241,33 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
             rep.add("poisoned_after_eio", 1);
             match db.put(b"zz-after-poison", b"x") {
                 Err(Error::Poisoned(_)) => rep.add("writes_refused_after_poison", 1),
-                Err(e) => return Err(format!("a poisoned database failed a write with {e}, not Poisoned")),
+                Err(e) => {
+                    return Err(format!(
+                        "a poisoned database failed a write with {e}, not Poisoned"
+                    ))
+                }
                 Ok(()) => return Err("a poisoned database acknowledged a write".into()),
             }
             fault.clear();
         }
-        if plan.error == FaultError::Enospc && fired_seen > 0 && !space_freed && (disk_full_errors >= 2 || rng.gen_bool(0.05)) {
+        if plan.error == FaultError::Enospc
+            && fired_seen > 0
+            && !space_freed
+            && (disk_full_errors >= 2 || rng.gen_bool(0.05))
+        {
             // Free the space: the database must resume without a reopen.
             fault.clear();
             space_freed = true;
             if let Some(p) = db.stats().poisoned {
                 return Err(format!("a full disk poisoned the database: {p}"));
             }
-            db.flush().map_err(|e| format!("flush after space was freed failed: {e}"))?;
+            db.flush()
+                .map_err(|e| format!("flush after space was freed failed: {e}"))?;
             let mut b = Vec::new();
-            b.push((b"zz-after-enospc".to_vec(), Some(format!("{op_no}").into_bytes())));
+            b.push((
+                b"zz-after-enospc".to_vec(),
+                Some(format!("{op_no}").into_bytes()),
+            ));
             expected.begin(op_no, &b);
             db.write_opt(&to_batch(&b), &WriteOptions { sync: true })
                 .map_err(|e| format!("write after space was freed failed: {e}"))?;
@@ -251,16 +282,29 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
     if fired > 0 {
         rep.add("faults_injected", 1);
         rep.add(&format!("faults_{}", plan.op.name()), 1);
-        rep.add(if plan.error == FaultError::Eio { "faults_eio" } else { "faults_enospc" }, 1);
+        rep.add(
+            if plan.error == FaultError::Eio {
+                "faults_eio"
+            } else {
+                "faults_enospc"
+            },
+            1,
+        );
         if plan.tear.is_some() {
             rep.add("faults_torn_appends", 1);
         }
     }
     rep.add("fs_ops_failed", fired);
-    recover::end_episode(&mut rng, db, &opts, &sim, &mem, &fault, &expected, rep)
+    recover::end_episode(rng, db, &opts, &sim, &mem, &fault, &expected, rep)
 }
 
-fn check_reads(db: &Db, expected: &Expected, rng: &mut StdRng, keys: u32, rep: &mut Report) -> Result<(), String> {
+fn check_reads(
+    db: &Db,
+    expected: &Expected,
+    rng: &mut StdRng,
+    keys: u32,
+    rep: &mut Report,
+) -> Result<(), String> {
     let mut got = std::collections::BTreeMap::new();
     let mut asked = Vec::new();
     for _ in 0..8 {
@@ -270,7 +314,9 @@ fn check_reads(db: &Db, expected: &Expected, rng: &mut StdRng, keys: u32, rep: &
                 got.insert(k.clone(), v);
             }
             Ok(None) => {}
-            Err(e) if e.is_corruption() => return Err(format!("a live read reported corruption: {e}")),
+            Err(e) if e.is_corruption() => {
+                return Err(format!("a live read reported corruption: {e}"))
+            }
             Err(_) => {
                 rep.add("reads_failed", 1);
                 continue;
@@ -279,5 +325,7 @@ fn check_reads(db: &Db, expected: &Expected, rng: &mut StdRng, keys: u32, rep: &
         asked.push(k);
         rep.add("reads_checked", 1);
     }
-    expected.check_keys(&asked, &got).map_err(|e| format!("live read: {e}"))
+    expected
+        .check_keys(&asked, &got)
+        .map_err(|e| format!("live read: {e}"))
 }

@@ -35,7 +35,12 @@ pub struct ExpectedFile {
 impl ExpectedFile {
     /// Creates (or truncates) the file for `keys` keys, all never written.
     pub fn create(path: &Path, keys: u64) -> anyhow::Result<ExpectedFile> {
-        let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(path)
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
             .with_context(|| format!("creating {}", path.display()))?;
         let mut hdr = [0u8; HEADER as usize];
         hdr[..8].copy_from_slice(MAGIC);
@@ -47,7 +52,11 @@ impl ExpectedFile {
 
     /// Opens an existing file.
     pub fn open(path: &Path) -> anyhow::Result<ExpectedFile> {
-        let f = OpenOptions::new().read(true).write(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
         let mut hdr = [0u8; 16];
         f.read_exact_at(&mut hdr, 0)?;
         if &hdr[..8] != MAGIC {
@@ -55,7 +64,10 @@ impl ExpectedFile {
         }
         let mut n = [0u8; 8];
         n.copy_from_slice(&hdr[8..16]);
-        Ok(ExpectedFile { f, keys: u64::from_le_bytes(n) })
+        Ok(ExpectedFile {
+            f,
+            keys: u64::from_le_bytes(n),
+        })
     }
 
     /// Number of keys.
@@ -68,7 +80,8 @@ impl ExpectedFile {
             bail!("key {key} out of range");
         }
         let mut b = [0u8; 8];
-        self.f.read_exact_at(&mut b, HEADER + 16 * key + 8 * which)?;
+        self.f
+            .read_exact_at(&mut b, HEADER + 16 * key + 8 * which)?;
         Ok(u64::from_le_bytes(b))
     }
 
@@ -76,7 +89,8 @@ impl ExpectedFile {
         if key >= self.keys {
             bail!("key {key} out of range");
         }
-        self.f.write_all_at(&v.to_le_bytes(), HEADER + 16 * key + 8 * which)?;
+        self.f
+            .write_all_at(&v.to_le_bytes(), HEADER + 16 * key + 8 * which)?;
         Ok(())
     }
 
@@ -113,8 +127,10 @@ pub fn id_of(key: u64, value: &[u8]) -> Option<u64> {
     let k: u64 = parts.next()?.parse().ok()?;
     let id = u64::from_str_radix(parts.next()?, 16).ok()?;
     let rest = parts.next()?;
-    (k == key && value_of(key, id).len() == value.len() && rest.bytes().all(|b| b == b'a' + (id % 26) as u8))
-        .then_some(id)
+    (k == key
+        && value_of(key, id).len() == value.len()
+        && rest.bytes().all(|b| b == b'a' + (id % 26) as u8))
+    .then_some(id)
 }
 
 /// Whether the recovered value (`None` = absent) is allowed for a key with

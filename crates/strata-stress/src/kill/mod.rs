@@ -62,9 +62,18 @@ struct Target {
 /// Runs the mode for the configured time.
 pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     let mut rep = Report::new("kill", cfg.seed);
-    let root = tempfile::Builder::new().prefix("strata-stress-kill").tempdir()?;
+    let root = tempfile::Builder::new()
+        .prefix("strata-stress-kill")
+        .tempdir()?;
     let shm = Path::new("/dev/shm");
-    let shm_dir = if shm.is_dir() { tempfile::Builder::new().prefix("strata-stress-kill").tempdir_in(shm).ok() } else { None };
+    let shm_dir = if shm.is_dir() {
+        tempfile::Builder::new()
+            .prefix("strata-stress-kill")
+            .tempdir_in(shm)
+            .ok()
+    } else {
+        None
+    };
     let mut targets = vec![Target {
         name: "engine_matrix_pmfile",
         dir: root.path().join("matrix"),
@@ -73,7 +82,11 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
         state: root.path().join("matrix.state"),
     }];
     targets.push(Target {
-        name: if shm_dir.is_some() { "engine_sstable_pmshm" } else { "engine_sstable_pmfile" },
+        name: if shm_dir.is_some() {
+            "engine_sstable_pmshm"
+        } else {
+            "engine_sstable_pmfile"
+        },
         dir: root.path().join("sstable"),
         pm_dir: shm_dir.as_ref().map(|d| d.path().to_path_buf()),
         l0: L0Kind::Sstable,
@@ -84,9 +97,18 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     }
     let server_bin = server::find_binary();
     let mut server = match &server_bin {
-        Some(bin) => Some(server::ServerTarget::new(bin.clone(), root.path().join("server"), KEYS)?),
+        Some(bin) => Some(server::ServerTarget::new(
+            bin.clone(),
+            root.path().join("server"),
+            KEYS,
+        )?),
         None => {
-            rep.set("server", Value::Text("skipped: no strata-server binary (build it, or set STRATA_SERVER_BIN)".into()));
+            rep.set(
+                "server",
+                Value::Text(
+                    "skipped: no strata-server binary (build it, or set STRATA_SERVER_BIN)".into(),
+                ),
+            );
             None
         }
     };
@@ -96,7 +118,7 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     let mut round = 0u64;
     while Instant::now() < deadline && rep.violations() == 0 {
         round += 1;
-        let use_server = server.is_some() && round % 3 == 0;
+        let use_server = server.is_some() && round.is_multiple_of(3);
         let r = if use_server {
             match server.as_mut() {
                 Some(s) => s.round(&mut rng, round, cfg.jobs.max(2), &mut rep),
@@ -110,14 +132,21 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
             Ok(()) => rep.add("kill_rounds", 1),
             Err(v) => rep.violation(cfg.seed, format!("round {round}: {v}")),
         }
-        if cfg.verbose && round % 10 == 0 {
+        if cfg.verbose && round.is_multiple_of(10) {
             eprintln!("kill: {}", rep.json());
         }
     }
     Ok(rep)
 }
 
-fn engine_round(exe: &Path, t: &Target, round: u64, cfg: &RunCfg, rng: &mut StdRng, rep: &mut Report) -> anyhow::Result<Result<(), String>> {
+fn engine_round(
+    exe: &Path,
+    t: &Target,
+    round: u64,
+    cfg: &RunCfg,
+    rng: &mut StdRng,
+    rep: &mut Report,
+) -> anyhow::Result<Result<(), String>> {
     let spec = Spec {
         dir: t.dir.clone(),
         state: t.state.clone(),
@@ -156,7 +185,11 @@ fn engine_round(exe: &Path, t: &Target, round: u64, cfg: &RunCfg, rng: &mut StdR
         s
     });
     let early = round % 5 == 4;
-    let wait = if early { Duration::from_millis(rng.gen_range(0..40)) } else { Duration::from_millis(rng.gen_range(80..700)) };
+    let wait = if early {
+        Duration::from_millis(rng.gen_range(0..40))
+    } else {
+        Duration::from_millis(rng.gen_range(80..700))
+    };
     std::thread::sleep(wait);
     let exited_early = child.try_wait()?.is_some();
     // SIGKILL: no chance to flush or clean up.
@@ -165,7 +198,10 @@ fn engine_round(exe: &Path, t: &Target, round: u64, cfg: &RunCfg, rng: &mut StdR
     let _ = reader.join();
     let errors = err_reader.join().unwrap_or_default();
     if exited_early {
-        return Ok(Err(format!("the writer exited before it was killed ({status}): {}", errors.trim())));
+        return Ok(Err(format!(
+            "the writer exited before it was killed ({status}): {}",
+            errors.trim()
+        )));
     }
     rep.add(&format!("rounds_{}", t.name), 1);
     if !opened.load(Ordering::SeqCst) {

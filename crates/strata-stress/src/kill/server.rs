@@ -95,7 +95,11 @@ impl ServerTarget {
     /// A server target with data in `dir`.
     pub fn new(bin: PathBuf, dir: PathBuf, keys: u64) -> anyhow::Result<ServerTarget> {
         std::fs::create_dir_all(&dir)?;
-        Ok(ServerTarget { bin, dir, exp: Arc::new(Mutex::new(vec![(0, 0); keys as usize])) })
+        Ok(ServerTarget {
+            bin,
+            dir,
+            exp: Arc::new(Mutex::new(vec![(0, 0); keys as usize])),
+        })
     }
 
     fn start(&self, port: u16) -> anyhow::Result<Child> {
@@ -103,8 +107,14 @@ impl ServerTarget {
     }
 
     /// One round: start, load, SIGKILL, restart, verify, resolve.
-    pub fn round(&mut self, rng: &mut StdRng, round: u64, clients: usize, rep: &mut Report) -> anyhow::Result<Result<(), String>> {
-        if round % 4 == 0 {
+    pub fn round(
+        &mut self,
+        rng: &mut StdRng,
+        round: u64,
+        clients: usize,
+        rep: &mut Report,
+    ) -> anyhow::Result<Result<(), String>> {
+        if round.is_multiple_of(4) {
             // A kill during startup (recovery of the previous round's data).
             let port = free_port()?;
             let mut s = self.start(port)?;
@@ -118,7 +128,10 @@ impl ServerTarget {
         if !wait_ready(&mut srv, port)? {
             let _ = srv.kill();
             let _ = srv.wait();
-            return Ok(Err(format!("strata-server did not start: {}", server_log_tail(&self.dir))));
+            return Ok(Err(format!(
+                "strata-server did not start: {}",
+                server_log_tail(&self.dir)
+            )));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let acked = Arc::new(AtomicU64::new(0));
@@ -127,7 +140,9 @@ impl ServerTarget {
             let (exp, stop, acked) = (self.exp.clone(), stop.clone(), acked.clone());
             let seed = rng.gen::<u64>();
             let addr = format!("127.0.0.1:{port}");
-            hs.push(std::thread::spawn(move || client(addr, exp, stop, acked, round, c, clients as u64, seed)));
+            hs.push(std::thread::spawn(move || {
+                client(addr, exp, stop, acked, round, c, clients as u64, seed)
+            }));
         }
         std::thread::sleep(Duration::from_millis(rng.gen_range(150..1000)));
         let _ = srv.kill();
@@ -150,7 +165,10 @@ impl ServerTarget {
         if !wait_ready(&mut srv, port)? {
             let _ = srv.kill();
             let _ = srv.wait();
-            return Ok(Err(format!("strata-server did not restart after SIGKILL: {}", server_log_tail(&self.dir))));
+            return Ok(Err(format!(
+                "strata-server did not restart after SIGKILL: {}",
+                server_log_tail(&self.dir)
+            )));
         }
         let r = self.verify(port, rep);
         let _ = srv.kill();
@@ -191,7 +209,9 @@ impl ServerTarget {
         for (key, (committed, pending)) in exp.iter().enumerate() {
             let id = got.get(&(key as u64)).copied().flatten();
             if !allowed(id, *committed, *pending) {
-                problems.push(format!("{key} = {id:?} but committed {committed:#x} pending {pending:#x}"));
+                problems.push(format!(
+                    "{key} = {id:?} but committed {committed:#x} pending {pending:#x}"
+                ));
             }
             if *pending != 0 && pending & DELETE == 0 {
                 let e = batches.entry(*pending).or_default();
@@ -209,7 +229,10 @@ impl ServerTarget {
         }
         if !problems.is_empty() {
             problems.truncate(6);
-            return Ok(Err(format!("after restarting strata-server: {}", problems.join("; "))));
+            return Ok(Err(format!(
+                "after restarting strata-server: {}",
+                problems.join("; ")
+            )));
         }
         for (key, e) in exp.iter_mut().enumerate() {
             if e.1 != 0 {
@@ -237,7 +260,9 @@ fn client(
     clients: u64,
     seed: u64,
 ) -> Option<String> {
-    let Ok(mut conn) = Client::connect(&addr) else { return None };
+    let Ok(mut conn) = Client::connect(&addr) else {
+        return None;
+    };
     let mut rng = StdRng::seed_from_u64(seed);
     let n = exp.lock().len() as u64;
     let per = (n / clients).max(1);
@@ -245,7 +270,11 @@ fn client(
     while !stop.load(Ordering::Relaxed) {
         counter += 1;
         let id = (round << 40) | (c << 32) | counter;
-        let count = if rng.gen_bool(0.25) { rng.gen_range(2..6) } else { 1 };
+        let count = if rng.gen_bool(0.25) {
+            rng.gen_range(2..6)
+        } else {
+            1
+        };
         let mut keys = Vec::new();
         while keys.len() < count {
             let k = (c + clients * rng.gen_range(0..per)).min(n - 1);
@@ -254,7 +283,10 @@ fn client(
             }
         }
         let delete = count == 1 && rng.gen_bool(0.15);
-        let ids: Vec<u64> = keys.iter().map(|_| if delete { id | DELETE } else { id }).collect();
+        let ids: Vec<u64> = keys
+            .iter()
+            .map(|_| if delete { id | DELETE } else { id })
+            .collect();
         {
             let mut e = exp.lock();
             for (k, i) in keys.iter().zip(&ids) {

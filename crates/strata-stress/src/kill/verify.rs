@@ -11,12 +11,20 @@ use crate::report::Report;
 
 /// Parses a key written by the kill mode back to its index.
 pub fn index_of(key: &[u8]) -> Option<u64> {
-    std::str::from_utf8(key).ok()?.strip_prefix("kill-")?.parse().ok()
+    std::str::from_utf8(key)
+        .ok()?
+        .strip_prefix("kill-")?
+        .parse()
+        .ok()
 }
 
 /// Checks `got` (key index → value) against the expected state, then
 /// resolves it. `Err` describes violations.
-pub fn check_and_resolve(exp: &ExpectedFile, got: &BTreeMap<u64, Vec<u8>>, rep: &mut Report) -> anyhow::Result<Result<(), String>> {
+pub fn check_and_resolve(
+    exp: &ExpectedFile,
+    got: &BTreeMap<u64, Vec<u8>>,
+    rep: &mut Report,
+) -> anyhow::Result<Result<(), String>> {
     let mut problems = Vec::new();
     // Batches in flight: pending put id -> (keys, keys showing it).
     let mut batches: HashMap<u64, (u64, u64)> = HashMap::new();
@@ -27,7 +35,11 @@ pub fn check_and_resolve(exp: &ExpectedFile, got: &BTreeMap<u64, Vec<u8>>, rep: 
             Some(v) => match id_of(k, v) {
                 Some(id) => Some(id),
                 None => {
-                    problems.push(format!("{} holds a value no write stored ({} bytes)", String::from_utf8_lossy(&key_of(k)), v.len()));
+                    problems.push(format!(
+                        "{} holds a value no write stored ({} bytes)",
+                        String::from_utf8_lossy(&key_of(k)),
+                        v.len()
+                    ));
                     continue;
                 }
             },
@@ -48,13 +60,22 @@ pub fn check_and_resolve(exp: &ExpectedFile, got: &BTreeMap<u64, Vec<u8>>, rep: 
             }
         }
         if pending != 0 {
-            rep.add(if id == Some(pending) || (id.is_none() && pending & DELETE != 0) { "pending_applied" } else { "pending_not_applied" }, 1);
+            rep.add(
+                if id == Some(pending) || (id.is_none() && pending & DELETE != 0) {
+                    "pending_applied"
+                } else {
+                    "pending_not_applied"
+                },
+                1,
+            );
         }
         rep.add("keys_checked", 1);
     }
     for (id, (n, shown)) in batches {
         if shown != 0 && shown != n {
-            problems.push(format!("write {id:#x} is half applied: {shown} of {n} keys"));
+            problems.push(format!(
+                "write {id:#x} is half applied: {shown} of {n} keys"
+            ));
         }
     }
     for k in got.keys() {
@@ -85,13 +106,19 @@ pub fn check_and_resolve(exp: &ExpectedFile, got: &BTreeMap<u64, Vec<u8>>, rep: 
 /// Reads every kill-mode key of an open database.
 pub fn read_engine(db: &Db) -> Result<BTreeMap<u64, Vec<u8>>, String> {
     let mut out = BTreeMap::new();
-    let all = crate::read_all(db).map_err(|e| format!("reading the recovered database failed: {e}"))?;
+    let all =
+        crate::read_all(db).map_err(|e| format!("reading the recovered database failed: {e}"))?;
     for (k, v) in all {
         match index_of(&k) {
             Some(i) => {
                 out.insert(i, v);
             }
-            None => return Err(format!("unknown key {:?} in the database", String::from_utf8_lossy(&k))),
+            None => {
+                return Err(format!(
+                    "unknown key {:?} in the database",
+                    String::from_utf8_lossy(&k)
+                ))
+            }
         }
     }
     Ok(out)
