@@ -71,12 +71,7 @@ pub trait Engine: Send + Sync {
     /// and `start` is None) calling `visit(key, value)` until it returns
     /// false or the keys run out; a fresh iterator each call, as db_bench's
     /// seekrandom makes. Returns the number of entries visited.
-    fn scan(
-        &self,
-        start: Option<&[u8]>,
-        reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<u64>;
+    fn scan(&self, start: Option<&[u8]>, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64>;
     /// Writes the memtable out and waits for it.
     fn flush(&self) -> Result<()>;
     /// Compacts the whole key space.
@@ -97,9 +92,7 @@ pub fn open(f: &Flags) -> Result<Box<dyn Engine>> {
         "strata" => Ok(Box::new(StrataEngine::open(&f.db, f)?)),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(crate::rocks::RocksEngine::open(&f.db, f)?)),
-        other => Err(anyhow!(
-            "--engine={other} is not available in this build (build with --features rocksdb)"
-        )),
+        other => Err(anyhow!("--engine={other} is not available in this build (build with --features rocksdb)")),
     }
 }
 
@@ -120,10 +113,7 @@ pub const STRATA_REGION_FILE: &str = "strata.pm";
 
 /// The engine options the flags describe.
 pub fn strata_options(f: &Flags) -> Result<Options> {
-    let mut o = Options {
-        pm_dir: f.pm_dir.clone(),
-        ..Options::default()
-    };
+    let mut o = Options { pm_dir: f.pm_dir.clone(), ..Options::default() };
     if let Some(p) = &f.profile {
         o.l0 = L0Kind::parse(p).ok_or_else(|| anyhow!("unknown --profile {p:?}"))?;
     }
@@ -134,12 +124,8 @@ pub fn strata_options(f: &Flags) -> Result<Options> {
     o.write_buffer_size = f.write_buffer_size;
     o.block_cache_bytes = f.cache_size;
     o.bloom_bits_per_key = f.bloom_bits_per_key();
-    o.compression = Compression::parse(&f.compression_type).ok_or_else(|| {
-        anyhow!(
-            "--compression_type={} is not supported (none, snappy, lz4)",
-            f.compression_type
-        )
-    })?;
+    o.compression = Compression::parse(&f.compression_type)
+        .ok_or_else(|| anyhow!("--compression_type={} is not supported (none, snappy, lz4)", f.compression_type))?;
     o.target_file_size = f.target_file_size_base;
     o.max_bytes_for_level_base = f.max_bytes_for_level_base;
     o.background_compactions = f.max_background_jobs.saturating_sub(1).max(1);
@@ -152,14 +138,9 @@ impl StrataEngine {
     pub fn open(dir: &Path, f: &Flags) -> Result<StrataEngine> {
         let opts = strata_options(f)?;
         let profile = opts.l0.name().to_string();
-        let db = Db::open(dir, opts)
-            .with_context(|| format!("opening StrataKV at {}", dir.display()))?;
+        let db = Db::open(dir, opts).with_context(|| format!("opening StrataKV at {}", dir.display()))?;
         let pm_dir = f.pm_dir.clone().unwrap_or_else(|| dir.join("pm"));
-        Ok(StrataEngine {
-            db,
-            profile,
-            pm_dir,
-        })
+        Ok(StrataEngine { db, profile, pm_dir })
     }
 }
 
@@ -171,8 +152,7 @@ pub fn destroy_strata(dir: &Path, pm_dir: Option<&Path>) -> Result<()> {
     if let Some(p) = pm_dir {
         let region: PathBuf = p.join(STRATA_REGION_FILE);
         if region.exists() {
-            std::fs::remove_file(&region)
-                .with_context(|| format!("removing {}", region.display()))?;
+            std::fs::remove_file(&region).with_context(|| format!("removing {}", region.display()))?;
         }
     }
     Ok(())
@@ -210,12 +190,7 @@ impl Engine for StrataEngine {
         Ok(self.db.multi_get(keys)?)
     }
 
-    fn scan(
-        &self,
-        start: Option<&[u8]>,
-        reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<u64> {
+    fn scan(&self, start: Option<&[u8]>, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
         // stratakv's positionable `Cursor` is not nameable outside the crate
         // (db::iter is private), so seeks go through a range iterator.
         let mut n = 0;
@@ -253,15 +228,7 @@ impl Engine for StrataEngine {
             device_bytes_written: s.device_bytes_written,
             pm_bytes_written: s.pm_bytes_written,
             write_amp: s.write_amplification,
-            levels: s
-                .levels
-                .iter()
-                .map(|l| Level {
-                    level: l.level,
-                    files: l.files,
-                    bytes: l.bytes,
-                })
-                .collect(),
+            levels: s.levels.iter().map(|l| Level { level: l.level, files: l.files, bytes: l.bytes }).collect(),
             nonempty_levels: s.nonempty_levels,
             stall_micros: s.stall_micros,
             flushes: s.flushes,

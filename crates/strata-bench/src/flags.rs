@@ -181,10 +181,7 @@ impl Flags {
             }
         }
         if self.engine != "strata" && self.engine != "rocksdb" {
-            bad.push(format!(
-                "--engine must be strata or rocksdb, not {:?}",
-                self.engine
-            ));
+            bad.push(format!("--engine must be strata or rocksdb, not {:?}", self.engine));
         }
         if self.benchmark_list().is_empty() {
             bad.push("--benchmarks is empty".into());
@@ -198,11 +195,7 @@ impl Flags {
 
     /// The benchmark names, in order, without empty items.
     pub fn benchmark_list(&self) -> Vec<String> {
-        self.benchmarks
-            .split(',')
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
+        self.benchmarks.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
     }
 
     /// Read operations per thread (`--reads`, or `--num` when negative).
@@ -267,10 +260,7 @@ mod tests {
             "out.json",
         ])
         .unwrap();
-        assert_eq!(
-            f.benchmark_list(),
-            vec!["fillrandom", "stats", "readrandom"]
-        );
+        assert_eq!(f.benchmark_list(), vec!["fillrandom", "stats", "readrandom"]);
         assert_eq!(f.num, 5_000_000);
         assert_eq!(f.reads_per_thread(), 1000);
         assert_eq!(f.value_size, 1024);
@@ -278,10 +268,7 @@ mod tests {
         assert_eq!(f.threads, 2);
         assert_eq!(f.bloom_bits_per_key(), 10);
         assert_eq!(f.profile.as_deref(), Some("matrix"));
-        assert_eq!(
-            f.pm_dir.as_deref(),
-            Some(std::path::Path::new("/dev/shm/x"))
-        );
+        assert_eq!(f.pm_dir.as_deref(), Some(std::path::Path::new("/dev/shm/x")));
         assert_eq!(f.pm_write_latency_ns, 300);
         assert_eq!(f.json.as_deref(), Some(std::path::Path::new("out.json")));
     }
@@ -305,9 +292,7 @@ mod tests {
 
     #[test]
     fn several_problems_are_reported_together() {
-        let e = parse(&["--threads=0", "--batch_size=0"])
-            .unwrap_err()
-            .to_string();
+        let e = parse(&["--threads=0", "--batch_size=0"]).unwrap_err().to_string();
         assert!(e.contains("--threads") && e.contains("--batch_size"), "{e}");
     }
 

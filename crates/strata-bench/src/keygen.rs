@@ -30,9 +30,7 @@ impl Mt64 {
         state[0] = seed;
         for i in 1..MT_N {
             let prev = state[i - 1];
-            state[i] = 6_364_136_223_846_793_005u64
-                .wrapping_mul(prev ^ (prev >> 62))
-                .wrapping_add(i as u64);
+            state[i] = 6_364_136_223_846_793_005u64.wrapping_mul(prev ^ (prev >> 62)).wrapping_add(i as u64);
         }
         Mt64 { state, index: MT_N }
     }
@@ -108,11 +106,7 @@ pub struct KeyGen {
 impl KeyGen {
     /// Key numbers in [0, num) in the given order.
     pub fn new(order: KeyOrder, num: u64) -> KeyGen {
-        KeyGen {
-            order,
-            num,
-            next: 0,
-        }
+        KeyGen { order, num, next: 0 }
     }
 
     /// The next key number, drawing from `rng` in random order.
@@ -139,9 +133,7 @@ impl LcgRandom {
     /// Seeds as `Random(s)` does (0 and multiples of M become 1).
     pub fn new(s: u32) -> LcgRandom {
         let s = s & Self::M;
-        LcgRandom {
-            seed: if s != 0 { s } else { 1 },
-        }
+        LcgRandom { seed: if s != 0 { s } else { 1 } }
     }
 
     /// The next value in [1, 2^31-2].
@@ -246,10 +238,7 @@ mod tests {
     fn sequential_and_random_orders() {
         let mut rng = Mt64::new(42);
         let mut g = KeyGen::new(KeyOrder::Sequential, 10);
-        assert_eq!(
-            (0..3).map(|_| g.next(&mut rng)).collect::<Vec<_>>(),
-            vec![0, 1, 2]
-        );
+        assert_eq!((0..3).map(|_| g.next(&mut rng)).collect::<Vec<_>>(), vec![0, 1, 2]);
         let mut g = KeyGen::new(KeyOrder::Random, 1000);
         let mut check = Mt64::new(42);
         // The sequential generator drew nothing, so both streams align.

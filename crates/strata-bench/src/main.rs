@@ -23,11 +23,7 @@ fn main() -> ExitCode {
             // clap's own messages (help, version, usage errors) print as clap formats them.
             if let Some(ce) = e.downcast_ref::<clap::Error>() {
                 let _ = ce.print();
-                return if ce.use_stderr() {
-                    ExitCode::from(2)
-                } else {
-                    ExitCode::SUCCESS
-                };
+                return if ce.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
             }
             eprintln!("strata-bench: error: {e:#}");
             ExitCode::FAILURE

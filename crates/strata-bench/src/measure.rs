@@ -116,9 +116,7 @@ impl Recorder {
     }
 
     fn elapsed(&self) -> Duration {
-        self.finish
-            .unwrap_or_else(Instant::now)
-            .duration_since(self.start)
+        self.finish.unwrap_or_else(Instant::now).duration_since(self.start)
     }
 }
 
@@ -221,11 +219,7 @@ pub fn stall_figure(timeline: &[u64]) -> Option<(u64, f64, f64)> {
     } else {
         (*sorted.get(n / 2 - 1)? + *sorted.get(n / 2)?) as f64 / 2.0
     };
-    let ratio = if median > 0.0 {
-        min as f64 / median
-    } else {
-        0.0
-    };
+    let ratio = if median > 0.0 { min as f64 / median } else { 0.0 };
     Some((min, median, ratio))
 }
 
@@ -272,10 +266,7 @@ mod tests {
 
     #[test]
     fn budget_by_count() {
-        let b = Budget {
-            ops: 3,
-            duration: None,
-        };
+        let b = Budget { ops: 3, duration: None };
         let t = Instant::now();
         assert!(!b.done(2, t));
         assert!(b.done(3, t));

@@ -120,11 +120,7 @@ impl BenchResult {
         self.found = m.found;
         self.ops_per_sec = m.ops_per_sec();
         self.micros_per_op = m.micros_per_op();
-        self.mb_per_sec = if m.elapsed_s > 0.0 {
-            m.bytes as f64 / 1_048_576.0 / m.elapsed_s
-        } else {
-            0.0
-        };
+        self.mb_per_sec = if m.elapsed_s > 0.0 { m.bytes as f64 / 1_048_576.0 / m.elapsed_s } else { 0.0 };
         self.elapsed_s = m.elapsed_s;
         self.p50_us = m.percentile_us(50.0);
         self.p75_us = m.percentile_us(75.0);
@@ -248,20 +244,14 @@ mod tests {
     #[test]
     fn histogram_text_has_percentile_line() {
         let t = histogram_text("write", &merged(100, 0));
-        assert!(
-            t.starts_with("Microseconds per write:\nCount: 100 Average: "),
-            "{t}"
-        );
+        assert!(t.starts_with("Microseconds per write:\nCount: 100 Average: "), "{t}");
         assert!(t.contains("\nPercentiles: P50: "), "{t}");
         assert!(t.contains(" P99.9: "), "{t}");
     }
 
     #[test]
     fn json_has_the_required_fields() {
-        let mut r = BenchResult {
-            benchmark: "fillrandom".into(),
-            ..Default::default()
-        };
+        let mut r = BenchResult { benchmark: "fillrandom".into(), ..Default::default() };
         r.set_measurement(&merged(50, 100));
         let v = serde_json::to_value(&r).unwrap();
         for k in [
@@ -288,18 +278,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("out.json");
         let all = [r];
-        write_json(
-            &p,
-            &JsonReport {
-                tool: "strata-bench",
-                command_line: vec![],
-                seed: 1,
-                benchmarks: &all,
-            },
-        )
-        .unwrap();
-        let back: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        write_json(&p, &JsonReport { tool: "strata-bench", command_line: vec![], seed: 1, benchmarks: &all }).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(back["benchmarks"][0]["benchmark"], "fillrandom");
     }
 }

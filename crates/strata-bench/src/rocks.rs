@@ -50,13 +50,8 @@ fn options(f: &Flags) -> Result<Options> {
 impl RocksEngine {
     /// Opens (creating) the database at `dir`.
     pub fn open(dir: &Path, f: &Flags) -> Result<RocksEngine> {
-        let db = DB::open(&options(f)?, dir)
-            .with_context(|| format!("opening RocksDB at {}", dir.display()))?;
-        Ok(RocksEngine {
-            db,
-            disable_wal: f.disable_wal,
-            user_bytes: AtomicU64::new(0),
-        })
+        let db = DB::open(&options(f)?, dir).with_context(|| format!("opening RocksDB at {}", dir.display()))?;
+        Ok(RocksEngine { db, disable_wal: f.disable_wal, user_bytes: AtomicU64::new(0) })
     }
 
     fn wo(&self, sync: bool) -> WriteOptions {
@@ -67,11 +62,7 @@ impl RocksEngine {
     }
 
     fn property(&self, name: &str) -> String {
-        self.db
-            .property_value(name)
-            .ok()
-            .flatten()
-            .unwrap_or_default()
+        self.db.property_value(name).ok().flatten().unwrap_or_default()
     }
 }
 
@@ -79,10 +70,7 @@ impl RocksEngine {
 fn gb_after(text: &str, label: &str) -> f64 {
     text.lines()
         .find_map(|l| l.find(label).map(|i| &l[i + label.len()..]))
-        .and_then(|rest| {
-            rest.split_whitespace()
-                .find_map(|w| w.trim_end_matches(',').parse::<f64>().ok())
-        })
+        .and_then(|rest| rest.split_whitespace().find_map(|w| w.trim_end_matches(',').parse::<f64>().ok()))
         .unwrap_or(0.0)
 }
 
@@ -92,14 +80,12 @@ impl Engine for RocksEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
-        self.user_bytes
-            .fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
+        self.user_bytes.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
         Ok(self.db.put_opt(key, value, &self.wo(sync))?)
     }
 
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
-        self.user_bytes
-            .fetch_add(key.len() as u64, Ordering::Relaxed);
+        self.user_bytes.fetch_add(key.len() as u64, Ordering::Relaxed);
         Ok(self.db.delete_opt(key, &self.wo(sync))?)
     }
 
@@ -127,19 +113,10 @@ impl Engine for RocksEngine {
     }
 
     fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
-        self.db
-            .multi_get(keys)
-            .into_iter()
-            .map(|r| r.map_err(|e| anyhow!("multi_get: {e}")))
-            .collect()
+        self.db.multi_get(keys).into_iter().map(|r| r.map_err(|e| anyhow!("multi_get: {e}"))).collect()
     }
 
-    fn scan(
-        &self,
-        start: Option<&[u8]>,
-        reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<u64> {
+    fn scan(&self, start: Option<&[u8]>, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
         let mut it = self.db.raw_iterator();
         match (start, reverse) {
             (Some(s), false) => it.seek(s),
@@ -184,11 +161,7 @@ impl Engine for RocksEngine {
         let levels: Vec<Level> = (0..7)
             .map(|l| Level {
                 level: l,
-                files: self
-                    .property(&format!("rocksdb.num-files-at-level{l}"))
-                    .trim()
-                    .parse()
-                    .unwrap_or(0),
+                files: self.property(&format!("rocksdb.num-files-at-level{l}")).trim().parse().unwrap_or(0),
                 bytes: 0,
             })
             .collect();
@@ -196,11 +169,7 @@ impl Engine for RocksEngine {
             user_bytes_written: user,
             device_bytes_written: device,
             pm_bytes_written: 0,
-            write_amp: if user > 0 {
-                device as f64 / user as f64
-            } else {
-                0.0
-            },
+            write_amp: if user > 0 { device as f64 / user as f64 } else { 0.0 },
             nonempty_levels: levels.iter().filter(|l| l.files > 0).count(),
             levels,
             stall_micros: 0,
@@ -215,9 +184,7 @@ impl Engine for RocksEngine {
     }
 
     fn close(&self) -> Result<()> {
-        self.db
-            .flush_wal(true)
-            .map_err(|e| anyhow!("closing RocksDB: {e}"))
+        self.db.flush_wal(true).map_err(|e| anyhow!("closing RocksDB: {e}"))
     }
 
     fn pm_dir(&self) -> Option<PathBuf> {

@@ -64,14 +64,7 @@ fn spec(name: &str) -> Option<Spec> {
 }
 
 /// Meta benchmarks that do no timed work.
-const META: &[&str] = &[
-    "flush",
-    "compact",
-    "waitforcompaction",
-    "stats",
-    "levelstats",
-    "resetstats",
-];
+const META: &[&str] = &["flush", "compact", "waitforcompaction", "stats", "levelstats", "resetstats"];
 
 /// Whether `name` is a benchmark strata-bench knows.
 pub fn known_benchmark(name: &str) -> bool {
@@ -108,15 +101,7 @@ impl Runner {
             flags.seed
         };
         let ycsb = Arc::new(YcsbShared::new(flags.num));
-        Ok(Runner {
-            flags,
-            engine: None,
-            seed_base,
-            thread_counter: 0,
-            ycsb,
-            results: Vec::new(),
-            out,
-        })
+        Ok(Runner { flags, engine: None, seed_base, thread_counter: 0, ycsb, results: Vec::new(), out })
     }
 
     /// The results so far.
@@ -176,9 +161,7 @@ impl Runner {
     }
 
     fn engine(&self) -> Result<&dyn Engine> {
-        self.engine
-            .as_deref()
-            .ok_or_else(|| anyhow!("database is not open"))
+        self.engine.as_deref().ok_or_else(|| anyhow!("database is not open"))
     }
 
     fn write_json(&self) -> Result<()> {
@@ -251,12 +234,7 @@ impl Runner {
                 let s = self.engine()?.stats();
                 let mut text = String::from("Level Files Size(MB)\n--------------------\n");
                 for l in &s.levels {
-                    text.push_str(&format!(
-                        "{:>5} {:>8} {:>8.0}\n",
-                        l.level,
-                        l.files,
-                        l.bytes as f64 / 1_048_576.0
-                    ));
+                    text.push_str(&format!("{:>5} {:>8} {:>8.0}\n", l.level, l.files, l.bytes as f64 / 1_048_576.0));
                 }
                 self.say(&text)
             }
@@ -322,10 +300,7 @@ impl Runner {
         let before = engine.stats();
         let (io_read0, io_write0) = sysinfo::proc_io();
         let ycsb = self.ycsb.clone();
-        let layout = Layout {
-            fields: f.ycsb_fieldcount,
-            field_len: f.ycsb_fieldlength,
-        };
+        let layout = Layout { fields: f.ycsb_fieldcount, field_len: f.ycsb_fieldlength };
         let barrier = Barrier::new(n);
         let finished_readers = AtomicU64::new(0);
         let readers = (n - usize::from(extra_writer)) as u64;
@@ -337,33 +312,22 @@ impl Runner {
                 .iter()
                 .enumerate()
                 .map(|(tid, &seed)| {
-                    let (ctx, spec, ycsb, barrier, live) =
-                        (&ctx, spec, &ycsb, &barrier, live.clone());
+                    let (ctx, spec, ycsb, barrier, live) = (&ctx, spec, &ycsb, &barrier, live.clone());
                     let (finished_readers, stop) = (&finished_readers, &stop);
                     let threads = f.threads;
                     let ops_total = f.num;
                     s.spawn(move || -> Result<Recorder> {
-                        let mut w = Worker {
-                            tid,
-                            rng: Mt64::new(seed),
-                            rec: Recorder::new(live),
-                        };
+                        let mut w = Worker { tid, rng: Mt64::new(seed), rec: Recorder::new(live) };
                         barrier.wait();
                         let r = match &spec.kind {
                             Kind::Write(order) => workloads::write(ctx, &mut w, *order),
                             Kind::DeleteRandom => workloads::delete_random(ctx, &mut w),
                             Kind::ReadRandom => workloads::read_random(ctx, &mut w),
                             Kind::MultiReadRandom => workloads::multi_read_random(ctx, &mut w),
-                            Kind::ReadSeq { reverse } => {
-                                workloads::read_sequential(ctx, &mut w, *reverse)
-                            }
+                            Kind::ReadSeq { reverse } => workloads::read_sequential(ctx, &mut w, *reverse),
                             Kind::SeekRandom => workloads::seek_random(ctx, &mut w),
-                            Kind::ReadRandomWriteRandom => {
-                                workloads::read_random_write_random(ctx, &mut w)
-                            }
-                            Kind::ReadWhileWriting if w.tid == 0 => {
-                                workloads::background_writer(ctx, &mut w)
-                            }
+                            Kind::ReadRandomWriteRandom => workloads::read_random_write_random(ctx, &mut w),
+                            Kind::ReadWhileWriting if w.tid == 0 => workloads::background_writer(ctx, &mut w),
                             Kind::ReadWhileWriting => workloads::read_random(ctx, &mut w),
                             Kind::YcsbLoad => {
                                 let per = ops_total.div_ceil(threads as u64);
@@ -373,9 +337,7 @@ impl Runner {
                             Kind::Ycsb(wl) => ycsb_ops::run(ctx, &mut w, wl, ycsb, layout, threads),
                         };
                         let is_writer = extra_writer && w.tid == 0;
-                        if !is_writer
-                            && finished_readers.fetch_add(1, Ordering::AcqRel) + 1 == readers
-                        {
+                        if !is_writer && finished_readers.fetch_add(1, Ordering::AcqRel) + 1 == readers {
                             stop.store(true, Ordering::Release);
                         }
                         if r.is_err() {
@@ -392,10 +354,7 @@ impl Runner {
             }
             let out = handles
                 .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow!("a benchmark thread panicked")))
-                })
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("a benchmark thread panicked"))))
                 .collect();
             all_done.store(true, Ordering::Release);
             out
@@ -404,16 +363,9 @@ impl Runner {
         for o in outcomes {
             recorders.push(o.with_context(|| format!("benchmark {name}"))?);
         }
-        let writer_ops = if extra_writer {
-            recorders.first().map(|r| r.ops)
-        } else {
-            None
-        };
-        let merged = if extra_writer {
-            Merged::from(recorders.get(1..).unwrap_or(&[]))
-        } else {
-            Merged::from(&recorders)
-        };
+        let writer_ops = if extra_writer { recorders.first().map(|r| r.ops) } else { None };
+        let merged =
+            if extra_writer { Merged::from(recorders.get(1..).unwrap_or(&[])) } else { Merged::from(&recorders) };
         if matches!(spec.kind, Kind::YcsbLoad) {
             self.ycsb = Arc::new(YcsbShared::new(f.num));
         }
@@ -442,20 +394,11 @@ impl Runner {
     }
 
     fn fill_engine_fields(&self, r: &mut BenchResult, before: &EngineStats, after: &EngineStats) {
-        r.user_bytes_written = after
-            .user_bytes_written
-            .saturating_sub(before.user_bytes_written);
-        r.device_bytes_written = after
-            .device_bytes_written
-            .saturating_sub(before.device_bytes_written);
-        r.pm_bytes_written = after
-            .pm_bytes_written
-            .saturating_sub(before.pm_bytes_written);
-        r.write_amp = if r.user_bytes_written > 0 {
-            r.device_bytes_written as f64 / r.user_bytes_written as f64
-        } else {
-            0.0
-        };
+        r.user_bytes_written = after.user_bytes_written.saturating_sub(before.user_bytes_written);
+        r.device_bytes_written = after.device_bytes_written.saturating_sub(before.device_bytes_written);
+        r.pm_bytes_written = after.pm_bytes_written.saturating_sub(before.pm_bytes_written);
+        r.write_amp =
+            if r.user_bytes_written > 0 { r.device_bytes_written as f64 / r.user_bytes_written as f64 } else { 0.0 };
         r.write_amp_since_open = after.write_amp;
         r.stall_micros = after.stall_micros.saturating_sub(before.stall_micros);
         r.flushes = after.flushes.saturating_sub(before.flushes);
@@ -481,13 +424,7 @@ fn message(name: &str, kind: &Kind, m: &Merged, num: u64) -> String {
             format!("({} of {} found)", m.found, m.ops)
         }
         Kind::ReadRandomWriteRandom => {
-            format!(
-                "( reads:{} writes:{} total:{} found:{})",
-                c("reads"),
-                c("writes"),
-                m.ops,
-                m.found
-            )
+            format!("( reads:{} writes:{} total:{} found:{})", c("reads"), c("writes"), m.ops, m.found)
         }
         Kind::Ycsb(_) => {
             let parts: Vec<String> = m.counts.iter().map(|(k, v)| format!("{k}:{v}")).collect();

@@ -63,8 +63,7 @@ pub fn write(ctx: &Ctx<'_>, w: &mut Worker, order: KeyOrder) -> Result<()> {
         if ctx.batch_size == 1 {
             let mut key = std::mem::take(&mut key_bufs[0]);
             format_key(keys.next(&mut w.rng), ctx.key_size, &mut key);
-            ctx.engine
-                .put(&key, values.generate(ctx.value_size), ctx.sync)?;
+            ctx.engine.put(&key, values.generate(ctx.value_size), ctx.sync)?;
             key_bufs[0] = key;
         } else {
             for (k, v) in key_bufs.iter_mut().zip(val_bufs.iter_mut()) {
@@ -72,11 +71,7 @@ pub fn write(ctx: &Ctx<'_>, w: &mut Worker, order: KeyOrder) -> Result<()> {
                 v.clear();
                 v.extend_from_slice(values.generate(ctx.value_size));
             }
-            let ops: Vec<BatchOp<'_>> = key_bufs
-                .iter()
-                .zip(&val_bufs)
-                .map(|(k, v)| BatchOp::Put(k, v))
-                .collect();
+            let ops: Vec<BatchOp<'_>> = key_bufs.iter().zip(&val_bufs).map(|(k, v)| BatchOp::Put(k, v)).collect();
             ctx.engine.write(&ops, ctx.sync)?;
         }
         w.rec.bytes += entry_bytes * ctx.batch_size as u64;
@@ -223,8 +218,7 @@ pub fn read_random_write_random(ctx: &Ctx<'_>, w: &mut Worker) -> Result<()> {
             get_weight -= 1;
             w.rec.count("reads", 1);
         } else {
-            ctx.engine
-                .put(&key, values.generate(ctx.value_size), ctx.sync)?;
+            ctx.engine.put(&key, values.generate(ctx.value_size), ctx.sync)?;
             put_weight -= 1;
             w.rec.count("writes", 1);
         }
@@ -243,8 +237,7 @@ pub fn background_writer(ctx: &Ctx<'_>, w: &mut Worker) -> Result<()> {
     while !ctx.stop.load(Ordering::Acquire) {
         w.rng.next_u64(); // SelectDB
         format_key(w.rng.below(ctx.num), ctx.key_size, &mut key);
-        ctx.engine
-            .put(&key, values.generate(ctx.value_size), ctx.sync)?;
+        ctx.engine.put(&key, values.generate(ctx.value_size), ctx.sync)?;
         w.rec.bytes += (ctx.key_size + ctx.value_size) as u64;
         w.rec.finished(1);
     }
@@ -295,19 +288,12 @@ mod tests {
         }
         assert_eq!((written.len(), written.iter().sum::<u64>()), (625, 308_455));
         let mut rng = Mt64::new(44);
-        assert_eq!(
-            (0..1000)
-                .filter(|_| written.contains(&rng.below(1000)))
-                .count(),
-            617
-        );
+        assert_eq!((0..1000).filter(|_| written.contains(&rng.below(1000))).count(), 617);
         let mut rng = Mt64::new(45);
         let mut found = 0;
         for _ in 0..250 {
             rng.next_u64();
-            found += (0..4)
-                .filter(|_| written.contains(&rng.below(1000)))
-                .count();
+            found += (0..4).filter(|_| written.contains(&rng.below(1000))).count();
         }
         assert_eq!(found, 640);
     }

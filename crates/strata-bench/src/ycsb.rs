@@ -75,16 +75,7 @@ impl Zipfian {
         let items = max.saturating_sub(min) + 1;
         let zeta2theta = zeta(0, 2, theta, 0.0);
         let eta = (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta2theta / zetan);
-        Zipfian {
-            items,
-            base: min,
-            theta,
-            zeta2theta,
-            alpha: 1.0 / (1.0 - theta),
-            zetan,
-            eta,
-            count_for_zeta: items,
-        }
+        Zipfian { items, base: min, theta, zeta2theta, alpha: 1.0 / (1.0 - theta), zetan, eta, count_for_zeta: items }
     }
 
     /// A value in [base, base + item_count); the item count may grow
@@ -94,8 +85,7 @@ impl Zipfian {
             self.zetan = zeta(self.count_for_zeta, item_count, self.theta, self.zetan);
             self.count_for_zeta = item_count;
             // YCSB keeps `items` (the original count) in eta.
-            self.eta = (1.0 - (2.0 / self.items as f64).powf(1.0 - self.theta))
-                / (1.0 - self.zeta2theta / self.zetan);
+            self.eta = (1.0 - (2.0 / self.items as f64).powf(1.0 - self.theta)) / (1.0 - self.zeta2theta / self.zetan);
         }
         let u = rng.next_f64();
         let uz = u * self.zetan;
@@ -150,9 +140,7 @@ pub struct SkewedLatest {
 impl SkewedLatest {
     /// For a key space whose newest key is `last` at the start.
     pub fn new(last: u64) -> SkewedLatest {
-        SkewedLatest {
-            gen: Zipfian::new(0, last.saturating_sub(1), ZIPFIAN_CONSTANT),
-        }
+        SkewedLatest { gen: Zipfian::new(0, last.saturating_sub(1), ZIPFIAN_CONSTANT) }
     }
 
     /// A key number near `last` (the newest key now).
@@ -204,44 +192,19 @@ impl Workload {
         use YcsbOp::*;
         let (c, mix, distribution) = match name {
             "ycsba" => ('a', vec![(Read, 0.5), (Update, 0.5)], Distribution::Zipfian),
-            "ycsbb" => (
-                'b',
-                vec![(Read, 0.95), (Update, 0.05)],
-                Distribution::Zipfian,
-            ),
+            "ycsbb" => ('b', vec![(Read, 0.95), (Update, 0.05)], Distribution::Zipfian),
             "ycsbc" => ('c', vec![(Read, 1.0)], Distribution::Zipfian),
-            "ycsbd" => (
-                'd',
-                vec![(Read, 0.95), (Insert, 0.05)],
-                Distribution::Latest,
-            ),
-            "ycsbe" => (
-                'e',
-                vec![(Scan, 0.95), (Insert, 0.05)],
-                Distribution::Zipfian,
-            ),
-            "ycsbf" => (
-                'f',
-                vec![(Read, 0.5), (ReadModifyWrite, 0.5)],
-                Distribution::Zipfian,
-            ),
+            "ycsbd" => ('d', vec![(Read, 0.95), (Insert, 0.05)], Distribution::Latest),
+            "ycsbe" => ('e', vec![(Scan, 0.95), (Insert, 0.05)], Distribution::Zipfian),
+            "ycsbf" => ('f', vec![(Read, 0.5), (ReadModifyWrite, 0.5)], Distribution::Zipfian),
             _ => return None,
         };
-        Some(Workload {
-            name: c,
-            mix,
-            distribution,
-            max_scan_length: 100,
-        })
+        Some(Workload { name: c, mix, distribution, max_scan_length: 100 })
     }
 
     /// Share of inserts.
     pub fn insert_proportion(&self) -> f64 {
-        self.mix
-            .iter()
-            .filter(|(op, _)| *op == YcsbOp::Insert)
-            .map(|(_, p)| p)
-            .sum()
+        self.mix.iter().filter(|(op, _)| *op == YcsbOp::Insert).map(|(_, p)| p).sum()
     }
 
     /// Picks an operation from a uniform draw `u` in [0, 1).
@@ -258,12 +221,7 @@ impl Workload {
 }
 
 /// Builds a record of `fields` fields of `len` bytes each from `fill`.
-pub fn encode_record(
-    fields: usize,
-    len: usize,
-    fill: &mut dyn FnMut(usize) -> Vec<u8>,
-    out: &mut Vec<u8>,
-) {
+pub fn encode_record(fields: usize, len: usize, fill: &mut dyn FnMut(usize) -> Vec<u8>, out: &mut Vec<u8>) {
     out.clear();
     for i in 0..fields {
         let name = format!("field{i}");
@@ -339,10 +297,7 @@ mod tests {
         key_name(0, &mut k);
         assert!(k.starts_with(b"user"));
         assert!(k[4..].iter().all(u8::is_ascii_digit));
-        assert_eq!(
-            String::from_utf8(k).unwrap(),
-            format!("user{}", fnvhash64(0))
-        );
+        assert_eq!(String::from_utf8(k).unwrap(), format!("user{}", fnvhash64(0)));
     }
 
     #[test]
@@ -402,12 +357,7 @@ mod tests {
         // Skewed: the hottest key is far above the mean of 10 ...
         assert!(sorted[0] > 1000);
         // ... and it is not key 0 (hashing moved it).
-        let hottest = counts
-            .iter()
-            .enumerate()
-            .max_by_key(|(_, c)| **c)
-            .map(|(i, _)| i)
-            .unwrap();
+        let hottest = counts.iter().enumerate().max_by_key(|(_, c)| **c).map(|(i, _)| i).unwrap();
         assert_eq!(hottest as u64, fnvhash64(0) % 10_000);
     }
 
@@ -445,14 +395,8 @@ mod tests {
         let d = Workload::by_name("ycsbd").unwrap();
         assert_eq!(d.distribution, Distribution::Latest);
         assert!((d.insert_proportion() - 0.05).abs() < 1e-12);
-        assert_eq!(
-            Workload::by_name("ycsbe").unwrap().choose(0.5),
-            YcsbOp::Scan
-        );
-        assert_eq!(
-            Workload::by_name("ycsbf").unwrap().choose(0.99),
-            YcsbOp::ReadModifyWrite
-        );
+        assert_eq!(Workload::by_name("ycsbe").unwrap().choose(0.5), YcsbOp::Scan);
+        assert_eq!(Workload::by_name("ycsbf").unwrap().choose(0.99), YcsbOp::ReadModifyWrite);
         assert!(Workload::by_name("ycsbz").is_none());
         for n in ["ycsba", "ycsbb", "ycsbc", "ycsbd", "ycsbe", "ycsbf"] {
             let w = Workload::by_name(n).unwrap();

@@ -11,8 +11,8 @@ use anyhow::Result;
 use crate::keygen::ValueGen;
 use crate::workloads::{Ctx, Worker};
 use crate::ycsb::{
-    decode_record, encode_record, key_name, update_record, Distribution, ScrambledZipfian,
-    SkewedLatest, Workload, YcsbOp,
+    decode_record, encode_record, key_name, update_record, Distribution, ScrambledZipfian, SkewedLatest, Workload,
+    YcsbOp,
 };
 
 /// State shared by the YCSB benchmarks of one process: how many records exist.
@@ -51,12 +51,7 @@ pub struct Layout {
 }
 
 /// Inserts records `range` in key-number order (YCSB's load phase).
-pub fn load(
-    ctx: &Ctx<'_>,
-    w: &mut Worker,
-    layout: Layout,
-    range: std::ops::Range<u64>,
-) -> Result<()> {
+pub fn load(ctx: &Ctx<'_>, w: &mut Worker, layout: Layout, range: std::ops::Range<u64>) -> Result<()> {
     let mut values = ValueGen::new(layout.field_len, ctx.compression_ratio);
     let mut fill = |len: usize| values.generate(len).to_vec();
     let (mut key, mut rec) = (Vec::new(), Vec::new());
@@ -88,16 +83,12 @@ pub fn run(
     threads: usize,
 ) -> Result<()> {
     // YCSB sizes the Zipfian key space for the inserts it expects.
-    let expected_new =
-        (ctx.budget.ops as f64 * threads as f64 * wl.insert_proportion() * 2.0) as u64;
+    let expected_new = (ctx.budget.ops as f64 * threads as f64 * wl.insert_proportion() * 2.0) as u64;
     let mut chooser = match wl.distribution {
-        Distribution::Zipfian => Chooser::Zipfian(ScrambledZipfian::new(
-            0,
-            (shared.record_count + expected_new).saturating_sub(1),
-        )),
-        Distribution::Latest => {
-            Chooser::Latest(SkewedLatest::new(shared.readable().saturating_sub(1)))
+        Distribution::Zipfian => {
+            Chooser::Zipfian(ScrambledZipfian::new(0, (shared.record_count + expected_new).saturating_sub(1)))
         }
+        Distribution::Latest => Chooser::Latest(SkewedLatest::new(shared.readable().saturating_sub(1))),
     };
     let mut values = ValueGen::new(layout.field_len, ctx.compression_ratio);
     let (mut key, mut rec) = (Vec::new(), Vec::new());
@@ -179,13 +170,7 @@ fn read(ctx: &Ctx<'_>, w: &mut Worker, key: &[u8]) -> Result<()> {
 }
 
 /// YCSB's RocksDB binding `update`: read the record, replace one field, write it back.
-fn update(
-    ctx: &Ctx<'_>,
-    w: &mut Worker,
-    key: &[u8],
-    layout: Layout,
-    values: &mut ValueGen,
-) -> Result<()> {
+fn update(ctx: &Ctx<'_>, w: &mut Worker, key: &[u8], layout: Layout, values: &mut ValueGen) -> Result<()> {
     let field = w.rng.below(layout.fields as u64) as usize;
     let old = ctx.engine.get(key)?.unwrap_or_default();
     let value = values.generate(layout.field_len);

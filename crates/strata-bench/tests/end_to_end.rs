@@ -1,10 +1,6 @@
 //! Runs the strata-bench binary on a few thousand operations and checks
 //! what it printed and wrote to --json.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    reason = "test helpers fail the test on bad output"
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers fail the test on bad output")]
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -16,28 +12,17 @@ fn bench(db: &Path, json: &Path, extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_strata-bench"))
         .arg(format!("--db={}", db.display()))
         .arg(format!("--json={}", json.display()))
-        .args([
-            "--num=3000",
-            "--seed=42",
-            "--compression_type=none",
-            "--bloom_bits=10",
-            "--write_buffer_size=65536",
-        ])
+        .args(["--num=3000", "--seed=42", "--compression_type=none", "--bloom_bits=10", "--write_buffer_size=65536"])
         .args(extra)
         .output()
         .expect("run strata-bench");
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "strata-bench failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "strata-bench failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     stdout
 }
 
 fn results(json: &Path) -> Vec<serde_json::Value> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     v["benchmarks"].as_array().unwrap().clone()
 }
 
@@ -56,15 +41,7 @@ fn distinct_fillrandom_keys() -> usize {
 fn fill_then_read_in_a_second_process_replays_the_keys() {
     let dir = tempfile::tempdir().unwrap();
     let (db, json) = (dir.path().join("db"), dir.path().join("out.json"));
-    let out = bench(
-        &db,
-        &json,
-        &[
-            "--benchmarks=fillrandom,flush",
-            "--histogram=1",
-            "--profile=sstable",
-        ],
-    );
+    let out = bench(&db, &json, &["--benchmarks=fillrandom,flush", "--histogram=1", "--profile=sstable"]);
     assert!(out.contains("fillrandom   : "), "{out}");
     assert!(out.contains("Percentiles: P50: "), "{out}");
     let r = results(&json);
@@ -73,31 +50,14 @@ fn fill_then_read_in_a_second_process_replays_the_keys() {
     assert!(r[0]["user_bytes_written"].as_u64().unwrap() >= 3000 * 116);
     assert!(r[0]["p999_us"].as_f64().unwrap() >= r[0]["p50_us"].as_f64().unwrap());
     assert_eq!(r[0]["end_state"]["after"][0], "flush");
-    assert!(
-        r[0]["end_state"]["device_bytes_since_open"]
-            .as_u64()
-            .unwrap()
-            > 0,
-        "the flush wrote tables"
-    );
-    assert_eq!(
-        r[0]["timeline"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .sum::<u64>(),
-        3000
-    );
+    assert!(r[0]["end_state"]["device_bytes_since_open"].as_u64().unwrap() > 0, "the flush wrote tables");
+    assert_eq!(r[0]["timeline"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).sum::<u64>(), 3000);
 
     // Same seed in a new process: readrandom draws the fill's keys again.
     let out = bench(
         &db,
         &json,
-        &[
-            "--use_existing_db=1",
-            "--benchmarks=readrandom,readseq,readreverse,seekrandom,readmissing",
-        ],
+        &["--use_existing_db=1", "--benchmarks=readrandom,readseq,readreverse,seekrandom,readmissing"],
     );
     assert!(out.contains("(3000 of 3000 found)"), "{out}");
     let r = results(&json);
@@ -166,9 +126,6 @@ fn bad_flags_fail_cleanly() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown benchmark 'nosuch'"));
-    let out = Command::new(env!("CARGO_BIN_EXE_strata-bench"))
-        .args(["--num=many"])
-        .output()
-        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_strata-bench")).args(["--num=many"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -267,7 +267,8 @@ fn dump_pm(cli: &Cli, out: &mut impl Write) -> anyhow::Result<()> {
     // Hold the database lock so nobody writes the region meanwhile.
     let _lock = stratakv::fs::Fs::lock(&stratakv::fs::StdFs, &cli.dir.join("LOCK"))
         .with_context(|| format!("{} is in use", cli.dir.display()))?;
-    let opts = strata_pmem::RegionOptions { len: 0, slot_bytes: 4096, write_latency_ns: 0, create: false, expect_id: None };
+    let opts =
+        strata_pmem::RegionOptions { len: 0, slot_bytes: 4096, write_latency_ns: 0, create: false, expect_id: None };
     let (region, _) = strata_pmem::Region::open(strata_pmem::Backing::File(path.clone()), &opts)?;
     writeln!(
         out,

@@ -34,27 +34,11 @@ impl Mapping {
         let sync_flags = libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC;
         // SAFETY: a fresh mapping at a kernel-chosen address cannot alias any
         // Rust object; fd is a valid open descriptor for the call's duration.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                sync_flags,
-                fd,
-                0,
-            )
-        };
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, sync_flags, fd, 0) };
         let (p, dax) = if p == libc::MAP_FAILED {
             // SAFETY: as above, without MAP_SYNC.
             let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    fd,
-                    0,
-                )
+                libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
             };
             if p == libc::MAP_FAILED {
                 return Err(io::Error::last_os_error());
@@ -63,8 +47,7 @@ impl Mapping {
         } else {
             (p, true)
         };
-        let ptr = NonNull::new(p.cast::<u8>())
-            .ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
         Ok(Mapping { ptr, len, dax })
     }
 
@@ -84,9 +67,7 @@ impl Mapping {
         // SAFETY: [start, end) lies inside the mapping (start is rounded down
         // to a page boundary inside it, end is clamped to its length), and
         // msync does not touch Rust-visible memory.
-        let rc = unsafe {
-            libc::msync(self.ptr.as_ptr().add(start).cast(), end - start, libc::MS_SYNC)
-        };
+        let rc = unsafe { libc::msync(self.ptr.as_ptr().add(start).cast(), end - start, libc::MS_SYNC) };
         if rc != 0 {
             return Err(io::Error::last_os_error());
         }

@@ -192,8 +192,8 @@ impl Region {
             file.set_len(opts.len).map_err(io("set_len"))?;
             len = opts.len;
         }
-        let len_usize = usize::try_from(len)
-            .map_err(|_| PmError::InvalidOptions("region larger than the address space".into()))?;
+        let len_usize =
+            usize::try_from(len).map_err(|_| PmError::InvalidOptions("region larger than the address space".into()))?;
         let map = Mapping::new(&file, len_usize).map_err(io("mmap"))?;
         let placement = if map.dax {
             Placement::Dax
@@ -203,13 +203,7 @@ impl Region {
             Placement::File
         };
         let base = map.ptr();
-        Self::finish_open(
-            Mem::Mapped { map, _file: file, path: path.to_path_buf() },
-            base,
-            len,
-            placement,
-            opts,
-        )
+        Self::finish_open(Mem::Mapped { map, _file: file, path: path.to_path_buf() }, base, len, placement, opts)
     }
 
     fn finish_open(

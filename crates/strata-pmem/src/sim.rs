@@ -254,9 +254,7 @@ impl CrashState {
     /// Per uncertain unit (line or word) the number of choices it has.
     fn choice_sizes(&self, model: CrashModel) -> Vec<(u64, u64)> {
         match model {
-            CrashModel::LinePrefix => {
-                self.pending.iter().map(|(l, s)| (*l, s.len() as u64 + 1)).collect()
-            }
+            CrashModel::LinePrefix => self.pending.iter().map(|(l, s)| (*l, s.len() as u64 + 1)).collect(),
             CrashModel::WordSubset => {
                 let mut words: BTreeMap<u64, u64> = BTreeMap::new();
                 for (_, stores) in &self.pending {

@@ -106,7 +106,10 @@ fn allocation_fills_up_and_frees_on_drop() {
     held.pop();
     assert_eq!(r.free_slots(), 1);
     let w = r.allocate(1, 1, 100).unwrap();
-    let mut s = { let mut w = w; w.reserve(8).unwrap() };
+    let mut s = {
+        let mut w = w;
+        w.reserve(8).unwrap()
+    };
     // The writer is gone but the slot keeps the lease alive.
     assert_eq!(r.free_slots(), 0);
     s.write(0, &[1; 8]).unwrap();

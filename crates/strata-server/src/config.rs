@@ -165,9 +165,22 @@ impl Config {
             None => HashMap::new(),
         };
         let known = [
-            "port", "bind", "dir", "pm-dir", "pm-size", "durability", "storage", "appendfsync", "appendonly",
-            "snapshot-seconds", "requirepass", "maxclients", "timeout", "proto-max-bulk-len",
-            "client-query-buffer-limit", "event-loops",
+            "port",
+            "bind",
+            "dir",
+            "pm-dir",
+            "pm-size",
+            "durability",
+            "storage",
+            "appendfsync",
+            "appendonly",
+            "snapshot-seconds",
+            "requirepass",
+            "maxclients",
+            "timeout",
+            "proto-max-bulk-len",
+            "client-query-buffer-limit",
+            "event-loops",
         ];
         if let Some(bad) = file.keys().find(|k| !known.contains(&k.as_str())) {
             bail!("unknown configuration setting '{bad}'");
@@ -188,7 +201,8 @@ impl Config {
         let dir = pick(f.dir.map(|d| d.display().to_string()), "dir").unwrap_or_else(|| "./strata-data".into());
         let pm_dir = pick(f.pm_dir.map(|d| d.display().to_string()), "pm-dir").map(PathBuf::from);
         let pm_size = bytes(pick(f.pm_size, "pm-size"), "pm-size")?;
-        let durability_sync = match pick(f.durability, "durability").as_deref().map(str::to_ascii_lowercase).as_deref() {
+        let durability_sync = match pick(f.durability, "durability").as_deref().map(str::to_ascii_lowercase).as_deref()
+        {
             None | Some("default") => false,
             Some("sync") => true,
             Some(other) => bail!("durability must be sync or default, not {other}"),
@@ -206,21 +220,26 @@ impl Config {
         };
         let mut appendfsync = match pick(f.appendfsync, "appendfsync") {
             None => None,
-            Some(s) => Some(FsyncPolicy::parse(&s).ok_or_else(|| anyhow!("appendfsync must be always, everysec or no"))?),
+            Some(s) => {
+                Some(FsyncPolicy::parse(&s).ok_or_else(|| anyhow!("appendfsync must be always, everysec or no"))?)
+            }
         };
         match appendonly {
             Some(true) if appendfsync.is_none() => appendfsync = Some(FsyncPolicy::EverySec),
             Some(false) => appendfsync = None,
             _ => {}
         }
-        let snapshot_seconds = num(pick(f.snapshot_seconds.map(|s| s.to_string()), "snapshot-seconds"), "snapshot-seconds")?.unwrap_or(0);
+        let snapshot_seconds =
+            num(pick(f.snapshot_seconds.map(|s| s.to_string()), "snapshot-seconds"), "snapshot-seconds")?.unwrap_or(0);
         if storage == StorageMode::Engine && (appendfsync.is_some() || snapshot_seconds > 0) {
             bail!("--appendfsync/--appendonly/--snapshot-seconds apply to --storage memory only");
         }
         let requirepass = pick(f.requirepass, "requirepass").filter(|p| !p.is_empty());
-        let maxclients = num(pick(f.maxclients.map(|m| m.to_string()), "maxclients"), "maxclients")?.unwrap_or(10_000) as usize;
+        let maxclients =
+            num(pick(f.maxclients.map(|m| m.to_string()), "maxclients"), "maxclients")?.unwrap_or(10_000) as usize;
         let timeout = num(pick(f.timeout.map(|t| t.to_string()), "timeout"), "timeout")?.unwrap_or(0);
-        let event_loops = num(pick(f.event_loops.map(|n| n.to_string()), "event-loops"), "event-loops")?.unwrap_or(DEFAULT_EVENT_LOOPS as u64);
+        let event_loops = num(pick(f.event_loops.map(|n| n.to_string()), "event-loops"), "event-loops")?
+            .unwrap_or(DEFAULT_EVENT_LOOPS as u64);
         if !(1..=64).contains(&event_loops) {
             bail!("event-loops must be between 1 and 64");
         }
@@ -228,7 +247,9 @@ impl Config {
         if let Some(b) = bytes(pick(f.proto_max_bulk_len, "proto-max-bulk-len"), "proto-max-bulk-len")? {
             limits.max_bulk_len = b as usize;
         }
-        if let Some(b) = bytes(pick(f.client_query_buffer_limit, "client-query-buffer-limit"), "client-query-buffer-limit")? {
+        if let Some(b) =
+            bytes(pick(f.client_query_buffer_limit, "client-query-buffer-limit"), "client-query-buffer-limit")?
+        {
             limits.max_query_buffer = b as usize;
         }
         Ok(Config {
@@ -268,11 +289,14 @@ impl Config {
             ("proto-max-bulk-len", self.limits.max_bulk_len.to_string()),
             ("client-query-buffer-limit", self.limits.max_query_buffer.to_string()),
             ("requirepass", self.requirepass.clone().unwrap_or_default()),
-            ("storage", match self.storage {
-                StorageMode::Engine => "engine",
-                StorageMode::Memory => "memory",
-            }
-            .into()),
+            (
+                "storage",
+                match self.storage {
+                    StorageMode::Engine => "engine",
+                    StorageMode::Memory => "memory",
+                }
+                .into(),
+            ),
             ("durability", if self.durability_sync { "sync" } else { "default" }.into()),
             ("snapshot-seconds", self.snapshot_seconds.to_string()),
         ]

@@ -69,7 +69,9 @@ fn step(pattern: &[u8], p: usize, c: Option<u8>) -> Option<(usize, bool)> {
                         }
                         i += 2;
                     }
-                    Some(&lo) if pattern.get(i + 1) == Some(&b'-') && pattern.get(i + 2).is_some_and(|&x| x != b']') => {
+                    Some(&lo)
+                        if pattern.get(i + 1) == Some(&b'-') && pattern.get(i + 2).is_some_and(|&x| x != b']') =>
+                    {
                         let hi = pattern.get(i + 2).copied().unwrap_or(lo);
                         let (lo, hi) = if lo <= hi { (lo, hi) } else { (hi, lo) };
                         if c >= lo && c <= hi {

@@ -16,10 +16,10 @@ use anyhow::Context;
 use clap::Parser;
 use strata_server::cmd::Shared;
 use strata_server::config::{Config, Flags, StorageMode};
+use strata_server::net::Loops;
 use strata_server::store::engine::EngineStore;
 use strata_server::store::memory::{MemoryPersistence, MemoryStore};
 use strata_server::store::Backend;
-use strata_server::net::Loops;
 use strata_server::{expiry, server, shutdown};
 
 fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {

@@ -88,7 +88,11 @@ fn inline_multibulk_pipelining_and_errors() {
     roundtrip(&mut s, b"FOO a b\r\n", b"-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n");
     roundtrip(&mut s, b"GET\r\n", b"-ERR wrong number of arguments for 'get' command\r\n");
     roundtrip(&mut s, b"INCR k\r\n", b"-ERR value is not an integer or out of range\r\n");
-    roundtrip(&mut s, b"HSET h f v\r\nGET h\r\n", b":1\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    roundtrip(
+        &mut s,
+        b"HSET h f v\r\nGET h\r\n",
+        b":1\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
     roundtrip(&mut s, b"SET k v XX NX\r\n", b"-ERR syntax error\r\n");
     roundtrip(&mut s, b"HELLO 4\r\n", b"-NOPROTO unsupported protocol version\r\n");
     roundtrip(&mut s, b"\r\n\r\nPING\r\n", b"+PONG\r\n");
@@ -110,11 +114,7 @@ fn inline_multibulk_pipelining_and_errors() {
     roundtrip(&mut s, b"HGETALL h\r\n", b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n");
     roundtrip(&mut s, b"ZADD z 1.5 m\r\nZSCORE z m\r\n", b":1\r\n,1.5\r\n");
     // MULTI/EXEC in one batch.
-    roundtrip(
-        &mut s,
-        b"MULTI\r\nINCR c\r\nINCR c\r\nEXEC\r\n",
-        b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1\r\n:2\r\n",
-    );
+    roundtrip(&mut s, b"MULTI\r\nINCR c\r\nINCR c\r\nEXEC\r\n", b"+OK\r\n+QUEUED\r\n+QUEUED\r\n*2\r\n:1\r\n:2\r\n");
     // A malformed frame closes that connection only, after earlier replies.
     let mut bad = connect(srv.port);
     bad.write_all(b"PING\r\n*1\r\n$-5\r\n").unwrap();
@@ -133,5 +133,9 @@ fn data_survives_restart_and_kill() {
     }
     let srv = start(dir.path(), &[]);
     let mut s = connect(srv.port);
-    roundtrip(&mut s, b"GET a\r\nLRANGE l 0 -1\r\nSCARD s\r\nDBSIZE\r\n", b"$1\r\n1\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n:1\r\n:3\r\n");
+    roundtrip(
+        &mut s,
+        b"GET a\r\nLRANGE l 0 -1\r\nSCARD s\r\nDBSIZE\r\n",
+        b"$1\r\n1\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n:1\r\n:3\r\n",
+    );
 }

@@ -60,75 +60,24 @@ pub fn generate(dir: &Path) -> anyhow::Result<usize> {
     for (i, interval) in [1usize, 4, 16].into_iter().enumerate() {
         let mut b = BlockBuilder::new(interval);
         for j in 0..40u32 {
-            b.add(
-                &internal_key(format!("key{j:04}").as_bytes(), 100 - j as u64, Kind::Put),
-                &value(j),
-            );
+            b.add(&internal_key(format!("key{j:04}").as_bytes(), 100 - j as u64, Kind::Put), &value(j));
         }
-        put(
-            dir,
-            "block_decode",
-            &format!("block-{i}"),
-            &b.finish(),
-            &mut n,
-        )?;
+        put(dir, "block_decode", &format!("block-{i}"), &b.finish(), &mut n)?;
     }
     // Tables, MANIFEST, log images from an SSTable-L0 database.
     let (mem, sim, manifest) = build(L0Kind::Sstable, 300, true)?;
-    for (i, p) in mem
-        .paths()
-        .iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
-        .enumerate()
-        .take(4)
-    {
-        put(
-            dir,
-            "sstable_open",
-            &format!("table-{i}"),
-            &mem.read(p)?,
-            &mut n,
-        )?;
+    for (i, p) in mem.paths().iter().filter(|p| p.extension().is_some_and(|e| e == "sst")).enumerate().take(4) {
+        put(dir, "sstable_open", &format!("table-{i}"), &mem.read(p)?, &mut n)?;
     }
-    put(
-        dir,
-        "manifest_replay",
-        "manifest-sstable",
-        &manifest,
-        &mut n,
-    )?;
-    put(
-        dir,
-        "log_recover",
-        "region-sstable",
-        &sim.visible_image(),
-        &mut n,
-    )?;
+    put(dir, "manifest_replay", "manifest-sstable", &manifest, &mut n)?;
+    put(dir, "log_recover", "region-sstable", &sim.visible_image(), &mut n)?;
     let (_, sim, _) = build(L0Kind::Sstable, 60, false)?;
-    put(
-        dir,
-        "log_recover",
-        "region-log-only",
-        &sim.visible_image(),
-        &mut n,
-    )?;
+    put(dir, "log_recover", "region-log-only", &sim.visible_image(), &mut n)?;
     // A matrix database: rows in PM named by the MANIFEST.
     let (_, sim, manifest) = build(L0Kind::Matrix, 250, false)?;
     put(dir, "manifest_replay", "manifest-matrix", &manifest, &mut n)?;
-    put(
-        dir,
-        "matrix_row",
-        "matrix",
-        &join_matrix_input(&manifest, &sim.visible_image()),
-        &mut n,
-    )?;
-    put(
-        dir,
-        "log_recover",
-        "region-matrix",
-        &sim.visible_image(),
-        &mut n,
-    )?;
+    put(dir, "matrix_row", "matrix", &join_matrix_input(&manifest, &sim.visible_image()), &mut n)?;
+    put(dir, "log_recover", "region-matrix", &sim.visible_image(), &mut n)?;
     // RESP requests, well formed and not.
     let resp: [&[u8]; 8] = [
         b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n",

@@ -95,11 +95,7 @@ pub fn sstable_open(data: &[u8]) {
     let mut it = t.iter();
     walk(&mut it, &internal_key(b"key0005", 100, KIND_FOR_SEEK));
     for k in [&b"key0005"[..], b"", b"zzz"] {
-        let _ = t.get(
-            &internal_key(k, u64::MAX >> 8, KIND_FOR_SEEK),
-            k,
-            key_hash(k),
-        );
+        let _ = t.get(&internal_key(k, u64::MAX >> 8, KIND_FOR_SEEK), k, key_hash(k));
     }
     let _ = t.verify();
 }
@@ -197,10 +193,4 @@ pub fn run_target(name: &str, data: &[u8]) -> bool {
 }
 
 /// The targets whose bodies live here.
-pub const TARGETS: [&str; 5] = [
-    "block_decode",
-    "sstable_open",
-    "log_recover",
-    "manifest_replay",
-    "matrix_row",
-];
+pub const TARGETS: [&str; 5] = ["block_decode", "sstable_open", "log_recover", "manifest_replay", "matrix_row"];

@@ -73,22 +73,9 @@ fn run() -> anyhow::Result<bool> {
             .map(|d| d.as_nanos() as u64 % 1_000_000_007)
             .unwrap_or(1)
     });
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2)
-    });
-    let cfg = RunCfg {
-        seconds: args.seconds,
-        seed,
-        jobs,
-        verbose: args.verbose,
-    };
-    let modes: Vec<&str> = if args.mode == "all" {
-        MODES.to_vec()
-    } else {
-        vec![args.mode.as_str()]
-    };
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
+    let cfg = RunCfg { seconds: args.seconds, seed, jobs, verbose: args.verbose };
+    let modes: Vec<&str> = if args.mode == "all" { MODES.to_vec() } else { vec![args.mode.as_str()] };
     let mut ok = true;
     for m in modes {
         let rep = run_mode(m, &cfg)?;

@@ -37,47 +37,21 @@ pub fn apply(model: &mut Model, updates: &[Update]) {
 
 /// Whether `got` equals `want`.
 pub fn same(got: &[(Vec<u8>, Vec<u8>)], want: &Model) -> bool {
-    got.len() == want.len()
-        && got
-            .iter()
-            .zip(want.iter())
-            .all(|((gk, gv), (wk, wv))| gk == wk && gv[..] == wv[..])
+    got.len() == want.len() && got.iter().zip(want.iter()).all(|((gk, gv), (wk, wv))| gk == wk && gv[..] == wv[..])
 }
 
 /// A short description of how `got` differs from `want`.
 pub fn diff(got: &[(Vec<u8>, Vec<u8>)], want: &Model) -> String {
-    let got_map: BTreeMap<&[u8], &[u8]> = got
-        .iter()
-        .map(|(k, v)| (k.as_slice(), v.as_slice()))
-        .collect();
-    let missing: Vec<String> = want
-        .keys()
-        .filter(|k| !got_map.contains_key(k.as_slice()))
-        .take(4)
-        .map(|k| show(k))
-        .collect();
-    let extra: Vec<String> = got_map
-        .keys()
-        .filter(|k| !want.contains_key(**k))
-        .take(4)
-        .map(|k| show(k))
-        .collect();
+    let got_map: BTreeMap<&[u8], &[u8]> = got.iter().map(|(k, v)| (k.as_slice(), v.as_slice())).collect();
+    let missing: Vec<String> =
+        want.keys().filter(|k| !got_map.contains_key(k.as_slice())).take(4).map(|k| show(k)).collect();
+    let extra: Vec<String> = got_map.keys().filter(|k| !want.contains_key(**k)).take(4).map(|k| show(k)).collect();
     let wrong: Vec<String> = want
         .iter()
-        .filter(|(k, v)| {
-            got_map
-                .get(k.as_slice())
-                .map(|g| *g != &v[..])
-                .unwrap_or(false)
-        })
+        .filter(|(k, v)| got_map.get(k.as_slice()).map(|g| *g != &v[..]).unwrap_or(false))
         .take(4)
         .map(|(k, v)| {
-            format!(
-                "{} = {} (want {})",
-                show(k),
-                show(got_map.get(k.as_slice()).copied().unwrap_or(&[])),
-                show(v)
-            )
+            format!("{} = {} (want {})", show(k), show(got_map.get(k.as_slice()).copied().unwrap_or(&[])), show(v))
         })
         .collect();
     format!("missing {missing:?} extra {extra:?} wrong {wrong:?}")
@@ -102,18 +76,12 @@ pub struct History {
 impl History {
     /// Starts from the empty database.
     pub fn new() -> History {
-        History {
-            states: vec![Arc::new(Model::new())],
-        }
+        History { states: vec![Arc::new(Model::new())] }
     }
 
     /// Records the state after the next write (call before issuing it).
     pub fn push(&mut self, updates: &[Update]) {
-        let mut next = self
-            .states
-            .last()
-            .map(|s| (**s).clone())
-            .unwrap_or_default();
+        let mut next = self.states.last().map(|s| (**s).clone()).unwrap_or_default();
         apply(&mut next, updates);
         self.states.push(Arc::new(next));
     }
@@ -143,9 +111,7 @@ impl History {
     /// by then). With one writer, `issued <= acked + 1` when both are read
     /// at the point itself.
     pub fn window(&self, acked: u64, issued: u64) -> Result<Window, String> {
-        let states: Vec<Arc<Model>> = (acked..=issued.max(acked))
-            .filter_map(|n| self.state(n).cloned())
-            .collect();
+        let states: Vec<Arc<Model>> = (acked..=issued.max(acked)).filter_map(|n| self.state(n).cloned()).collect();
         if states.is_empty() {
             return Err(format!("no state recorded for {acked} writes"));
         }
@@ -153,12 +119,7 @@ impl History {
     }
 
     /// Checks `got` against [`History::window`]; `Err` describes the difference.
-    pub fn check(
-        &self,
-        got: &[(Vec<u8>, Vec<u8>)],
-        acked: u64,
-        issued: u64,
-    ) -> Result<u64, String> {
+    pub fn check(&self, got: &[(Vec<u8>, Vec<u8>)], acked: u64, issued: u64) -> Result<u64, String> {
         self.window(acked, issued)?.check(got)
     }
 }
@@ -215,11 +176,7 @@ impl Expected {
     /// Marks the updates of write number `op` as sent (pending).
     pub fn begin(&mut self, op: u64, updates: &[Update]) {
         for (k, v) in updates {
-            self.keys
-                .entry(k.clone())
-                .or_default()
-                .pending
-                .push(v.as_deref().map(Arc::from));
+            self.keys.entry(k.clone()).or_default().pending.push(v.as_deref().map(Arc::from));
             self.last_writer.insert(k.clone(), op);
         }
     }
@@ -256,18 +213,12 @@ impl Expected {
     }
 
     /// Checks the values `got` holds for `keys` (absent from `got` = absent).
-    pub fn check_keys(
-        &self,
-        keys: &[Vec<u8>],
-        got: &BTreeMap<Vec<u8>, Vec<u8>>,
-    ) -> Result<(), String> {
+    pub fn check_keys(&self, keys: &[Vec<u8>], got: &BTreeMap<Vec<u8>, Vec<u8>>) -> Result<(), String> {
         for k in keys {
             let g = got.get(k).map(|v| v.as_slice());
             let ok = match self.keys.get(k) {
                 None => g.is_none(),
-                Some(st) => {
-                    st.committed.as_deref() == g || st.pending.iter().any(|p| p.as_deref() == g)
-                }
+                Some(st) => st.committed.as_deref() == g || st.pending.iter().any(|p| p.as_deref() == g),
             };
             if !ok {
                 return Err(format!(
@@ -291,17 +242,11 @@ impl Expected {
             let g = got.get(k).map(|v| v.as_slice());
             let ok = match self.keys.get(k) {
                 None => g.is_none(),
-                Some(st) => {
-                    st.committed.as_deref() == g || st.pending.iter().any(|p| p.as_deref() == g)
-                }
+                Some(st) => st.committed.as_deref() == g || st.pending.iter().any(|p| p.as_deref() == g),
             };
             if !ok && problems.len() < 600 {
                 let want = self.keys.get(k).map(|s| {
-                    let c = s
-                        .committed
-                        .as_deref()
-                        .map(show)
-                        .unwrap_or_else(|| "<absent>".into());
+                    let c = s.committed.as_deref().map(show).unwrap_or_else(|| "<absent>".into());
                     format!("{c} (+{} pending)", s.pending.len())
                 });
                 let _ = write!(
@@ -330,11 +275,7 @@ impl Expected {
                 .collect();
             let applied = own.iter().filter(|(k, v)| got.get(*k) == Some(*v)).count();
             if applied != 0 && applied != own.len() {
-                let _ = write!(
-                    problems,
-                    "failed batch {op} is half applied ({applied} of {} keys); ",
-                    own.len()
-                );
+                let _ = write!(problems, "failed batch {op} is half applied ({applied} of {} keys); ", own.len());
             }
         }
         if problems.is_empty() {
@@ -354,10 +295,7 @@ mod tests {
     }
 
     fn kv(pairs: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec())).collect()
     }
 
     #[test]
@@ -389,9 +327,6 @@ mod tests {
         assert!(e.check(&m(&[("a", "2"), ("b", "2")])).is_ok());
         assert!(e.check(&m(&[("a", "2")])).is_err(), "half a batch");
         assert!(e.check(&m(&[])).is_err(), "lost committed a=1");
-        assert!(
-            e.check(&m(&[("a", "1"), ("z", "9")])).is_err(),
-            "never written"
-        );
+        assert!(e.check(&m(&[("a", "1"), ("z", "9")])).is_err(), "never written");
     }
 }

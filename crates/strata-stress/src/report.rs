@@ -27,13 +27,7 @@ pub struct Report {
 impl Report {
     /// An empty report for `mode` run with `seed`.
     pub fn new(mode: &'static str, seed: u64) -> Report {
-        Report {
-            mode,
-            seed,
-            started: Instant::now(),
-            fields: Vec::new(),
-            violations: Vec::new(),
-        }
+        Report { mode, seed, started: Instant::now(), fields: Vec::new(), violations: Vec::new() }
     }
 
     /// The mode's name.
@@ -159,12 +153,7 @@ mod tests {
         r.add("crash_states", 2);
         r.set("skipped", Value::Text("no \"mount\"".into()));
         let j = r.json();
-        assert!(
-            j.starts_with(
-                "{\"mode\":\"pm-crash\",\"seed\":7,\"crash_states\":5,\"crash_points\":1,"
-            ),
-            "{j}"
-        );
+        assert!(j.starts_with("{\"mode\":\"pm-crash\",\"seed\":7,\"crash_states\":5,\"crash_points\":1,"), "{j}");
         assert!(j.contains("\"skipped\":\"no \\\"mount\\\"\""), "{j}");
         assert!(j.contains("\"violations\":0"), "{j}");
         r.violation(7, "lost k1");

@@ -45,10 +45,7 @@ impl Client {
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(Duration::from_secs(60)))?;
         let w = s.try_clone()?;
-        Ok(Client {
-            r: BufReader::new(s),
-            w,
-        })
+        Ok(Client { r: BufReader::new(s), w })
     }
 
     /// Sends one command and reads its reply.
@@ -114,9 +111,6 @@ mod tests {
 
     #[test]
     fn encodes_commands() {
-        assert_eq!(
-            encode(&[b"GET", b"k"]),
-            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".to_vec()
-        );
+        assert_eq!(encode(&[b"GET", b"k"]), b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n".to_vec());
     }
 }

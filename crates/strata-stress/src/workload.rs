@@ -51,15 +51,7 @@ pub struct Mix {
 
 impl Default for Mix {
     fn default() -> Self {
-        Mix {
-            put: 60,
-            delete: 12,
-            batch: 14,
-            flush: 4,
-            compact: 2,
-            reopen: 1,
-            sync: 2,
-        }
+        Mix { put: 60, delete: 12, batch: 14, flush: 4, compact: 2, reopen: 1, sync: 2 }
     }
 }
 
@@ -95,13 +87,7 @@ pub fn value(op: u64, k: &[u8], len: usize) -> Vec<u8> {
 impl Gen {
     /// A generator over `keys` keys.
     pub fn new(keys: u32, max_value: usize) -> Gen {
-        Gen {
-            keys: keys.max(1),
-            max_value,
-            sync_share: 0.5,
-            mix: Mix::default(),
-            writes: 0,
-        }
+        Gen { keys: keys.max(1), max_value, sync_share: 0.5, mix: Mix::default(), writes: 0 }
     }
 
     /// Writes generated so far.
@@ -139,10 +125,7 @@ impl Gen {
                 _ => Bound::Excluded(k),
             }
         };
-        KeyRange {
-            start: b(),
-            end: b(),
-        }
+        KeyRange { start: b(), end: b() }
     }
 
     /// The next write (only writes).
@@ -165,10 +148,7 @@ impl Gen {
                 })
                 .collect()
         };
-        Op::Write {
-            updates,
-            sync: rng.gen_bool(self.sync_share),
-        }
+        Op::Write { updates, sync: rng.gen_bool(self.sync_share) }
     }
 
     /// The next operation of any kind.
@@ -186,17 +166,11 @@ impl Gen {
         }
         pick -= m.flush;
         if pick < m.compact {
-            return Op::Compact(if rng.gen_bool(0.5) {
-                KeyRange::all()
-            } else {
-                self.range(rng)
-            });
+            return Op::Compact(if rng.gen_bool(0.5) { KeyRange::all() } else { self.range(rng) });
         }
         pick -= m.compact;
         if pick < m.reopen {
-            return Op::Reopen {
-                clean: rng.gen_bool(0.5),
-            };
+            return Op::Reopen { clean: rng.gen_bool(0.5) };
         }
         Op::Sync
     }

@@ -45,17 +45,11 @@ fn seeds_and_their_mutations_never_panic() {
     let mut rng = StdRng::seed_from_u64(42);
     for target in TARGETS {
         let d = dir.path().join(target);
-        let seeds: Vec<Vec<u8>> = std::fs::read_dir(&d)
-            .unwrap()
-            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
-            .collect();
+        let seeds: Vec<Vec<u8>> =
+            std::fs::read_dir(&d).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
         assert!(!seeds.is_empty(), "no seeds for {target}");
         // Whole-database targets cost a reopen per input: fewer mutations.
-        let per_seed = if matches!(target, "log_recover" | "matrix_row") {
-            40
-        } else {
-            300
-        };
+        let per_seed = if matches!(target, "log_recover" | "matrix_row") { 40 } else { 300 };
         for s in &seeds {
             assert!(run_target(target, s));
             for _ in 0..per_seed {
@@ -94,10 +88,7 @@ fn matrix_seed_holds_rows_and_data() {
     });
     assert!(has_rows, "the matrix seed's MANIFEST names no rows");
     let keys = strata_stress::fuzz_targets::matrix_row_keys(&s);
-    assert!(
-        keys.is_some_and(|n| n > 10),
-        "the matrix seed does not open with its data: {keys:?}"
-    );
+    assert!(keys.is_some_and(|n| n > 10), "the matrix seed does not open with its data: {keys:?}");
     for name in ["region-sstable", "region-log-only", "region-matrix"] {
         let img = std::fs::read(dir.path().join("log_recover").join(name)).unwrap();
         let keys = strata_stress::fuzz_targets::log_recover_keys(&img);

@@ -92,15 +92,11 @@ impl Error {
     pub(crate) fn from_pm(path: &Path, e: PmError) -> Error {
         match e {
             PmError::Corruption { offset, reason } => Error::corruption(path, offset, reason),
-            PmError::Full { wanted, free } => {
-                Error::PmFull(format!("need {wanted} contiguous slots, {free} free"))
-            }
+            PmError::Full { wanted, free } => Error::PmFull(format!("need {wanted} contiguous slots, {free} free")),
             PmError::Io { path, op, source } => Error::io(path, op, source),
-            PmError::OutOfRange { offset, len } => Error::corruption(
-                path,
-                offset,
-                format!("reference of {len} bytes points outside the PM region"),
-            ),
+            PmError::OutOfRange { offset, len } => {
+                Error::corruption(path, offset, format!("reference of {len} bytes points outside the PM region"))
+            }
             other => Error::Pm(other.to_string()),
         }
     }

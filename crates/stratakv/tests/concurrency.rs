@@ -51,7 +51,14 @@ fn readers_never_see_a_torn_batch() {
                 if n % 2 == 0 {
                     let snap = db.snapshot();
                     let vals: Vec<_> = (0..KEYS_PER_GROUP).map(|i| snap.get(key(g, i)).unwrap()).collect();
-                    assert!(vals.windows(2).all(|w| w[0] == w[1]), "torn group {g} in snapshot reads at seq {}: {:?}", snap.sequence(), vals.iter().map(|v| v.as_ref().map(|v| String::from_utf8_lossy(&v[..v.len().min(12)]).into_owned())).collect::<Vec<_>>());
+                    assert!(
+                        vals.windows(2).all(|w| w[0] == w[1]),
+                        "torn group {g} in snapshot reads at seq {}: {:?}",
+                        snap.sequence(),
+                        vals.iter()
+                            .map(|v| v.as_ref().map(|v| String::from_utf8_lossy(&v[..v.len().min(12)]).into_owned()))
+                            .collect::<Vec<_>>()
+                    );
                 } else {
                     let vals: Vec<_> =
                         db.iter(KeyRange::prefix(format!("g{g:02}-"))).unwrap().map(|(_, v)| v).collect();

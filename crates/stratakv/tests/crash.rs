@@ -147,8 +147,12 @@ fn run_rounds(l0: L0Kind) {
         } else if got != model {
             let missing: Vec<_> = model.keys().filter(|k| !got.contains_key(*k)).take(5).collect();
             let extra: Vec<_> = got.keys().filter(|k| !model.contains_key(*k)).take(5).collect();
-            let wrong: Vec<_> =
-                model.iter().filter(|(k, v)| got.get(*k).map(|g| g != *v).unwrap_or(false)).map(|(k, _)| k).take(5).collect();
+            let wrong: Vec<_> = model
+                .iter()
+                .filter(|(k, v)| got.get(*k).map(|g| g != *v).unwrap_or(false))
+                .map(|(k, _)| k)
+                .take(5)
+                .collect();
             panic!(
                 "round {round}: recovered state is neither the acknowledged state nor it plus the in-flight op {next_op}; \
                  missing {missing:?} extra {extra:?} wrong {wrong:?}"

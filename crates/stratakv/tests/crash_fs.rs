@@ -52,13 +52,8 @@ fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 #[test]
 fn power_cut_keeps_every_acknowledged_write() {
     for l0 in [L0Kind::Sstable, L0Kind::Matrix] {
-        for (m, mode) in [
-            FsCrashMode::DropUnsynced,
-            FsCrashMode::KeepNamesDropData,
-            FsCrashMode::TornTail,
-        ]
-        .into_iter()
-        .enumerate()
+        for (m, mode) in
+            [FsCrashMode::DropUnsynced, FsCrashMode::KeepNamesDropData, FsCrashMode::TornTail].into_iter().enumerate()
         {
             let sim = Arc::new(SimPm::new(2 << 20));
             let mem = MemFs::new();
@@ -68,8 +63,7 @@ fn power_cut_keeps_every_acknowledged_write() {
                 for i in 0..600u32 {
                     let key = k((i * 7 + round) % 500);
                     let val = v(i, round);
-                    db.put_opt(&key, &val, &WriteOptions { sync: i % 2 == 0 })
-                        .unwrap();
+                    db.put_opt(&key, &val, &WriteOptions { sync: i % 2 == 0 }).unwrap();
                     want.insert(key.into_bytes(), val.into_bytes());
                 }
                 if round == 1 {
@@ -79,10 +73,7 @@ fn power_cut_keeps_every_acknowledged_write() {
             let (fs, sim2) = power_cut(&mem, &sim, mode, m as u64);
             drop(db);
             let db = Db::open(DIR, opts(l0, &sim2, Arc::new(fs))).unwrap();
-            assert!(
-                contents(&db) == want,
-                "{l0:?} {mode:?}: acknowledged writes lost after a power cut"
-            );
+            assert!(contents(&db) == want, "{l0:?} {mode:?}: acknowledged writes lost after a power cut");
             db.verify_checksums().unwrap();
         }
     }
@@ -98,10 +89,7 @@ fn failed_fsync_poisons_and_the_file_is_never_synced_again() {
         for i in 0..200 {
             db.put(k(i), v(i, 0)).unwrap();
         }
-        fault.inject(FaultPlan {
-            path_contains: Some(target),
-            ..FaultPlan::nth(FaultOp::Sync, 1, FaultError::Eio)
-        });
+        fault.inject(FaultPlan { path_contains: Some(target), ..FaultPlan::nth(FaultOp::Sync, 1, FaultError::Eio) });
         for i in 200..400 {
             // Writes go to PM and succeed until the flush fails and poisons.
             if db.put(k(i), v(i, 0)).is_err() {
@@ -109,29 +97,15 @@ fn failed_fsync_poisons_and_the_file_is_never_synced_again() {
             }
         }
         let err = db.flush().unwrap_err();
-        assert!(
-            matches!(err, Error::Poisoned(_) | Error::Io { .. }),
-            "{target}: {err}"
-        );
-        assert!(
-            matches!(db.put(b"after", b"x"), Err(Error::Poisoned(_))),
-            "{target}: writes must be refused"
-        );
+        assert!(matches!(err, Error::Poisoned(_) | Error::Io { .. }), "{target}: {err}");
+        assert!(matches!(db.put(b"after", b"x"), Err(Error::Poisoned(_))), "{target}: writes must be refused");
         let s = fault.stats();
-        assert_eq!(
-            (s.syncs_after_failed_sync, s.appends_after_failed_sync),
-            (0, 0),
-            "{target}: fsyncgate"
-        );
+        assert_eq!((s.syncs_after_failed_sync, s.appends_after_failed_sync), (0, 0), "{target}: fsyncgate");
         drop(db);
         // Reopen (same boot): everything acknowledged is there.
         let db = Db::open(DIR, opts(L0Kind::Sstable, &sim, Arc::new(mem.clone()))).unwrap();
         for i in 0..200 {
-            assert_eq!(
-                db.get(k(i)).unwrap(),
-                Some(v(i, 0).into_bytes()),
-                "{target}"
-            );
+            assert_eq!(db.get(k(i)).unwrap(), Some(v(i, 0).into_bytes()), "{target}");
         }
     }
 }
@@ -151,23 +125,16 @@ fn manifest_after_a_failed_fsync_and_a_reopen_survives_a_power_cut() {
     let db = Db::open(DIR, opts(L0Kind::Sstable, &sim, Arc::new(fault.clone()))).unwrap();
     let mut want = BTreeMap::new();
     for i in 0..300u32 {
-        db.put_opt(k(i), v(i, 0), &WriteOptions { sync: true })
-            .unwrap();
+        db.put_opt(k(i), v(i, 0), &WriteOptions { sync: true }).unwrap();
         want.insert(k(i).into_bytes(), v(i, 0).into_bytes());
     }
     db.flush().unwrap();
-    fault.inject(FaultPlan {
-        path_contains: Some("MANIFEST"),
-        ..FaultPlan::nth(FaultOp::Sync, 1, FaultError::Eio)
-    });
+    fault.inject(FaultPlan { path_contains: Some("MANIFEST"), ..FaultPlan::nth(FaultOp::Sync, 1, FaultError::Eio) });
     // A write that fails (the flush poisoned the database meanwhile) may or
     // may not be applied: stop there and accept either.
     let mut maybe = None;
     for i in 300..400u32 {
-        if db
-            .put_opt(k(i), v(i, 0), &WriteOptions { sync: true })
-            .is_ok()
-        {
+        if db.put_opt(k(i), v(i, 0), &WriteOptions { sync: true }).is_ok() {
             want.insert(k(i).into_bytes(), v(i, 0).into_bytes());
         } else {
             maybe = Some((k(i).into_bytes(), v(i, 0).into_bytes()));
@@ -179,8 +146,7 @@ fn manifest_after_a_failed_fsync_and_a_reopen_survives_a_power_cut() {
     fault.clear();
     let db = Db::open(DIR, opts(L0Kind::Sstable, &sim, Arc::new(fault.clone()))).unwrap();
     for i in 400..700u32 {
-        db.put_opt(k(i), v(i, 1), &WriteOptions { sync: true })
-            .unwrap();
+        db.put_opt(k(i), v(i, 1), &WriteOptions { sync: true }).unwrap();
         want.insert(k(i).into_bytes(), v(i, 1).into_bytes());
     }
     db.flush().unwrap();
@@ -196,22 +162,15 @@ fn manifest_after_a_failed_fsync_and_a_reopen_survives_a_power_cut() {
             got.remove(&mk);
         }
     }
-    let lost: Vec<_> = want
-        .keys()
-        .filter(|k| got.get(*k) != want.get(*k))
-        .map(|k| String::from_utf8_lossy(k).into_owned())
-        .collect();
+    let lost: Vec<_> =
+        want.keys().filter(|k| got.get(*k) != want.get(*k)).map(|k| String::from_utf8_lossy(k).into_owned()).collect();
     assert!(
         lost.is_empty(),
         "acknowledged writes lost: {} keys, first {:?}",
         lost.len(),
         lost.iter().take(5).collect::<Vec<_>>()
     );
-    assert_eq!(
-        got.len(),
-        want.len(),
-        "keys that were never acknowledged appeared"
-    );
+    assert_eq!(got.len(), want.len(), "keys that were never acknowledged appeared");
 }
 
 /// Regression (found by `strata-stress --mode fs-fault`, seed 103): a
@@ -252,10 +211,7 @@ fn matrix_row_of_a_failed_manifest_edit_is_not_reused() {
     while fault.stats().fired.len() < 4 && start.elapsed() < std::time::Duration::from_secs(20) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    assert!(
-        fault.stats().fired.len() >= 2,
-        "the MANIFEST fsync never failed twice"
-    );
+    assert!(fault.stats().fired.len() >= 2, "the MANIFEST fsync never failed twice");
     // The process dies: the kernel keeps every write (page cache and PM file).
     let (snap, img) = mem.snapshot_with(|| sim.visible_image());
     fault.power_cut();
@@ -289,19 +245,14 @@ fn flush_on_a_full_disk_returns_disk_full() {
         for i in 0..100u32 {
             db.put(k(i), v(i, 0)).unwrap();
         }
-        fault.inject(FaultPlan {
-            sticky: true,
-            ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Enospc)
-        });
+        fault.inject(FaultPlan { sticky: true, ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Enospc) });
         let (tx, rx) = std::sync::mpsc::channel();
         let db2 = db.clone();
         std::thread::spawn(move || {
             let _ = tx.send(db2.flush());
         });
         // A liveness bound, not a timing assertion: without the fix it never returns.
-        let r = rx
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .expect("Db::flush hung on a full disk");
+        let r = rx.recv_timeout(std::time::Duration::from_secs(60)).expect("Db::flush hung on a full disk");
         assert!(matches!(r, Err(Error::DiskFull { .. })), "{l0:?}: {r:?}");
         assert!(db.stats().poisoned.is_none(), "a full disk must not poison");
         fault.clear();
@@ -331,17 +282,10 @@ fn compact_range_on_a_full_disk_does_not_poison() {
         }
         db.flush().unwrap();
     }
-    fault.inject(FaultPlan {
-        sticky: true,
-        ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Enospc)
-    });
+    fault.inject(FaultPlan { sticky: true, ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Enospc) });
     let r = db.compact_range(..);
     assert!(matches!(r, Err(Error::DiskFull { .. })), "{r:?}");
-    assert!(
-        db.stats().poisoned.is_none(),
-        "a full disk must not poison: {:?}",
-        db.stats().poisoned
-    );
+    assert!(db.stats().poisoned.is_none(), "a full disk must not poison: {:?}", db.stats().poisoned);
     fault.clear();
     db.compact_range(..).unwrap();
     db.put(b"after", b"x").unwrap();

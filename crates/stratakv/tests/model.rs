@@ -111,7 +111,13 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
             }
             620..=819 => {
                 let k = key(&mut rng, space);
-                assert_eq!(db.get(&k).unwrap(), model.get(&k).cloned(), "get {} at {}", String::from_utf8_lossy(&k), ctx());
+                assert_eq!(
+                    db.get(&k).unwrap(),
+                    model.get(&k).cloned(),
+                    "get {} at {}",
+                    String::from_utf8_lossy(&k),
+                    ctx()
+                );
             }
             820..=869 => {
                 stats.iterations += 1;

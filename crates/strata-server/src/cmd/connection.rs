@@ -162,7 +162,10 @@ pub(crate) fn client(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
             let attr = arg(args, 2);
             let value = String::from_utf8_lossy(arg(args, 3)).into_owned();
             if value.chars().any(|c| c == ' ' || c == '\n') {
-                return Reply::err(format!("ERR {} cannot contain spaces, newlines or special characters.", String::from_utf8_lossy(attr)));
+                return Reply::err(format!(
+                    "ERR {} cannot contain spaces, newlines or special characters.",
+                    String::from_utf8_lossy(attr)
+                ));
             }
             if is(attr, "lib-name") {
                 sess.lib.0 = Some(value);
@@ -188,9 +191,8 @@ pub(crate) fn client(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
         "list" => Reply::bulk(client_line(sess)),
         "no-evict" | "no-touch" if n == 3 => Reply::ok(),
         "getname" | "id" | "info" | "no-evict" | "no-touch" => wrong(&sub),
-        _ => Reply::err(format!(
-            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
-            String::from_utf8_lossy(arg(args, 1))
-        )),
+        _ => {
+            Reply::err(format!("ERR unknown subcommand '{}'. Try CLIENT HELP.", String::from_utf8_lossy(arg(args, 1))))
+        }
     }
 }

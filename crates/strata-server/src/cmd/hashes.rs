@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use super::{arg, int_arg, read_typed, wrong_args, write_typed, CmdError, CmdResult, Ctx};
+use super::{arg, int_arg, read_typed, write_typed, wrong_args, CmdError, CmdResult, Ctx};
 use crate::keyspace::{member_key, member_prefix, KeyType, Meta};
 use crate::resp::Reply;
 
@@ -82,12 +82,7 @@ fn all_fields(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Pairs, CmdError> {
     }
     let prefix = member_prefix(b'H', key);
     let n = prefix.len();
-    Ok(ctx
-        .txn
-        .scan_prefix(&prefix)?
-        .into_iter()
-        .map(|(k, v)| (k.get(n..).unwrap_or_default().to_vec(), v))
-        .collect())
+    Ok(ctx.txn.scan_prefix(&prefix)?.into_iter().map(|(k, v)| (k.get(n..).unwrap_or_default().to_vec(), v)).collect())
 }
 
 pub(crate) fn hgetall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -142,11 +137,11 @@ pub(crate) fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let cur = ctx.txn.get(&fk)?;
     let base = match &cur {
         None => 0,
-        Some(v) => crate::numbers::parse_i64(v).ok_or_else(|| CmdError::Msg("ERR hash value is not an integer".into()))?,
+        Some(v) => {
+            crate::numbers::parse_i64(v).ok_or_else(|| CmdError::Msg("ERR hash value is not an integer".into()))?
+        }
     };
-    let new = base
-        .checked_add(by)
-        .ok_or_else(|| CmdError::Msg("ERR increment or decrement would overflow".into()))?;
+    let new = base.checked_add(by).ok_or_else(|| CmdError::Msg("ERR increment or decrement would overflow".into()))?;
     ctx.txn.put(fk, new.to_string().into_bytes());
     if cur.is_none() {
         let count = old.as_ref().map(Meta::count).unwrap_or(0) + 1;

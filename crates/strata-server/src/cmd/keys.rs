@@ -180,7 +180,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit_ms: i128, absolute: bo
     let Some(meta) = ctx.txn.meta_for_write(key)? else { return Ok(Reply::Int(0)) };
     let cur = meta.expire_ms;
     let when_u = when.max(0) as u64;
-    let allowed = (!nx || cur == 0) && (!xx || cur != 0) && (!gt || (cur != 0 && when_u > cur)) && (!lt || cur == 0 || when_u < cur);
+    let allowed = (!nx || cur == 0)
+        && (!xx || cur != 0)
+        && (!gt || (cur != 0 && when_u > cur))
+        && (!lt || cur == 0 || when_u < cur);
     if !allowed {
         return Ok(Reply::Int(0));
     }

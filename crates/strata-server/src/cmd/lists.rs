@@ -106,11 +106,13 @@ pub(crate) fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 pub(crate) fn llen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let m = read_typed(ctx, arg(args, 1), KeyType::List)?;
-    Ok(Reply::Int(m.map(|m| {
-        let (h, t) = m.list_bounds();
-        t.saturating_sub(h) as i64
-    })
-    .unwrap_or(0)))
+    Ok(Reply::Int(
+        m.map(|m| {
+            let (h, t) = m.list_bounds();
+            t.saturating_sub(h) as i64
+        })
+        .unwrap_or(0),
+    ))
 }
 
 pub(crate) fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -203,7 +203,12 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
 
 /// Runs a group of keyspace commands in one transaction; returns the
 /// number of replies appended.
-fn run_group(shared: &Shared, proto: u8, group: Vec<(&'static Spec, table::DataFn, Vec<Bytes>)>, out: &mut Vec<u8>) -> usize {
+fn run_group(
+    shared: &Shared,
+    proto: u8,
+    group: Vec<(&'static Spec, table::DataFn, Vec<Bytes>)>,
+    out: &mut Vec<u8>,
+) -> usize {
     shared.stats.total_commands.fetch_add(group.len() as u64, Ordering::Relaxed);
     let keys: Vec<&[u8]> = group.iter().flat_map(|(spec, _, args)| keys_of(spec, args)).collect();
     let (replies, failed) = {
@@ -271,7 +276,11 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool)
 }
 
 /// Loads `key`'s meta for reading and checks its type.
-pub(crate) fn read_typed(ctx: &mut Ctx<'_>, key: &[u8], kind: crate::keyspace::KeyType) -> Result<Option<Meta>, CmdError> {
+pub(crate) fn read_typed(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    kind: crate::keyspace::KeyType,
+) -> Result<Option<Meta>, CmdError> {
     match ctx.txn.meta(key)? {
         Some(m) if m.kind != kind => Err(CmdError::WrongType),
         other => Ok(other),
@@ -279,7 +288,11 @@ pub(crate) fn read_typed(ctx: &mut Ctx<'_>, key: &[u8], kind: crate::keyspace::K
 }
 
 /// Loads `key`'s meta for writing (dropping it if expired) and checks its type.
-pub(crate) fn write_typed(ctx: &mut Ctx<'_>, key: &[u8], kind: crate::keyspace::KeyType) -> Result<Option<Meta>, CmdError> {
+pub(crate) fn write_typed(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    kind: crate::keyspace::KeyType,
+) -> Result<Option<Meta>, CmdError> {
     match ctx.txn.meta_for_write(key)? {
         Some(m) if m.kind != kind => Err(CmdError::WrongType),
         other => Ok(other),

@@ -68,33 +68,45 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
     let mut out = String::new();
     let uptime = shared.started.elapsed().as_secs();
     if want("server") {
-        section(&mut out, "Server", &[
-            kv("redis_version", super::connection::REDIS_VERSION.into()),
-            kv("strata_version", env!("CARGO_PKG_VERSION").into()),
-            kv("redis_mode", "standalone".into()),
-            kv("os", std::env::consts::OS.into()),
-            kv("arch_bits", "64".into()),
-            kv("process_id", std::process::id().to_string()),
-            kv("tcp_port", shared.config.port.to_string()),
-            kv("uptime_in_seconds", uptime.to_string()),
-            kv("uptime_in_days", (uptime / 86400).to_string()),
-        ]);
+        section(
+            &mut out,
+            "Server",
+            &[
+                kv("redis_version", super::connection::REDIS_VERSION.into()),
+                kv("strata_version", env!("CARGO_PKG_VERSION").into()),
+                kv("redis_mode", "standalone".into()),
+                kv("os", std::env::consts::OS.into()),
+                kv("arch_bits", "64".into()),
+                kv("process_id", std::process::id().to_string()),
+                kv("tcp_port", shared.config.port.to_string()),
+                kv("uptime_in_seconds", uptime.to_string()),
+                kv("uptime_in_days", (uptime / 86400).to_string()),
+            ],
+        );
     }
     if want("clients") {
-        section(&mut out, "Clients", &[
-            kv("connected_clients", st.connected_clients.load(Ordering::Relaxed).to_string()),
-            kv("maxclients", shared.config.maxclients.to_string()),
-            kv("blocked_clients", "0".into()),
-        ]);
+        section(
+            &mut out,
+            "Clients",
+            &[
+                kv("connected_clients", st.connected_clients.load(Ordering::Relaxed).to_string()),
+                kv("maxclients", shared.config.maxclients.to_string()),
+                kv("blocked_clients", "0".into()),
+            ],
+        );
     }
     if want("memory") {
         let used = shared.store.used_memory();
-        section(&mut out, "Memory", &[
-            kv("used_memory", used.to_string()),
-            kv("used_memory_human", human(used)),
-            kv("maxmemory", "0".into()),
-            kv("maxmemory_policy", "noeviction".into()),
-        ]);
+        section(
+            &mut out,
+            "Memory",
+            &[
+                kv("used_memory", used.to_string()),
+                kv("used_memory_human", human(used)),
+                kv("maxmemory", "0".into()),
+                kv("maxmemory_policy", "noeviction".into()),
+            ],
+        );
     }
     if want("persistence") {
         let mut f = vec![kv("loading", "0".into())];
@@ -103,13 +115,17 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
         section(&mut out, "Persistence", &f);
     }
     if want("stats") {
-        section(&mut out, "Stats", &[
-            kv("total_connections_received", st.total_connections.load(Ordering::Relaxed).to_string()),
-            kv("total_commands_processed", st.total_commands.load(Ordering::Relaxed).to_string()),
-            kv("rejected_connections", st.rejected_connections.load(Ordering::Relaxed).to_string()),
-            kv("expired_keys", st.expired_keys.load(Ordering::Relaxed).to_string()),
-            kv("evicted_keys", "0".into()),
-        ]);
+        section(
+            &mut out,
+            "Stats",
+            &[
+                kv("total_connections_received", st.total_connections.load(Ordering::Relaxed).to_string()),
+                kv("total_commands_processed", st.total_commands.load(Ordering::Relaxed).to_string()),
+                kv("rejected_connections", st.rejected_connections.load(Ordering::Relaxed).to_string()),
+                kv("expired_keys", st.expired_keys.load(Ordering::Relaxed).to_string()),
+                kv("evicted_keys", "0".into()),
+            ],
+        );
     }
     if want("replication") {
         section(&mut out, "Replication", &[kv("role", "master".into()), kv("connected_slaves", "0".into())]);

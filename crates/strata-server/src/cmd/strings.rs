@@ -205,9 +205,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
         Some(m) if m.kind != KeyType::String => return Err(CmdError::WrongType),
         Some(m) => (crate::numbers::parse_i64(&m.body).ok_or(CmdError::NotInt)?, m.expire_ms),
     };
-    let new = cur
-        .checked_add(by)
-        .ok_or_else(|| CmdError::Msg("ERR increment or decrement would overflow".into()))?;
+    let new = cur.checked_add(by).ok_or_else(|| CmdError::Msg("ERR increment or decrement would overflow".into()))?;
     ctx.txn.put_meta(key, old.as_ref(), &Meta::string(new.to_string().into_bytes(), expire));
     Ok(Reply::Int(new))
 }

@@ -6,7 +6,9 @@
 use bytes::Bytes;
 
 use super::{arg, int_arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::{member_key, member_prefix, prefix_end, score_from_sortable, sortable_score, zindex_key, KeyType, Meta};
+use crate::keyspace::{
+    member_key, member_prefix, prefix_end, score_from_sortable, sortable_score, zindex_key, KeyType, Meta,
+};
 use crate::numbers::{parse_f64, ScoreBound};
 use crate::resp::Reply;
 
@@ -50,7 +52,12 @@ struct AddFlags {
 
 /// Adds or updates pairs; returns (added, changed, last new score or
 /// None if the update was skipped).
-fn add(ctx: &mut Ctx<'_>, key: &[u8], f: &AddFlags, pairs: &[(f64, &[u8])]) -> Result<(i64, i64, Option<f64>), CmdError> {
+fn add(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    f: &AddFlags,
+    pairs: &[(f64, &[u8])],
+) -> Result<(i64, i64, Option<f64>), CmdError> {
     let old_meta = write_typed(ctx, key, KeyType::ZSet)?;
     let mut count = old_meta.as_ref().map(Meta::count).unwrap_or(0);
     let (mut added, mut changed, mut last) = (0, 0, None);
@@ -279,10 +286,8 @@ pub(crate) fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(n))
 }
 
-const ALL: (ScoreBound, ScoreBound) = (
-    ScoreBound { value: f64::NEG_INFINITY, exclusive: false },
-    ScoreBound { value: f64::INFINITY, exclusive: false },
-);
+const ALL: (ScoreBound, ScoreBound) =
+    (ScoreBound { value: f64::NEG_INFINITY, exclusive: false }, ScoreBound { value: f64::INFINITY, exclusive: false });
 
 pub(crate) fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);

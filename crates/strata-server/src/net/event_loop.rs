@@ -49,7 +49,12 @@ pub(crate) struct EventLoop {
 
 impl EventLoop {
     /// A loop over `poll` that takes new connections from `incoming`.
-    pub(crate) fn new(shared: Arc<Shared>, poll: Poll, incoming: Receiver<Incoming>, load: Arc<AtomicUsize>) -> EventLoop {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        poll: Poll,
+        incoming: Receiver<Incoming>,
+        load: Arc<AtomicUsize>,
+    ) -> EventLoop {
         EventLoop {
             shared,
             poll,
@@ -236,8 +241,12 @@ impl EventLoop {
     /// replies for a bounded time, closes every connection.
     fn drain(&mut self) {
         for _ in 0..64 {
-            let pending: Vec<usize> =
-                self.conns.iter().enumerate().filter_map(|(i, c)| c.as_ref().filter(|c| c.has_input()).map(|_| i)).collect();
+            let pending: Vec<usize> = self
+                .conns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| c.as_ref().filter(|c| c.has_input()).map(|_| i))
+                .collect();
             if pending.is_empty() {
                 break;
             }

@@ -287,7 +287,10 @@ mod tests {
 
     #[test]
     fn inline_escapes() {
-        assert_eq!(split_inline(b"a \"\\x41\\n\" 'it\\'s'").unwrap(), vec![b"a".to_vec(), b"A\n".to_vec(), b"it's".to_vec()]);
+        assert_eq!(
+            split_inline(b"a \"\\x41\\n\" 'it\\'s'").unwrap(),
+            vec![b"a".to_vec(), b"A\n".to_vec(), b"it's".to_vec()]
+        );
         assert!(split_inline(b"\"abc\"def").is_none());
     }
 }

@@ -207,7 +207,9 @@ impl Aof {
     /// write against conflicting ones.
     pub fn append(&self, rec: &Record) -> StoreResult<u64> {
         if self.failed.load(Ordering::Acquire) {
-            return Err(StoreError("refusing writes after a failed fsync of the command log (restart the server)".into()));
+            return Err(StoreError(
+                "refusing writes after a failed fsync of the command log (restart the server)".into(),
+            ));
         }
         let bytes = encode(rec);
         let f = self.file.lock();
@@ -334,7 +336,8 @@ mod tests {
                 let aof = aof.clone();
                 std::thread::spawn(move || {
                     for j in 0..20u32 {
-                        let t = aof.append(&Record::Batch(vec![(format!("{i}-{j}").into_bytes(), Some(vec![1]))])).unwrap();
+                        let t =
+                            aof.append(&Record::Batch(vec![(format!("{i}-{j}").into_bytes(), Some(vec![1]))])).unwrap();
                         aof.wait_durable(t).unwrap();
                     }
                 })

@@ -92,11 +92,7 @@ fn run_episode(seed: u64, rep: &mut Report) -> Result<(), String> {
 }
 
 fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<(), String> {
-    let l0 = if rng.gen_bool(0.6) {
-        L0Kind::Matrix
-    } else {
-        L0Kind::Sstable
-    };
+    let l0 = if rng.gen_bool(0.6) { L0Kind::Matrix } else { L0Kind::Sstable };
     let mut opts = crate::pm_crash::episode_options(rng, l0);
     opts.pm_full_timeout_ms = 300;
     let sim = Arc::new(SimPm::new(opts.pm_size as usize));
@@ -110,11 +106,7 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
         "l0 {}, fault {}{}",
         l0.name(),
         plan::describe(&plan),
-        if arm_before_open {
-            " armed before open"
-        } else {
-            ""
-        }
+        if arm_before_open { " armed before open" } else { "" }
     );
     if arm_before_open {
         fault.inject(plan);
@@ -203,8 +195,7 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
                         rep.add("open_failed_cleanly", 1);
                         rep.add(error_name(&e), 1);
                         fault.clear();
-                        open(&opts)
-                            .map_err(|e| format!("reopen after clearing the fault failed: {e}"))?
+                        open(&opts).map_err(|e| format!("reopen after clearing the fault failed: {e}"))?
                     }
                 };
                 consumed = fault.stats().fired.len();
@@ -227,12 +218,7 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
         if !poison_checked && fired_seen > consumed && plan::must_poison(&plan) {
             poison_checked = true;
             if !wait_poisoned(&db) {
-                let paths: Vec<String> = fault
-                    .stats()
-                    .fired
-                    .iter()
-                    .map(|f| f.path.display().to_string())
-                    .collect();
+                let paths: Vec<String> = fault.stats().fired.iter().map(|f| f.path.display().to_string()).collect();
                 return Err(format!(
                     "after fault {} on {paths:?} (last op {last_op}) the database never refused writes",
                     plan::describe(&plan)
@@ -241,11 +227,7 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
             rep.add("poisoned_after_eio", 1);
             match db.put(b"zz-after-poison", b"x") {
                 Err(Error::Poisoned(_)) => rep.add("writes_refused_after_poison", 1),
-                Err(e) => {
-                    return Err(format!(
-                        "a poisoned database failed a write with {e}, not Poisoned"
-                    ))
-                }
+                Err(e) => return Err(format!("a poisoned database failed a write with {e}, not Poisoned")),
                 Ok(()) => return Err("a poisoned database acknowledged a write".into()),
             }
             fault.clear();
@@ -261,13 +243,9 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
             if let Some(p) = db.stats().poisoned {
                 return Err(format!("a full disk poisoned the database: {p}"));
             }
-            db.flush()
-                .map_err(|e| format!("flush after space was freed failed: {e}"))?;
+            db.flush().map_err(|e| format!("flush after space was freed failed: {e}"))?;
             let mut b = Vec::new();
-            b.push((
-                b"zz-after-enospc".to_vec(),
-                Some(format!("{op_no}").into_bytes()),
-            ));
+            b.push((b"zz-after-enospc".to_vec(), Some(format!("{op_no}").into_bytes())));
             expected.begin(op_no, &b);
             db.write_opt(&to_batch(&b), &WriteOptions { sync: true })
                 .map_err(|e| format!("write after space was freed failed: {e}"))?;
@@ -282,14 +260,7 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
     if fired > 0 {
         rep.add("faults_injected", 1);
         rep.add(&format!("faults_{}", plan.op.name()), 1);
-        rep.add(
-            if plan.error == FaultError::Eio {
-                "faults_eio"
-            } else {
-                "faults_enospc"
-            },
-            1,
-        );
+        rep.add(if plan.error == FaultError::Eio { "faults_eio" } else { "faults_enospc" }, 1);
         if plan.tear.is_some() {
             rep.add("faults_torn_appends", 1);
         }
@@ -298,13 +269,7 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
     recover::end_episode(rng, db, &opts, &sim, &mem, &fault, &expected, rep)
 }
 
-fn check_reads(
-    db: &Db,
-    expected: &Expected,
-    rng: &mut StdRng,
-    keys: u32,
-    rep: &mut Report,
-) -> Result<(), String> {
+fn check_reads(db: &Db, expected: &Expected, rng: &mut StdRng, keys: u32, rep: &mut Report) -> Result<(), String> {
     let mut got = std::collections::BTreeMap::new();
     let mut asked = Vec::new();
     for _ in 0..8 {
@@ -314,9 +279,7 @@ fn check_reads(
                 got.insert(k.clone(), v);
             }
             Ok(None) => {}
-            Err(e) if e.is_corruption() => {
-                return Err(format!("a live read reported corruption: {e}"))
-            }
+            Err(e) if e.is_corruption() => return Err(format!("a live read reported corruption: {e}")),
             Err(_) => {
                 rep.add("reads_failed", 1);
                 continue;
@@ -325,7 +288,5 @@ fn check_reads(
         asked.push(k);
         rep.add("reads_checked", 1);
     }
-    expected
-        .check_keys(&asked, &got)
-        .map_err(|e| format!("live read: {e}"))
+    expected.check_keys(&asked, &got).map_err(|e| format!("live read: {e}"))
 }

@@ -26,28 +26,14 @@ pub fn random_plan(rng: &mut StdRng) -> FaultPlan {
         FaultOp::Remove => rng.gen_range(1..10),
         FaultOp::Read => rng.gen_range(1..300),
     };
-    let enospc_possible = matches!(
-        op,
-        FaultOp::Append | FaultOp::Sync | FaultOp::Create | FaultOp::SyncDir
-    );
-    let error = if enospc_possible && rng.gen_bool(0.4) {
-        FaultError::Enospc
-    } else {
-        FaultError::Eio
-    };
+    let enospc_possible = matches!(op, FaultOp::Append | FaultOp::Sync | FaultOp::Create | FaultOp::SyncDir);
+    let error = if enospc_possible && rng.gen_bool(0.4) { FaultError::Enospc } else { FaultError::Eio };
     let sticky = match error {
         FaultError::Enospc => rng.gen_bool(0.7),
         FaultError::Eio => rng.gen_bool(0.3),
     };
     let tear = (op == FaultOp::Append && rng.gen_bool(0.5)).then(|| rng.gen_range(0.0..1.0));
-    FaultPlan {
-        op,
-        nth,
-        error,
-        sticky,
-        tear,
-        path_contains: None,
-    }
+    FaultPlan { op, nth, error, sticky, tear, path_contains: None }
 }
 
 /// Whether a live database must poison itself after this fault fired:
@@ -57,10 +43,7 @@ pub fn random_plan(rng: &mut StdRng) -> FaultPlan {
 /// the reader (or poisons, if a compaction read it).
 pub fn must_poison(plan: &FaultPlan) -> bool {
     plan.error == FaultError::Eio
-        && matches!(
-            plan.op,
-            FaultOp::Create | FaultOp::Append | FaultOp::Sync | FaultOp::Rename | FaultOp::SyncDir
-        )
+        && matches!(plan.op, FaultOp::Create | FaultOp::Append | FaultOp::Sync | FaultOp::Rename | FaultOp::SyncDir)
 }
 
 /// Short description for reports.
@@ -71,8 +54,6 @@ pub fn describe(plan: &FaultPlan) -> String {
         plan.nth,
         plan.error.name(),
         if plan.sticky { " sticky" } else { "" },
-        plan.tear
-            .map(|t| format!(" torn {t:.2}"))
-            .unwrap_or_default()
+        plan.tear.map(|t| format!(" torn {t:.2}")).unwrap_or_default()
     )
 }

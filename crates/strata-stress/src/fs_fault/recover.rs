@@ -19,29 +19,20 @@ use crate::report::Report;
 
 /// Opens `(pm image, file system)` without faults and checks it. Returns
 /// the number of keys checked.
-pub fn recover_and_check(
-    opts: &Options,
-    img: Vec<u8>,
-    fs: MemFs,
-    expected: &Expected,
-) -> Result<u64, String> {
+pub fn recover_and_check(opts: &Options, img: Vec<u8>, fs: MemFs, expected: &Expected) -> Result<u64, String> {
     let sim = Arc::new(SimPm::from_image(img));
     let mut o = opts.clone();
     o.pm_sim = Some(sim);
     o.fs = Arc::new(fs);
     let db = Db::open(DIR, o).map_err(|e| format!("recovery failed: {e}"))?;
-    let got: BTreeMap<Vec<u8>, Vec<u8>> = read_all(&db)
-        .map_err(|e| format!("reading the recovered database failed: {e}"))?
-        .into_iter()
-        .collect();
+    let got: BTreeMap<Vec<u8>, Vec<u8>> =
+        read_all(&db).map_err(|e| format!("reading the recovered database failed: {e}"))?.into_iter().collect();
     let n = expected.check(&got)?;
-    db.verify_checksums()
-        .map_err(|e| format!("check after recovery failed: {e}"))?;
+    db.verify_checksums().map_err(|e| format!("check after recovery failed: {e}"))?;
     // The recovered database is usable.
     db.put_opt(b"zz-after-recovery", b"1", &WriteOptions { sync: true })
         .map_err(|e| format!("write after recovery failed: {e}"))?;
-    db.close()
-        .map_err(|e| format!("close after recovery failed: {e}"))?;
+    db.close().map_err(|e| format!("close after recovery failed: {e}"))?;
     Ok(n)
 }
 
@@ -85,21 +76,12 @@ pub fn end_episode(
             fault.power_cut();
             drop(db);
             rep.add("power_cuts", 1);
-            for mode in [
-                FsCrashMode::DropUnsynced,
-                FsCrashMode::KeepNamesDropData,
-                FsCrashMode::TornTail,
-            ] {
-                let imgs = [
-                    cs.minimal_image(),
-                    cs.maximal_image(),
-                    cs.random_image(CrashModel::LinePrefix, rng),
-                ];
+            for mode in [FsCrashMode::DropUnsynced, FsCrashMode::KeepNamesDropData, FsCrashMode::TornTail] {
+                let imgs = [cs.minimal_image(), cs.maximal_image(), cs.random_image(CrashModel::LinePrefix, rng)];
                 for (i, img) in imgs.into_iter().enumerate() {
                     let fs = snap.restore(mode, rng);
-                    let n = recover_and_check(opts, img, fs, expected).map_err(|e| {
-                        format!("after a power cut (fs {}, pm image {i}): {e}", mode.name())
-                    })?;
+                    let n = recover_and_check(opts, img, fs, expected)
+                        .map_err(|e| format!("after a power cut (fs {}, pm image {i}): {e}", mode.name()))?;
                     rep.add("crash_states", 1);
                     rep.add("keys_checked", n);
                 }

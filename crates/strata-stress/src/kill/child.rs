@@ -41,10 +41,7 @@ impl Spec {
             "dir={};state={};pm={};l0={};threads={};round={};seed={}",
             self.dir.display(),
             self.state.display(),
-            self.pm_dir
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
+            self.pm_dir.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
             self.l0.name(),
             self.threads,
             self.round,
@@ -64,9 +61,7 @@ impl Spec {
             seed: 0,
         };
         for part in s.split(';') {
-            let (k, v) = part
-                .split_once('=')
-                .with_context(|| format!("bad spec part {part:?}"))?;
+            let (k, v) = part.split_once('=').with_context(|| format!("bad spec part {part:?}"))?;
             match k {
                 "dir" => spec.dir = v.into(),
                 "state" => spec.state = v.into(),
@@ -91,24 +86,14 @@ pub fn engine_options(l0: L0Kind, pm_dir: Option<PathBuf>) -> Options {
     o
 }
 
-fn writer(
-    db: Db,
-    exp: Arc<ExpectedFile>,
-    spec: Spec,
-    t: u64,
-    acked: Arc<AtomicU64>,
-) -> anyhow::Result<()> {
+fn writer(db: Db, exp: Arc<ExpectedFile>, spec: Spec, t: u64, acked: Arc<AtomicU64>) -> anyhow::Result<()> {
     let mut rng = StdRng::seed_from_u64(spec.seed ^ (spec.round << 20) ^ t);
     let per = exp.keys() / spec.threads.max(1);
     let mut counter = 0u64;
     loop {
         counter += 1;
         let id = (spec.round << 40) | (t << 32) | (counter & 0xffff_ffff);
-        let n = if rng.gen_bool(0.25) {
-            rng.gen_range(2..7)
-        } else {
-            1
-        };
+        let n = if rng.gen_bool(0.25) { rng.gen_range(2..7) } else { 1 };
         let mut keys: Vec<u64> = Vec::new();
         while keys.len() < n {
             let k = t + spec.threads * rng.gen_range(0..per.max(1));
@@ -129,13 +114,7 @@ fn writer(
                 b.put(key, value_of(*k, id));
             }
         }
-        db.write_opt(
-            &b,
-            &WriteOptions {
-                sync: rng.gen_bool(0.5),
-            },
-        )
-        .context("write failed")?;
+        db.write_opt(&b, &WriteOptions { sync: rng.gen_bool(0.5) }).context("write failed")?;
         for (i, k) in keys.iter().enumerate() {
             exp.commit(*k, if delete && i == 0 { id | DELETE } else { id })?;
         }

@@ -64,10 +64,7 @@ impl ExpectedFile {
         }
         let mut n = [0u8; 8];
         n.copy_from_slice(&hdr[8..16]);
-        Ok(ExpectedFile {
-            f,
-            keys: u64::from_le_bytes(n),
-        })
+        Ok(ExpectedFile { f, keys: u64::from_le_bytes(n) })
     }
 
     /// Number of keys.
@@ -80,8 +77,7 @@ impl ExpectedFile {
             bail!("key {key} out of range");
         }
         let mut b = [0u8; 8];
-        self.f
-            .read_exact_at(&mut b, HEADER + 16 * key + 8 * which)?;
+        self.f.read_exact_at(&mut b, HEADER + 16 * key + 8 * which)?;
         Ok(u64::from_le_bytes(b))
     }
 
@@ -89,8 +85,7 @@ impl ExpectedFile {
         if key >= self.keys {
             bail!("key {key} out of range");
         }
-        self.f
-            .write_all_at(&v.to_le_bytes(), HEADER + 16 * key + 8 * which)?;
+        self.f.write_all_at(&v.to_le_bytes(), HEADER + 16 * key + 8 * which)?;
         Ok(())
     }
 
@@ -127,10 +122,8 @@ pub fn id_of(key: u64, value: &[u8]) -> Option<u64> {
     let k: u64 = parts.next()?.parse().ok()?;
     let id = u64::from_str_radix(parts.next()?, 16).ok()?;
     let rest = parts.next()?;
-    (k == key
-        && value_of(key, id).len() == value.len()
-        && rest.bytes().all(|b| b == b'a' + (id % 26) as u8))
-    .then_some(id)
+    (k == key && value_of(key, id).len() == value.len() && rest.bytes().all(|b| b == b'a' + (id % 26) as u8))
+        .then_some(id)
 }
 
 /// Whether the recovered value (`None` = absent) is allowed for a key with

@@ -62,18 +62,10 @@ struct Target {
 /// Runs the mode for the configured time.
 pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     let mut rep = Report::new("kill", cfg.seed);
-    let root = tempfile::Builder::new()
-        .prefix("strata-stress-kill")
-        .tempdir()?;
+    let root = tempfile::Builder::new().prefix("strata-stress-kill").tempdir()?;
     let shm = Path::new("/dev/shm");
-    let shm_dir = if shm.is_dir() {
-        tempfile::Builder::new()
-            .prefix("strata-stress-kill")
-            .tempdir_in(shm)
-            .ok()
-    } else {
-        None
-    };
+    let shm_dir =
+        if shm.is_dir() { tempfile::Builder::new().prefix("strata-stress-kill").tempdir_in(shm).ok() } else { None };
     let mut targets = vec![Target {
         name: "engine_matrix_pmfile",
         dir: root.path().join("matrix"),
@@ -82,11 +74,7 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
         state: root.path().join("matrix.state"),
     }];
     targets.push(Target {
-        name: if shm_dir.is_some() {
-            "engine_sstable_pmshm"
-        } else {
-            "engine_sstable_pmfile"
-        },
+        name: if shm_dir.is_some() { "engine_sstable_pmshm" } else { "engine_sstable_pmfile" },
         dir: root.path().join("sstable"),
         pm_dir: shm_dir.as_ref().map(|d| d.path().to_path_buf()),
         l0: L0Kind::Sstable,
@@ -97,17 +85,11 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     }
     let server_bin = server::find_binary();
     let mut server = match &server_bin {
-        Some(bin) => Some(server::ServerTarget::new(
-            bin.clone(),
-            root.path().join("server"),
-            KEYS,
-        )?),
+        Some(bin) => Some(server::ServerTarget::new(bin.clone(), root.path().join("server"), KEYS)?),
         None => {
             rep.set(
                 "server",
-                Value::Text(
-                    "skipped: no strata-server binary (build it, or set STRATA_SERVER_BIN)".into(),
-                ),
+                Value::Text("skipped: no strata-server binary (build it, or set STRATA_SERVER_BIN)".into()),
             );
             None
         }
@@ -185,11 +167,8 @@ fn engine_round(
         s
     });
     let early = round % 5 == 4;
-    let wait = if early {
-        Duration::from_millis(rng.gen_range(0..40))
-    } else {
-        Duration::from_millis(rng.gen_range(80..700))
-    };
+    let wait =
+        if early { Duration::from_millis(rng.gen_range(0..40)) } else { Duration::from_millis(rng.gen_range(80..700)) };
     std::thread::sleep(wait);
     let exited_early = child.try_wait()?.is_some();
     // SIGKILL: no chance to flush or clean up.
@@ -198,10 +177,7 @@ fn engine_round(
     let _ = reader.join();
     let errors = err_reader.join().unwrap_or_default();
     if exited_early {
-        return Ok(Err(format!(
-            "the writer exited before it was killed ({status}): {}",
-            errors.trim()
-        )));
+        return Ok(Err(format!("the writer exited before it was killed ({status}): {}", errors.trim())));
     }
     rep.add(&format!("rounds_{}", t.name), 1);
     if !opened.load(Ordering::SeqCst) {

@@ -42,11 +42,8 @@ pub fn free_port() -> anyhow::Result<u16> {
 
 /// Starts `strata-server` on `port` with data in `dir` and `extra` flags.
 pub fn spawn_server(bin: &Path, dir: &Path, port: u16, extra: &[&str]) -> anyhow::Result<Child> {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.with_extension("log"))
-        .context("server log")?;
+    let log =
+        std::fs::OpenOptions::new().create(true).append(true).open(dir.with_extension("log")).context("server log")?;
     Command::new(bin)
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir"])
         .arg(dir)
@@ -95,11 +92,7 @@ impl ServerTarget {
     /// A server target with data in `dir`.
     pub fn new(bin: PathBuf, dir: PathBuf, keys: u64) -> anyhow::Result<ServerTarget> {
         std::fs::create_dir_all(&dir)?;
-        Ok(ServerTarget {
-            bin,
-            dir,
-            exp: Arc::new(Mutex::new(vec![(0, 0); keys as usize])),
-        })
+        Ok(ServerTarget { bin, dir, exp: Arc::new(Mutex::new(vec![(0, 0); keys as usize])) })
     }
 
     fn start(&self, port: u16) -> anyhow::Result<Child> {
@@ -128,10 +121,7 @@ impl ServerTarget {
         if !wait_ready(&mut srv, port)? {
             let _ = srv.kill();
             let _ = srv.wait();
-            return Ok(Err(format!(
-                "strata-server did not start: {}",
-                server_log_tail(&self.dir)
-            )));
+            return Ok(Err(format!("strata-server did not start: {}", server_log_tail(&self.dir))));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let acked = Arc::new(AtomicU64::new(0));
@@ -140,9 +130,7 @@ impl ServerTarget {
             let (exp, stop, acked) = (self.exp.clone(), stop.clone(), acked.clone());
             let seed = rng.gen::<u64>();
             let addr = format!("127.0.0.1:{port}");
-            hs.push(std::thread::spawn(move || {
-                client(addr, exp, stop, acked, round, c, clients as u64, seed)
-            }));
+            hs.push(std::thread::spawn(move || client(addr, exp, stop, acked, round, c, clients as u64, seed)));
         }
         std::thread::sleep(Duration::from_millis(rng.gen_range(150..1000)));
         let _ = srv.kill();
@@ -165,10 +153,7 @@ impl ServerTarget {
         if !wait_ready(&mut srv, port)? {
             let _ = srv.kill();
             let _ = srv.wait();
-            return Ok(Err(format!(
-                "strata-server did not restart after SIGKILL: {}",
-                server_log_tail(&self.dir)
-            )));
+            return Ok(Err(format!("strata-server did not restart after SIGKILL: {}", server_log_tail(&self.dir))));
         }
         let r = self.verify(port, rep);
         let _ = srv.kill();
@@ -209,9 +194,7 @@ impl ServerTarget {
         for (key, (committed, pending)) in exp.iter().enumerate() {
             let id = got.get(&(key as u64)).copied().flatten();
             if !allowed(id, *committed, *pending) {
-                problems.push(format!(
-                    "{key} = {id:?} but committed {committed:#x} pending {pending:#x}"
-                ));
+                problems.push(format!("{key} = {id:?} but committed {committed:#x} pending {pending:#x}"));
             }
             if *pending != 0 && pending & DELETE == 0 {
                 let e = batches.entry(*pending).or_default();
@@ -229,10 +212,7 @@ impl ServerTarget {
         }
         if !problems.is_empty() {
             problems.truncate(6);
-            return Ok(Err(format!(
-                "after restarting strata-server: {}",
-                problems.join("; ")
-            )));
+            return Ok(Err(format!("after restarting strata-server: {}", problems.join("; "))));
         }
         for (key, e) in exp.iter_mut().enumerate() {
             if e.1 != 0 {
@@ -270,11 +250,7 @@ fn client(
     while !stop.load(Ordering::Relaxed) {
         counter += 1;
         let id = (round << 40) | (c << 32) | counter;
-        let count = if rng.gen_bool(0.25) {
-            rng.gen_range(2..6)
-        } else {
-            1
-        };
+        let count = if rng.gen_bool(0.25) { rng.gen_range(2..6) } else { 1 };
         let mut keys = Vec::new();
         while keys.len() < count {
             let k = (c + clients * rng.gen_range(0..per)).min(n - 1);
@@ -283,10 +259,7 @@ fn client(
             }
         }
         let delete = count == 1 && rng.gen_bool(0.15);
-        let ids: Vec<u64> = keys
-            .iter()
-            .map(|_| if delete { id | DELETE } else { id })
-            .collect();
+        let ids: Vec<u64> = keys.iter().map(|_| if delete { id | DELETE } else { id }).collect();
         {
             let mut e = exp.lock();
             for (k, i) in keys.iter().zip(&ids) {

@@ -11,11 +11,7 @@ use crate::report::Report;
 
 /// Parses a key written by the kill mode back to its index.
 pub fn index_of(key: &[u8]) -> Option<u64> {
-    std::str::from_utf8(key)
-        .ok()?
-        .strip_prefix("kill-")?
-        .parse()
-        .ok()
+    std::str::from_utf8(key).ok()?.strip_prefix("kill-")?.parse().ok()
 }
 
 /// Checks `got` (key index → value) against the expected state, then
@@ -73,9 +69,7 @@ pub fn check_and_resolve(
     }
     for (id, (n, shown)) in batches {
         if shown != 0 && shown != n {
-            problems.push(format!(
-                "write {id:#x} is half applied: {shown} of {n} keys"
-            ));
+            problems.push(format!("write {id:#x} is half applied: {shown} of {n} keys"));
         }
     }
     for k in got.keys() {
@@ -106,19 +100,13 @@ pub fn check_and_resolve(
 /// Reads every kill-mode key of an open database.
 pub fn read_engine(db: &Db) -> Result<BTreeMap<u64, Vec<u8>>, String> {
     let mut out = BTreeMap::new();
-    let all =
-        crate::read_all(db).map_err(|e| format!("reading the recovered database failed: {e}"))?;
+    let all = crate::read_all(db).map_err(|e| format!("reading the recovered database failed: {e}"))?;
     for (k, v) in all {
         match index_of(&k) {
             Some(i) => {
                 out.insert(i, v);
             }
-            None => {
-                return Err(format!(
-                    "unknown key {:?} in the database",
-                    String::from_utf8_lossy(&k)
-                ))
-            }
+            None => return Err(format!("unknown key {:?} in the database", String::from_utf8_lossy(&k))),
         }
     }
     Ok(out)

@@ -12,10 +12,7 @@ use stratakv::{Db, Error, Options};
 use crate::report::{Report, Value};
 
 fn mount(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("mount")
-        .args(args)
-        .output()
-        .map_err(|e| format!("mount: {e}"))?;
+    let out = Command::new("mount").args(args).output().map_err(|e| format!("mount: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
@@ -39,10 +36,7 @@ pub fn disk_full(root: &Path, rep: &mut Report) -> Result<(), String> {
     std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
     let target = mnt.to_string_lossy().into_owned();
     if let Err(e) = mount(&["-t", "tmpfs", "-o", "size=8m", "tmpfs", &target]) {
-        rep.set(
-            "disk_full",
-            Value::Text(format!("skipped: cannot mount a tmpfs here ({e})")),
-        );
+        rep.set("disk_full", Value::Text(format!("skipped: cannot mount a tmpfs here ({e})")));
         return Ok(());
     }
     let _guard = Mounted(&mnt);
@@ -70,22 +64,16 @@ pub fn disk_full(root: &Path, rep: &mut Report) -> Result<(), String> {
     }
     rep.add("disk_full_errors", 1);
     for i in (0..acked).step_by(97) {
-        if db
-            .get(format!("k{i:06}"))
-            .map_err(|e| format!("read on a full disk: {e}"))?
-            != Some(value(i))
-        {
+        if db.get(format!("k{i:06}")).map_err(|e| format!("read on a full disk: {e}"))? != Some(value(i)) {
             return Err(format!("k{i:06} unreadable on a full disk"));
         }
     }
     mount(&["-o", "remount,size=64m", &target]).map_err(|e| format!("remount: {e}"))?;
     for i in acked..acked + 3000 {
-        db.put(format!("k{i:06}"), value(i))
-            .map_err(|e| format!("write after the disk grew: {e}"))?;
+        db.put(format!("k{i:06}"), value(i)).map_err(|e| format!("write after the disk grew: {e}"))?;
     }
     let total = acked + 3000;
-    db.flush()
-        .map_err(|e| format!("flush after the disk grew: {e}"))?;
+    db.flush().map_err(|e| format!("flush after the disk grew: {e}"))?;
     drop(db);
     let db = Db::open(&dir, o).map_err(|e| format!("reopen: {e}"))?;
     for i in 0..total {

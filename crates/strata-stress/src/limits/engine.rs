@@ -25,8 +25,7 @@ pub fn key_value_limits(dir: &Path, huge_values: bool, rep: &mut Report) -> Resu
     let db = Db::open(dir, o.clone()).map_err(|e| format!("open: {e}"))?;
     let max_key = vec![b'k'; MAX_KEY_LEN];
     let over_key = vec![b'k'; MAX_KEY_LEN + 1];
-    db.put(&max_key, b"at the limit")
-        .map_err(|e| format!("a key of exactly {MAX_KEY_LEN} bytes was refused: {e}"))?;
+    db.put(&max_key, b"at the limit").map_err(|e| format!("a key of exactly {MAX_KEY_LEN} bytes was refused: {e}"))?;
     if !invalid(db.put(&over_key, b"x")) || !invalid(db.delete(&over_key)) {
         return Err("a key over the limit was not refused with InvalidArgument".into());
     }
@@ -55,8 +54,7 @@ pub fn key_value_limits(dir: &Path, huge_values: bool, rep: &mut Report) -> Resu
     let mut value_at_limit = false;
     if huge_values {
         let big: Vec<u8> = (0..MAX_VALUE_LEN).map(|i| (i % 251) as u8).collect();
-        db.put(b"big", &big)
-            .map_err(|e| format!("a value of exactly {MAX_VALUE_LEN} bytes was refused: {e}"))?;
+        db.put(b"big", &big).map_err(|e| format!("a value of exactly {MAX_VALUE_LEN} bytes was refused: {e}"))?;
         let mut over = big.clone();
         over.push(0);
         if !invalid(db.put(b"big2", &over)) {
@@ -69,8 +67,7 @@ pub fn key_value_limits(dir: &Path, huge_values: bool, rep: &mut Report) -> Resu
         }
         value_at_limit = true;
     }
-    db.compact_range(..)
-        .map_err(|e| format!("compact_range: {e}"))?;
+    db.compact_range(..).map_err(|e| format!("compact_range: {e}"))?;
     db.close().map_err(|e| format!("close: {e}"))?;
     let db = Db::open(dir, o).map_err(|e| format!("reopen: {e}"))?;
     if db.get(&max_key).map_err(|e| e.to_string())?.as_deref() != Some(&b"at the limit"[..]) {
@@ -78,13 +75,10 @@ pub fn key_value_limits(dir: &Path, huge_values: bool, rep: &mut Report) -> Resu
     }
     if value_at_limit {
         let got = db.get(b"big").map_err(|e| e.to_string())?;
-        let ok = got.as_ref().map(|v| {
-            v.len() == MAX_VALUE_LEN && v.iter().enumerate().all(|(i, b)| *b == (i % 251) as u8)
-        });
+        let ok =
+            got.as_ref().map(|v| v.len() == MAX_VALUE_LEN && v.iter().enumerate().all(|(i, b)| *b == (i % 251) as u8));
         if ok != Some(true) {
-            return Err(
-                "the 256 MiB value was lost or damaged across reopen and compaction".into(),
-            );
+            return Err("the 256 MiB value was lost or damaged across reopen and compaction".into());
         }
         rep.add("max_values_stored", 1);
     }
@@ -129,8 +123,7 @@ pub fn pm_full(dir: &Path, l0: L0Kind, rep: &mut Report) -> Result<(), String> {
     rep.add("pm_full_errors", 1);
     drop(pins);
     for i in acked..acked + 2000 {
-        db.put(format!("k{i:06}"), value(i))
-            .map_err(|e| format!("write after PM was freed: {e}"))?;
+        db.put(format!("k{i:06}"), value(i)).map_err(|e| format!("write after PM was freed: {e}"))?;
     }
     let total = acked + 2000;
     drop(db);

@@ -21,16 +21,11 @@ use crate::RunCfg;
 pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     let mut rep = Report::new("limits", cfg.seed);
     let deadline = cfg.deadline();
-    let root = tempfile::Builder::new()
-        .prefix("strata-stress-limits")
-        .tempdir()?;
+    let root = tempfile::Builder::new().prefix("strata-stress-limits").tempdir()?;
     // 256 MiB values take a few seconds: only with a budget for them.
     let huge = cfg.seconds >= 20.0;
     if !huge {
-        rep.set(
-            "max_value",
-            Value::Text("skipped: needs --seconds >= 20".into()),
-        );
+        rep.set("max_value", Value::Text("skipped: needs --seconds >= 20".into()));
     }
     let fail = |rep: &mut Report, r: Result<(), String>| {
         if let Err(e) = r {
@@ -44,18 +39,11 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
             let r = server::server_limits(&bin, root.path(), 3000, &mut rep);
             fail(&mut rep, r);
         }
-        None => rep.set(
-            "server",
-            Value::Text("skipped: no strata-server binary".into()),
-        ),
+        None => rep.set("server", Value::Text("skipped: no strata-server binary".into())),
     }
     let mut round = 0u64;
     loop {
-        let l0 = if round.is_multiple_of(2) {
-            L0Kind::Matrix
-        } else {
-            L0Kind::Sstable
-        };
+        let l0 = if round.is_multiple_of(2) { L0Kind::Matrix } else { L0Kind::Sstable };
         let d = root.path().join(format!("pmfull{round}"));
         let r = engine::pm_full(&d, l0, &mut rep);
         fail(&mut rep, r);

@@ -29,29 +29,13 @@ fn ping_soon(addr: &str) -> bool {
 }
 
 /// Runs the server checks with the binary `bin` and data under `root`.
-pub fn server_limits(
-    bin: &Path,
-    root: &Path,
-    connections: usize,
-    rep: &mut Report,
-) -> Result<(), String> {
+pub fn server_limits(bin: &Path, root: &Path, connections: usize, rep: &mut Report) -> Result<(), String> {
     let dir = root.join("server");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let port = free_port().map_err(|e| e.to_string())?;
-    let mut srv = spawn_server(
-        bin,
-        &dir,
-        port,
-        &[
-            "--maxclients",
-            "50",
-            "--proto-max-bulk-len",
-            "1mb",
-            "--durability",
-            "sync",
-        ],
-    )
-    .map_err(|e| e.to_string())?;
+    let mut srv =
+        spawn_server(bin, &dir, port, &["--maxclients", "50", "--proto-max-bulk-len", "1mb", "--durability", "sync"])
+            .map_err(|e| e.to_string())?;
     let r = limited(&mut srv, port, rep);
     let _ = srv.kill();
     let _ = srv.wait();
@@ -88,9 +72,7 @@ fn limited(srv: &mut std::process::Child, port: u16, rep: &mut Report) -> Result
         }
     }
     if accepted > 50 || refused == 0 {
-        return Err(format!(
-            "maxclients 50: {accepted} connections accepted, {refused} refused"
-        ));
+        return Err(format!("maxclients 50: {accepted} connections accepted, {refused} refused"));
     }
     rep.add("maxclients_refused", refused);
     let Some(first) = held.first_mut() else {
@@ -101,19 +83,13 @@ fn limited(srv: &mut std::process::Child, port: u16, rep: &mut Report) -> Result
     }
     // A key over the engine's 64 KiB limit: an error reply, not OK.
     let long_key = vec![b'k'; (64 << 10) + 1];
-    match first
-        .call(&[b"SET", &long_key, b"v"])
-        .map_err(|e| e.to_string())?
-    {
+    match first.call(&[b"SET", &long_key, b"v"]).map_err(|e| e.to_string())? {
         Reply::Error(_) => rep.add("server_over_limit_keys_refused", 1),
         other => return Err(format!("SET of a 64 KiB + 1 key answered {other:?}")),
     }
     // A value just under proto-max-bulk-len is stored.
     let v = vec![b'v'; 900 << 10];
-    if first
-        .call(&[b"SET", b"big", &v])
-        .map_err(|e| e.to_string())?
-        != Reply::Simple("OK".into())
+    if first.call(&[b"SET", b"big", &v]).map_err(|e| e.to_string())? != Reply::Simple("OK".into())
         || first.call(&[b"GET", b"big"]).map_err(|e| e.to_string())? != Reply::Bulk(Some(v))
     {
         return Err("a 900 KiB value under proto-max-bulk-len did not round-trip".into());
@@ -121,12 +97,9 @@ fn limited(srv: &mut std::process::Child, port: u16, rep: &mut Report) -> Result
     // A bulk over proto-max-bulk-len (1 MiB): a protocol error, announced
     // before the bytes are sent (nothing is allocated by the claimed size).
     let mut bad = held.pop().ok_or("no connection")?;
-    bad.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000000\r\n")
-        .map_err(|e| e.to_string())?;
+    bad.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000000\r\n").map_err(|e| e.to_string())?;
     match bad.read_reply() {
-        Ok(Reply::Error(e)) if e.to_ascii_lowercase().contains("bulk") => {
-            rep.add("server_over_limit_bulks_refused", 1)
-        }
+        Ok(Reply::Error(e)) if e.to_ascii_lowercase().contains("bulk") => rep.add("server_over_limit_bulks_refused", 1),
         Ok(other) => return Err(format!("a 2 GB bulk header got {other:?}")),
         Err(_) => rep.add("server_over_limit_bulks_refused", 1),
     }
@@ -138,12 +111,7 @@ fn limited(srv: &mut std::process::Child, port: u16, rep: &mut Report) -> Result
     Ok(())
 }
 
-fn many(
-    srv: &mut std::process::Child,
-    port: u16,
-    n: usize,
-    rep: &mut Report,
-) -> Result<(), String> {
+fn many(srv: &mut std::process::Child, port: u16, n: usize, rep: &mut Report) -> Result<(), String> {
     if !wait_ready(srv, port).map_err(|e| e.to_string())? {
         return Err("strata-server did not start".into());
     }
@@ -163,18 +131,14 @@ fn many(
     }
     for (i, c) in conns.iter_mut().enumerate() {
         let key = format!("conn-{i}");
-        if c.call(&[b"SET", key.as_bytes(), b"x"])
-            .map_err(|e| format!("connection {i}: {e}"))?
+        if c.call(&[b"SET", key.as_bytes(), b"x"]).map_err(|e| format!("connection {i}: {e}"))?
             != Reply::Simple("OK".into())
         {
             return Err(format!("SET on connection {i} of {n} failed"));
         }
     }
     if !ping(&addr) {
-        return Err(format!(
-            "a new client got no PONG with {} connections open",
-            conns.len()
-        ));
+        return Err(format!("a new client got no PONG with {} connections open", conns.len()));
     }
     rep.add("connections_held", conns.len() as u64);
     Ok(())

@@ -26,10 +26,7 @@ type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 pub fn run(cfg: &RunCfg) -> Report {
     let mut rep = Report::new("model", cfg.seed);
     let shm = if Path::new("/dev/shm").is_dir() {
-        tempfile::Builder::new()
-            .prefix("strata-stress-model")
-            .tempdir_in("/dev/shm")
-            .ok()
+        tempfile::Builder::new().prefix("strata-stress-model").tempdir_in("/dev/shm").ok()
     } else {
         None
     };
@@ -56,41 +53,22 @@ pub fn run(cfg: &RunCfg) -> Report {
 }
 
 fn range_of(m: &Map, r: &KeyRange) -> Vec<(Vec<u8>, Vec<u8>)> {
-    m.iter()
-        .filter(|(k, _)| r.contains(k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+    m.iter().filter(|(k, _)| r.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 fn err<E: std::fmt::Display>(what: &str, at: u64) -> impl Fn(E) -> String + '_ {
     move |e| format!("{what} failed at op {at}: {e}")
 }
 
-fn run_case(
-    seed: u64,
-    deadline: Instant,
-    shm: Option<&Path>,
-    rep: &mut Report,
-) -> Result<(), String> {
+fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let l0 = if rng.gen_bool(0.5) {
-        L0Kind::Matrix
-    } else {
-        L0Kind::Sstable
-    };
+    let l0 = if rng.gen_bool(0.5) { L0Kind::Matrix } else { L0Kind::Sstable };
     let (opts, name) = options::random_options(&mut rng, l0, shm);
-    let dir = tempfile::Builder::new()
-        .prefix("strata-stress-model")
-        .tempdir()
-        .map_err(|e| e.to_string())?;
+    let dir = tempfile::Builder::new().prefix("strata-stress-model").tempdir().map_err(|e| e.to_string())?;
     let ctx = |e: String| format!("{e} [{name}]");
-    let mut db =
-        Db::open(dir.path(), opts.clone()).map_err(|e| ctx(format!("open failed: {e}")))?;
+    let mut db = Db::open(dir.path(), opts.clone()).map_err(|e| ctx(format!("open failed: {e}")))?;
     let mut model = Map::new();
-    let mut gen = Gen::new(
-        [50u32, 500, 3000][rng.gen_range(0..3)],
-        [200usize, 3000, 20_000][rng.gen_range(0..3)],
-    );
+    let mut gen = Gen::new([50u32, 500, 3000][rng.gen_range(0..3)], [200usize, 3000, 20_000][rng.gen_range(0..3)]);
     gen.mix.reopen = 1;
     gen.mix.compact = 2;
     let mut snaps: Vec<(stratakv::Snapshot, Map)> = Vec::new();
@@ -121,9 +99,7 @@ fn run_case(
                     rep.add("flushes", 1);
                 }
                 Op::Compact(r) => {
-                    db.compact_range(r)
-                        .map_err(err("compact_range", at))
-                        .map_err(ctx)?;
+                    db.compact_range(r).map_err(err("compact_range", at)).map_err(ctx)?;
                     rep.add("compactions", 1);
                 }
                 Op::Sync => db.sync().map_err(err("sync", at)).map_err(ctx)?,
@@ -135,9 +111,7 @@ fn run_case(
                     } else {
                         drop(db);
                     }
-                    db = Db::open(dir.path(), opts.clone())
-                        .map_err(err("reopen", at))
-                        .map_err(ctx)?;
+                    db = Db::open(dir.path(), opts.clone()).map_err(err("reopen", at)).map_err(ctx)?;
                     rep.add("reopens", 1);
                 }
             },
@@ -155,13 +129,9 @@ fn run_case(
                 rep.add("gets", 1);
             }
             75..=77 => {
-                let keys: Vec<Vec<u8>> = (0..rng.gen_range(1..20))
-                    .map(|_| crate::workload::key(rng.gen_range(0..gen.keys)))
-                    .collect();
-                let got = db
-                    .multi_get(&keys)
-                    .map_err(err("multi_get", at))
-                    .map_err(ctx)?;
+                let keys: Vec<Vec<u8>> =
+                    (0..rng.gen_range(1..20)).map(|_| crate::workload::key(rng.gen_range(0..gen.keys))).collect();
+                let got = db.multi_get(&keys).map_err(err("multi_get", at)).map_err(ctx)?;
                 for (k, g) in keys.iter().zip(got) {
                     if g.as_ref() != model.get(k) {
                         return Err(ctx(format!("multi_get {} at op {at} differs", show(k))));
@@ -170,27 +140,15 @@ fn run_case(
                 rep.add("multi_gets", 1);
             }
             78..=85 => {
-                let r = if rng.gen_bool(0.2) {
-                    KeyRange::all()
-                } else {
-                    gen.range(&mut rng)
-                };
+                let r = if rng.gen_bool(0.2) { KeyRange::all() } else { gen.range(&mut rng) };
                 let reverse = rng.gen_bool(0.5);
                 let it = db.iter(r.clone()).map_err(err("iter", at)).map_err(ctx)?;
                 check_iter(it, &range_of(&model, &r), reverse)
                     .map_err(|e| ctx(format!("iter {r:?} reverse={reverse} at op {at}: {e}")))?;
-                rep.add(
-                    if reverse {
-                        "scans_reverse"
-                    } else {
-                        "scans_forward"
-                    },
-                    1,
-                );
+                rep.add(if reverse { "scans_reverse" } else { "scans_forward" }, 1);
             }
             86..=88 => {
-                check_cursor(&db, &model, &gen, &mut rng)
-                    .map_err(|e| ctx(format!("cursor at op {at}: {e}")))?;
+                check_cursor(&db, &model, &gen, &mut rng).map_err(|e| ctx(format!("cursor at op {at}: {e}")))?;
                 rep.add("cursor_walks", 1);
             }
             89..=92 => {
@@ -201,25 +159,12 @@ fn run_case(
                     let (s, m) = snaps.swap_remove(i);
                     for _ in 0..10 {
                         let k = crate::workload::key(rng.gen_range(0..gen.keys));
-                        if s.get(&k)
-                            .map_err(err("snapshot get", at))
-                            .map_err(ctx)?
-                            .as_ref()
-                            != m.get(&k)
-                        {
-                            return Err(ctx(format!(
-                                "snapshot get {} at op {at} differs",
-                                show(&k)
-                            )));
+                        if s.get(&k).map_err(err("snapshot get", at)).map_err(ctx)?.as_ref() != m.get(&k) {
+                            return Err(ctx(format!("snapshot get {} at op {at} differs", show(&k))));
                         }
                     }
                     let it = db
-                        .iter_opt(
-                            ..,
-                            &ReadOptions {
-                                snapshot: Some(s.sequence()),
-                            },
-                        )
+                        .iter_opt(.., &ReadOptions { snapshot: Some(s.sequence()) })
                         .map_err(err("snapshot iter", at))
                         .map_err(ctx)?;
                     let want: Vec<_> = m.into_iter().collect();
@@ -230,19 +175,13 @@ fn run_case(
             }
             _ => {
                 if open_iters.len() < 2 {
-                    let r = if rng.gen_bool(0.5) {
-                        KeyRange::all()
-                    } else {
-                        gen.range(&mut rng)
-                    };
+                    let r = if rng.gen_bool(0.5) { KeyRange::all() } else { gen.range(&mut rng) };
                     let it = db.iter(r.clone()).map_err(err("iter", at)).map_err(ctx)?;
                     open_iters.push((it, model.clone(), r));
                 } else {
                     let (it, m, r) = open_iters.swap_remove(rng.gen_range(0..open_iters.len()));
                     check_iter(it, &range_of(&m, &r), rng.gen_bool(0.5)).map_err(|e| {
-                        ctx(format!(
-                            "iterator opened earlier, read after later writes, at op {at}: {e}"
-                        ))
+                        ctx(format!("iterator opened earlier, read after later writes, at op {at}: {e}"))
                     })?;
                     rep.add("early_iterators_checked", 1);
                 }
@@ -256,43 +195,19 @@ fn run_case(
     let it = db.iter(..).map_err(|e| ctx(e.to_string()))?;
     let want: Vec<_> = model.into_iter().collect();
     check_iter(it, &want, false).map_err(|e| ctx(format!("final contents: {e}")))?;
-    db.verify_checksums()
-        .map_err(|e| ctx(format!("check failed: {e}")))?;
-    rep.add(
-        if l0 == L0Kind::Matrix {
-            "cases_matrix_l0"
-        } else {
-            "cases_sstable_l0"
-        },
-        1,
-    );
+    db.verify_checksums().map_err(|e| ctx(format!("check failed: {e}")))?;
+    rep.add(if l0 == L0Kind::Matrix { "cases_matrix_l0" } else { "cases_sstable_l0" }, 1);
     let s = db.stats();
     rep.max("max_levels", s.nonempty_levels as u64);
     Ok(())
 }
 
-fn check_iter(
-    mut it: stratakv::DbIter,
-    want: &[(Vec<u8>, Vec<u8>)],
-    reverse: bool,
-) -> Result<(), String> {
-    let got: Vec<(Vec<u8>, Vec<u8>)> = if reverse {
-        it.by_ref().rev().collect()
-    } else {
-        it.by_ref().collect()
-    };
+fn check_iter(mut it: stratakv::DbIter, want: &[(Vec<u8>, Vec<u8>)], reverse: bool) -> Result<(), String> {
+    let got: Vec<(Vec<u8>, Vec<u8>)> = if reverse { it.by_ref().rev().collect() } else { it.by_ref().collect() };
     it.status().map_err(|e| e.to_string())?;
-    let want: Vec<(Vec<u8>, Vec<u8>)> = if reverse {
-        want.iter().rev().cloned().collect()
-    } else {
-        want.to_vec()
-    };
+    let want: Vec<(Vec<u8>, Vec<u8>)> = if reverse { want.iter().rev().cloned().collect() } else { want.to_vec() };
     if got != want {
-        let first = got
-            .iter()
-            .zip(&want)
-            .position(|(a, b)| a != b)
-            .unwrap_or(got.len().min(want.len()));
+        let first = got.iter().zip(&want).position(|(a, b)| a != b).unwrap_or(got.len().min(want.len()));
         return Err(format!(
             "{} entries, want {}; first difference at {first}: {:?} vs {:?}",
             got.len(),
@@ -313,11 +228,7 @@ fn check_cursor(db: &Db, model: &Map, gen: &Gen, rng: &mut StdRng) -> Result<(),
     let mut want = model.range(k.clone()..).next().map(|(k, _)| k.clone());
     for _ in 0..rng.gen_range(1..12) {
         if c.valid() != want.is_some() {
-            return Err(format!(
-                "valid={} want {:?}",
-                c.valid(),
-                want.as_deref().map(show)
-            ));
+            return Err(format!("valid={} want {:?}", c.valid(), want.as_deref().map(show)));
         }
         let Some(w) = want.clone() else { break };
         if c.key() != w.as_slice() || Some(c.value()) != model.get(&w).map(|v| v.as_slice()) {
@@ -325,10 +236,8 @@ fn check_cursor(db: &Db, model: &Map, gen: &Gen, rng: &mut StdRng) -> Result<(),
         }
         if rng.gen_bool(0.5) {
             c.next().map_err(|e| e.to_string())?;
-            want = model
-                .range((std::ops::Bound::Excluded(w), std::ops::Bound::Unbounded))
-                .next()
-                .map(|(k, _)| k.clone());
+            want =
+                model.range((std::ops::Bound::Excluded(w), std::ops::Bound::Unbounded)).next().map(|(k, _)| k.clone());
         } else {
             c.prev().map_err(|e| e.to_string())?;
             want = model.range(..w).next_back().map(|(k, _)| k.clone());

@@ -123,19 +123,10 @@ pub fn install(
     rates: Rates,
 ) {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x0b5e_7ea1);
-    let (mem2, tx2, progress2, history2, opts2) = (
-        mem.clone(),
-        tx.clone(),
-        progress.clone(),
-        history.clone(),
-        opts.clone(),
-    );
+    let (mem2, tx2, progress2, history2, opts2) =
+        (mem.clone(), tx.clone(), progress.clone(), history.clone(), opts.clone());
     sim.set_observer(Some(Box::new(move |_event, view| {
-        let p = if view.dirty_lines() > 0 {
-            rates.pm_dirty
-        } else {
-            rates.pm_clean
-        };
+        let p = if view.dirty_lines() > 0 { rates.pm_dirty } else { rates.pm_clean };
         if !rng.gen_bool(p) {
             return;
         }
@@ -162,11 +153,7 @@ pub fn install(
     let sim2 = sim.clone();
     let mut rng = StdRng::seed_from_u64(seed ^ 0xf5_f5f5);
     mem.set_hook(Some(Box::new(move |_n, op, view| {
-        let p = if op == MemFsOp::Append {
-            rates.fs_append
-        } else {
-            rates.fs_meta
-        };
+        let p = if op == MemFsOp::Append { rates.fs_append } else { rates.fs_meta };
         if !rng.gen_bool(p) {
             return;
         }

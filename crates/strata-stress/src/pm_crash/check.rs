@@ -66,13 +66,7 @@ pub struct Checked {
     pub in_flight_applied: u64,
 }
 
-fn image_indices(
-    cs: &CrashState,
-    model: CrashModel,
-    cap: u64,
-    samples: u64,
-    rng: &mut StdRng,
-) -> (Vec<Vec<u8>>, bool) {
+fn image_indices(cs: &CrashState, model: CrashModel, cap: u64, samples: u64, rng: &mut StdRng) -> (Vec<Vec<u8>>, bool) {
     let n = cs.image_count(model);
     if n <= cap {
         return ((0..n).map(|i| cs.image(model, i)).collect(), true);
@@ -90,9 +84,7 @@ pub fn open_image(opts: &Options, img: Vec<u8>, fs: &MemFs) -> Result<(Db, Arc<S
     let mut o = opts.clone();
     o.pm_sim = Some(sim.clone());
     o.fs = Arc::new(fs.clone());
-    Db::open(DIR, o)
-        .map(|db| (db, sim))
-        .map_err(|e| format!("recovery failed: {e}"))
+    Db::open(DIR, o).map(|db| (db, sim)).map_err(|e| format!("recovery failed: {e}"))
 }
 
 fn contents(db: &Db) -> Result<Kvs, String> {
@@ -101,31 +93,13 @@ fn contents(db: &Db) -> Result<Kvs, String> {
 
 /// Checks every image of one point; `Err` is a violation.
 pub fn check_point(c: &Capture, budget: Budget, rng: &mut StdRng) -> Result<Checked, String> {
-    let mut out = Checked {
-        dirty_lines: c.pm.dirty_lines() as u64,
-        ..Default::default()
-    };
+    let mut out = Checked { dirty_lines: c.pm.dirty_lines() as u64, ..Default::default() };
     let window = c.history.read().window(c.acked, c.issued)?;
-    let (line_imgs, exhaustive) = image_indices(
-        &c.pm,
-        CrashModel::LinePrefix,
-        budget.cap,
-        budget.samples,
-        rng,
-    );
+    let (line_imgs, exhaustive) = image_indices(&c.pm, CrashModel::LinePrefix, budget.cap, budget.samples, rng);
     out.exhaustive = exhaustive;
-    let mut work: Vec<(Vec<u8>, CrashModel)> = line_imgs
-        .into_iter()
-        .map(|i| (i, CrashModel::LinePrefix))
-        .collect();
+    let mut work: Vec<(Vec<u8>, CrashModel)> = line_imgs.into_iter().map(|i| (i, CrashModel::LinePrefix)).collect();
     if c.pm.dirty_lines() > 0 {
-        let (w, _) = image_indices(
-            &c.pm,
-            CrashModel::WordSubset,
-            budget.cap / 2,
-            budget.samples / 2,
-            rng,
-        );
+        let (w, _) = image_indices(&c.pm, CrashModel::WordSubset, budget.cap / 2, budget.samples / 2, rng);
         // Index 0 and the maximal image are the same under both models.
         work.extend(w.into_iter().skip(1).map(|i| (i, CrashModel::WordSubset)));
     }
@@ -150,8 +124,7 @@ pub fn check_point(c: &Capture, budget: Budget, rng: &mut StdRng) -> Result<Chec
                 mode.name()
             )
         };
-        let first = check_image(&c.opts, img.clone(), &fs, &window)
-            .map_err(|e| format!("{}: {e}", what()))?;
+        let first = check_image(&c.opts, img.clone(), &fs, &window).map_err(|e| format!("{}: {e}", what()))?;
         if first.1 > c.acked {
             out.in_flight_applied += 1;
         }
@@ -160,13 +133,11 @@ pub fn check_point(c: &Capture, budget: Budget, rng: &mut StdRng) -> Result<Chec
             out.word_states += 1;
         }
         if rng.gen_bool(budget.p_write) {
-            post_write(&c.opts, img.clone(), &c.fs, mode, &first.0, rng)
-                .map_err(|e| format!("{}: {e}", what()))?;
+            post_write(&c.opts, img.clone(), &c.fs, mode, &first.0, rng).map_err(|e| format!("{}: {e}", what()))?;
             out.post_writes += 1;
         }
         if rng.gen_bool(budget.p_double)
-            && double_crash(&c.opts, img, &c.fs, mode, &first.0, rng)
-                .map_err(|e| format!("{}: {e}", what()))?
+            && double_crash(&c.opts, img, &c.fs, mode, &first.0, rng).map_err(|e| format!("{}: {e}", what()))?
         {
             out.double_crashes += 1;
         }
@@ -176,24 +147,16 @@ pub fn check_point(c: &Capture, budget: Budget, rng: &mut StdRng) -> Result<Chec
 
 /// Recovers one image and applies the oracle; returns the contents and
 /// how many writes they hold.
-fn check_image(
-    opts: &Options,
-    img: Vec<u8>,
-    fs: &MemFs,
-    window: &Window,
-) -> Result<(Kvs, u64), String> {
+fn check_image(opts: &Options, img: Vec<u8>, fs: &MemFs, window: &Window) -> Result<(Kvs, u64), String> {
     let (db, _sim) = open_image(opts, img, fs)?;
     let got = contents(&db)?;
     let n = window.check(&got)?;
-    db.verify_checksums()
-        .map_err(|e| format!("check after recovery failed: {e}"))?;
+    db.verify_checksums().map_err(|e| format!("check after recovery failed: {e}"))?;
     Ok((got, n))
 }
 
 fn to_model(got: &[(Vec<u8>, Vec<u8>)]) -> Model {
-    got.iter()
-        .map(|(k, v)| (k.clone(), Arc::from(v.as_slice())))
-        .collect()
+    got.iter().map(|(k, v)| (k.clone(), Arc::from(v.as_slice()))).collect()
 }
 
 /// The recovered database accepts a sync write, and a reopen keeps it.
@@ -210,8 +173,7 @@ fn post_write(
     let key = b"zz-after-recovery".to_vec();
     db.put_opt(&key, b"x", &stratakv::WriteOptions { sync: true })
         .map_err(|e| format!("write after recovery failed: {e}"))?;
-    db.close()
-        .map_err(|e| format!("close after recovery failed: {e}"))?;
+    db.close().map_err(|e| format!("close after recovery failed: {e}"))?;
     // A power cut right after the acknowledged write.
     let (fs2, cs) = fs.snapshot_with(|| sim.crash_state());
     let fs3 = fs2.restore(FsCrashMode::DropUnsynced, rng);
@@ -220,10 +182,7 @@ fn post_write(
     let mut want = to_model(before);
     want.insert(key, Arc::from(&b"x"[..]));
     if !crate::oracle::same(&got, &want) {
-        return Err(format!(
-            "after a write following recovery and a power cut: {}",
-            diff(&got, &want)
-        ));
+        return Err(format!("after a write following recovery and a power cut: {}", diff(&got, &want)));
     }
     Ok(())
 }
@@ -268,15 +227,12 @@ fn double_crash(
     };
     let img2 = cs.random_image(CrashModel::LinePrefix, rng);
     let fs3 = fs_at.restore(FsCrashMode::DropUnsynced, rng);
-    let (db, _) = open_image(opts, img2, &fs3)
-        .map_err(|e| format!("second recovery after a crash in recovery: {e}"))?;
+    let (db, _) =
+        open_image(opts, img2, &fs3).map_err(|e| format!("second recovery after a crash in recovery: {e}"))?;
     let got = contents(&db)?;
     let want = to_model(first);
     if !crate::oracle::same(&got, &want) {
-        return Err(format!(
-            "a crash during recovery changed the recovered contents: {}",
-            diff(&got, &want)
-        ));
+        return Err(format!("a crash during recovery changed the recovered contents: {}", diff(&got, &want)));
     }
     Ok(true)
 }

@@ -65,16 +65,9 @@ struct Shared {
 
 /// Runs the mode for the configured time.
 pub fn run(cfg: &RunCfg) -> Report {
-    let shared = Arc::new(Shared {
-        report: Mutex::new(Report::new("pm-crash", cfg.seed)),
-        stop: AtomicBool::new(false),
-    });
-    let budget = Budget {
-        cap: 64,
-        samples: 12,
-        p_write: 0.02,
-        p_double: 0.02,
-    };
+    let shared =
+        Arc::new(Shared { report: Mutex::new(Report::new("pm-crash", cfg.seed)), stop: AtomicBool::new(false) });
+    let budget = Budget { cap: 64, samples: 12, p_write: 0.02, p_double: 0.02 };
     let (tx, rx) = crossbeam_channel::bounded::<Capture>(cfg.jobs.max(1));
     let mut checkers = Vec::new();
     for j in 0..cfg.jobs.max(1) {
@@ -95,14 +88,7 @@ pub fn run(cfg: &RunCfg) -> Report {
                         if c.from_fs {
                             rep.add("points_at_fs_ops", 1);
                         }
-                        rep.add(
-                            if k.exhaustive {
-                                "points_exhaustive"
-                            } else {
-                                "points_sampled"
-                            },
-                            1,
-                        );
+                        rep.add(if k.exhaustive { "points_exhaustive" } else { "points_sampled" }, 1);
                         rep.add("crash_states", k.states);
                         rep.add("crash_states_word_subset", k.word_states);
                         rep.add("crash_states_fs_torn_or_names_kept", k.fs_variants);
@@ -145,10 +131,7 @@ pub fn run(cfg: &RunCfg) -> Report {
     };
     let mut rep = shared.report.into_inner();
     let elapsed = rep.count("crash_states") as f64;
-    rep.set(
-        "crash_states_per_s",
-        Value::Float(elapsed / cfg.seconds.max(0.001)),
-    );
+    rep.set("crash_states_per_s", Value::Float(elapsed / cfg.seconds.max(0.001)));
     rep
 }
 
@@ -161,11 +144,7 @@ fn run_episode(
     shared: &Shared,
 ) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let l0 = if rng.gen_bool(0.65) {
-        L0Kind::Matrix
-    } else {
-        L0Kind::Sstable
-    };
+    let l0 = if rng.gen_bool(0.65) { L0Kind::Matrix } else { L0Kind::Sstable };
     let base = episode_options(&mut rng, l0);
     let sim = Arc::new(SimPm::new(base.pm_size as usize));
     let mem = MemFs::new();
@@ -174,22 +153,8 @@ fn run_episode(
     opts.fs = Arc::new(mem.clone());
     let history = Arc::new(RwLock::new(History::new()));
     let progress = Arc::new(Progress::default());
-    let rates = Rates {
-        pm_dirty: 0.03,
-        pm_clean: 0.003,
-        fs_meta: 0.15,
-        fs_append: 0.01,
-    };
-    capture::install(
-        &sim,
-        &mem,
-        tx.clone(),
-        progress.clone(),
-        history.clone(),
-        Arc::new(base),
-        seed,
-        rates,
-    );
+    let rates = Rates { pm_dirty: 0.03, pm_clean: 0.003, fs_meta: 0.15, fs_append: 0.01 };
+    capture::install(&sim, &mem, tx.clone(), progress.clone(), history.clone(), Arc::new(base), seed, rates);
     let result = drive(&mut rng, &opts, &history, &progress, deadline, shared);
     capture::uninstall(&sim, &mem);
     let (writes, flushes, compactions, reopens, stats) = result?;
@@ -198,21 +163,11 @@ fn run_episode(
     rep.add("flush_calls", flushes);
     rep.add("compact_calls", compactions);
     rep.add("reopens", reopens);
-    rep.add(
-        if l0 == L0Kind::Matrix {
-            "episodes_matrix_l0"
-        } else {
-            "episodes_sstable_l0"
-        },
-        1,
-    );
+    rep.add(if l0 == L0Kind::Matrix { "episodes_matrix_l0" } else { "episodes_sstable_l0" }, 1);
     rep.add("memtable_seals", stats.flushes);
     rep.add("compactions", stats.compactions);
     rep.add("column_compactions", stats.columns);
-    rep.add(
-        "points_skipped_fs_busy",
-        progress.skipped.load(Ordering::Relaxed),
-    );
+    rep.add("points_skipped_fs_busy", progress.skipped.load(Ordering::Relaxed));
     Ok(())
 }
 
@@ -251,8 +206,7 @@ fn drive(
             Op::Write { updates, sync } => {
                 history.write().push(&updates);
                 progress.issued.fetch_add(1, Ordering::SeqCst);
-                db.write_opt(&to_batch(&updates), &WriteOptions { sync })
-                    .map_err(|e| format!("write failed: {e}"))?;
+                db.write_opt(&to_batch(&updates), &WriteOptions { sync }).map_err(|e| format!("write failed: {e}"))?;
                 progress.acked.fetch_add(1, Ordering::SeqCst);
             }
             Op::Flush => {
@@ -261,8 +215,7 @@ fn drive(
             }
             Op::Compact(r) => {
                 compactions += 1;
-                db.compact_range(r)
-                    .map_err(|e| format!("compact_range failed: {e}"))?;
+                db.compact_range(r).map_err(|e| format!("compact_range failed: {e}"))?;
             }
             Op::Sync => db.sync().map_err(|e| format!("sync failed: {e}"))?,
             Op::Reopen { clean } => {
@@ -285,10 +238,8 @@ fn drive(
     let db = open(progress)?;
     let got = crate::read_all(&db).map_err(|e| format!("read after reopen failed: {e}"))?;
     let h = history.read();
-    h.check(&got, h.len(), h.len())
-        .map_err(|e| format!("after a clean reopen: {e}"))?;
-    db.verify_checksums()
-        .map_err(|e| format!("check failed: {e}"))?;
+    h.check(&got, h.len(), h.len()).map_err(|e| format!("after a clean reopen: {e}"))?;
+    db.verify_checksums().map_err(|e| format!("check failed: {e}"))?;
     db.close().map_err(|e| format!("close failed: {e}"))?;
     Ok((h.len(), flushes, compactions, reopens, stats))
 }

@@ -140,14 +140,8 @@ pub fn pick_range(
     if next_inputs.iter().any(|f| busy.contains(&f.number)) {
         return None;
     }
-    let mut t = CompactionTask {
-        level,
-        inputs,
-        next_inputs,
-        grandparents: Vec::new(),
-        trivial_move: false,
-        reason: "manual",
-    };
+    let mut t =
+        CompactionTask { level, inputs, next_inputs, grandparents: Vec::new(), trivial_move: false, reason: "manual" };
     finish(v, policy, &mut t);
     // A manual compaction should rewrite data (to drop tombstones), not just move it.
     t.trivial_move = false;
@@ -165,7 +159,14 @@ fn pick_l0(v: &Version, busy: &HashSet<u64>) -> Option<CompactionTask> {
     if next_inputs.iter().any(|f| busy.contains(&f.number)) {
         return None;
     }
-    Some(CompactionTask { level: 0, inputs, next_inputs, grandparents: Vec::new(), trivial_move: false, reason: "l0 files" })
+    Some(CompactionTask {
+        level: 0,
+        inputs,
+        next_inputs,
+        grandparents: Vec::new(),
+        trivial_move: false,
+        reason: "l0 files",
+    })
 }
 
 fn pick_level(v: &Version, level: usize, busy: &HashSet<u64>, pointers: &[Vec<u8>]) -> Option<CompactionTask> {
@@ -215,9 +216,10 @@ fn finish(v: &Version, policy: &LevelPolicy, t: &mut CompactionTask) {
 /// Whether `ukey` might exist in a level deeper than `level` (so a tombstone
 /// for it must be kept).
 pub fn key_may_exist_below(v: &Version, level: usize, ukey: &[u8]) -> bool {
-    v.levels.iter().skip(level + 1).any(|files| {
-        files.iter().any(|f| user_key(&f.smallest) <= ukey && ukey <= user_key(&f.largest))
-    })
+    v.levels
+        .iter()
+        .skip(level + 1)
+        .any(|files| files.iter().any(|f| user_key(&f.smallest) <= ukey && ukey <= user_key(&f.largest)))
 }
 
 #[cfg(test)]

@@ -8,11 +8,11 @@ use std::time::Duration;
 use super::{DbInner, KeyRange, State};
 use crate::compaction::picker::key_may_exist_below;
 use crate::compaction::{build_tables, pick, pick_range, BuildCtx, CompactionTask, Dropper, LevelPolicy};
-use crate::matrix::column::ColumnTask;
-use crate::options::L0Kind;
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
+use crate::matrix::column::ColumnTask;
 use crate::memtable::Memtable;
+use crate::options::L0Kind;
 use crate::version::filename::table_path;
 use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
 
@@ -121,7 +121,13 @@ impl DbInner {
     }
 
     pub(crate) fn build_ctx_pub<'a>(&'a self, next: &'a dyn Fn() -> u64, target: u64) -> BuildCtx<'a> {
-        BuildCtx { fs: &*self.fs, dir: &self.dir, table: self.table_opts.clone(), target_file_size: target, next_number: next }
+        BuildCtx {
+            fs: &*self.fs,
+            dir: &self.dir,
+            table: self.table_opts.clone(),
+            target_file_size: target,
+            next_number: next,
+        }
     }
 
     fn next_file_number(&self) -> u64 {
@@ -287,8 +293,12 @@ impl DbInner {
             let oldest = self.oldest_snapshot();
             let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(version, out_level, uk));
             let next = || self.next_file_number();
-            let outputs =
-                build_tables(&self.build_ctx_pub(&next, self.opts.target_file_size), &mut it, &mut dropper, &t.grandparents)?;
+            let outputs = build_tables(
+                &self.build_ctx_pub(&next, self.opts.target_file_size),
+                &mut it,
+                &mut dropper,
+                &t.grandparents,
+            )?;
             written = outputs.iter().map(|f| f.size).sum();
             for f in outputs {
                 edit.added.push((out_level as u32, f));

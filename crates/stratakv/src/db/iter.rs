@@ -150,7 +150,6 @@ impl Cursor {
         &self.value
     }
 
-
     /// Moves to the first key of the range.
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.direction = Direction::Forward;

@@ -83,7 +83,8 @@ impl DbInner {
                     let mut m = self.matrix.lock();
                     (m.new_row_id(), m.rows.first().map(|r| r.row.clone()))
                 };
-                let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes, logs: logs.clone() };
+                let spec =
+                    RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes, logs: logs.clone() };
                 build_row(&self.region, &self.shared_region_path, spec)
             })?)
         };
@@ -318,7 +319,8 @@ impl DbInner {
     /// Splits a column in two key ranges (at an L1 table boundary, or at a
     /// sampled key if it overlaps no L1 table) so two threads can merge it.
     fn split_column(&self, t: &ColumnTask) -> Result<Vec<ColumnPart>> {
-        let whole = ColumnPart { slices: t.slices.clone(), l1: t.l1_inputs.clone(), lo: t.lo.clone(), hi: t.hi.clone() };
+        let whole =
+            ColumnPart { slices: t.slices.clone(), l1: t.l1_inputs.clone(), lo: t.lo.clone(), hi: t.hi.clone() };
         if self.opts.column_threads < 2 || t.bytes < self.opts.column_target() / 4 {
             return Ok(vec![whole]);
         }

@@ -40,8 +40,8 @@ use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{SeqNo, MAX_KEY_LEN};
 use crate::matrix::{MatrixState, MatrixView};
 use crate::memtable::{Lookup, Memtable};
-use crate::sstable::key_hash;
 use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::sstable::key_hash;
 use crate::sstable::TableOptions;
 use crate::version::{FileMeta, TableCache, Version, VersionSet};
 

@@ -95,7 +95,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             .iter()
             .find(|h| h.kind == EXTENT_KIND_ROW && h.slot == m.slot && h.number == m.id && h.slots == m.slots)
             .copied()
-            .ok_or_else(|| Error::corruption(&region_path, m.slot, format!("matrix row {} is missing from the PM region", m.id)))?;
+            .ok_or_else(|| {
+                Error::corruption(&region_path, m.slot, format!("matrix row {} is missing from the PM region", m.id))
+            })?;
         row_extents.push(region.adopt(h).map_err(pm)?);
     }
     let mut row_logs: Vec<Vec<Extent>> = vec![Vec::new(); record.rows.len()];

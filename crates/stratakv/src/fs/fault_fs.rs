@@ -129,14 +129,7 @@ pub struct FaultPlan {
 impl FaultPlan {
     /// The `nth` operation `op` fails once with `error`.
     pub fn nth(op: FaultOp, nth: u64, error: FaultError) -> FaultPlan {
-        FaultPlan {
-            op,
-            nth,
-            error,
-            sticky: false,
-            tear: None,
-            path_contains: None,
-        }
+        FaultPlan { op, nth, error, sticky: false, tear: None, path_contains: None }
     }
 }
 
@@ -186,20 +179,12 @@ pub struct FaultFs {
 impl FaultFs {
     /// Wraps any file system.
     pub fn new(inner: Arc<dyn Fs>) -> FaultFs {
-        FaultFs {
-            inner,
-            mem: None,
-            st: Arc::new(Mutex::new(State::default())),
-        }
+        FaultFs { inner, mem: None, st: Arc::new(Mutex::new(State::default())) }
     }
 
     /// Wraps a [`MemFs`], so failed syncs lose data as on Linux.
     pub fn over_mem(mem: MemFs) -> FaultFs {
-        FaultFs {
-            inner: Arc::new(mem.clone()),
-            mem: Some(mem),
-            st: Arc::new(Mutex::new(State::default())),
-        }
+        FaultFs { inner: Arc::new(mem.clone()), mem: Some(mem), st: Arc::new(Mutex::new(State::default())) }
     }
 
     /// Arms `plan`, replacing any earlier one.
@@ -258,11 +243,7 @@ impl FaultFs {
         if plan.sticky {
             st.stuck = true;
         }
-        st.stats.fired.push(FiredFault {
-            op,
-            error: plan.error,
-            path: path.to_path_buf(),
-        });
+        st.stats.fired.push(FiredFault { op, error: plan.error, path: path.to_path_buf() });
         Some((plan.error, plan.tear))
     }
 
@@ -274,12 +255,7 @@ impl FaultFs {
     }
 
     fn wrap(&self, inner: Box<dyn WritableFile>, path: &Path) -> Box<dyn WritableFile> {
-        Box::new(FaultWritable {
-            inner,
-            fs: self.clone(),
-            path: path.to_path_buf(),
-            sync_failed: false,
-        })
+        Box::new(FaultWritable { inner, fs: self.clone(), path: path.to_path_buf(), sync_failed: false })
     }
 }
 
@@ -353,11 +329,7 @@ impl Fs for FaultFs {
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.gate(FaultOp::Read, path)?;
         let inner = self.inner.open(path)?;
-        Ok(Arc::new(FaultRandom {
-            inner,
-            fs: self.clone(),
-            path: path.to_path_buf(),
-        }))
+        Ok(Arc::new(FaultRandom { inner, fs: self.clone(), path: path.to_path_buf() }))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
@@ -434,10 +406,7 @@ mod tests {
         f.append(b"1").unwrap();
         assert_eq!(f.append(b"2").unwrap_err().raw_os_error(), Some(28));
         f.append(b"3").unwrap();
-        fs.inject(FaultPlan {
-            sticky: true,
-            ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Eio)
-        });
+        fs.inject(FaultPlan { sticky: true, ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Eio) });
         assert!(f.append(b"4").is_err());
         assert!(f.append(b"5").is_err());
         fs.clear();
@@ -449,10 +418,7 @@ mod tests {
     #[test]
     fn torn_append_writes_a_prefix() {
         let (_, fs, d) = setup();
-        fs.inject(FaultPlan {
-            tear: Some(0.5),
-            ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Eio)
-        });
+        fs.inject(FaultPlan { tear: Some(0.5), ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Eio) });
         let mut f = fs.create(&d.join("a")).unwrap();
         assert!(f.append(b"abcdefgh").is_err());
         assert_eq!(fs.read(&d.join("a")).unwrap(), b"abcd");
@@ -467,17 +433,12 @@ mod tests {
         f.sync().unwrap();
         fs.sync_dir(&d).unwrap();
         f.append(b"bb").unwrap();
-        fs.inject(FaultPlan {
-            path_contains: Some("m"),
-            ..FaultPlan::nth(FaultOp::Sync, 1, FaultError::Eio)
-        });
+        fs.inject(FaultPlan { path_contains: Some("m"), ..FaultPlan::nth(FaultOp::Sync, 1, FaultError::Eio) });
         assert!(f.sync().is_err());
         // A retry "succeeds", but the bytes never reach the disk.
         f.sync().unwrap();
         assert_eq!(fs.stats().syncs_after_failed_sync, 1);
-        let cut = mem
-            .snapshot()
-            .restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(0));
+        let cut = mem.snapshot().restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(0));
         assert_eq!(cut.read(&p).unwrap(), b"aa\0\0");
     }
 

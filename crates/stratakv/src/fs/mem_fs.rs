@@ -95,10 +95,7 @@ pub struct MemFs {
 impl std::fmt::Debug for MemFs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let st = self.shared.state.lock();
-        f.debug_struct("MemFs")
-            .field("files", &st.files.len())
-            .field("ops", &st.ops)
-            .finish()
+        f.debug_struct("MemFs").field("files", &st.files.len()).field("ops", &st.ops).finish()
     }
 }
 
@@ -138,12 +135,8 @@ pub enum FsCrashMode {
 
 impl FsCrashMode {
     /// Every mode, for enumeration.
-    pub const ALL: [FsCrashMode; 4] = [
-        FsCrashMode::DropUnsynced,
-        FsCrashMode::KeepNamesDropData,
-        FsCrashMode::TornTail,
-        FsCrashMode::KeepAll,
-    ];
+    pub const ALL: [FsCrashMode; 4] =
+        [FsCrashMode::DropUnsynced, FsCrashMode::KeepNamesDropData, FsCrashMode::TornTail, FsCrashMode::KeepAll];
 
     /// Short name for reports.
     pub fn name(self) -> &'static str {
@@ -175,26 +168,13 @@ pub struct FsSnapshot {
 
 fn snap_file(ino: &Arc<Inode>) -> SnapFile {
     let d = ino.data.read();
-    SnapFile {
-        ino: ino.clone(),
-        synced: d.synced,
-        len: d.bytes.len() as u64,
-        lost: d.lost.clone(),
-    }
+    SnapFile { ino: ino.clone(), synced: d.synced, len: d.bytes.len() as u64, lost: d.lost.clone() }
 }
 
 fn snapshot_of(st: &State) -> FsSnapshot {
     FsSnapshot {
-        visible: st
-            .files
-            .iter()
-            .map(|(p, i)| (p.clone(), snap_file(i)))
-            .collect(),
-        durable: st
-            .durable
-            .iter()
-            .map(|(p, i)| (p.clone(), snap_file(i)))
-            .collect(),
+        visible: st.files.iter().map(|(p, i)| (p.clone(), snap_file(i))).collect(),
+        durable: st.durable.iter().map(|(p, i)| (p.clone(), snap_file(i))).collect(),
         dirs: st.dirs.clone(),
     }
 }
@@ -207,10 +187,7 @@ impl FsSnapshot {
 
     /// Bytes written but not yet synced, over all visible files.
     pub fn unsynced_bytes(&self) -> u64 {
-        self.visible
-            .values()
-            .map(|f| f.len.saturating_sub(f.synced))
-            .sum()
+        self.visible.values().map(|f| f.len.saturating_sub(f.synced)).sum()
     }
 
     /// Builds the file system a crash of kind `mode` would leave. `rng`
@@ -232,9 +209,7 @@ impl FsSnapshot {
                 let ino = match made.iter().find(|(k, _)| *k == key) {
                     Some((_, i)) => i.clone(),
                     None => {
-                        let i = Arc::new(Inode {
-                            data: RwLock::new(crash_content(f, mode, rng)),
-                        });
+                        let i = Arc::new(Inode { data: RwLock::new(crash_content(f, mode, rng)) });
                         made.push((key, i.clone()));
                         i
                     }
@@ -280,18 +255,11 @@ fn crash_content(f: &SnapFile, mode: FsCrashMode, rng: &mut impl Rng) -> InodeDa
         }
     }
     let n = bytes.len() as u64;
-    InodeData {
-        bytes,
-        synced: n,
-        lost: Vec::new(),
-    }
+    InodeData { bytes, synced: n, lost: Vec::new() }
 }
 
 fn not_found(p: &Path) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::NotFound,
-        format!("{}: no such file", p.display()),
-    )
+    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file", p.display()))
 }
 
 impl MemFs {
@@ -299,12 +267,7 @@ impl MemFs {
     pub fn new() -> MemFs {
         let mut st = State::default();
         st.dirs.insert(PathBuf::from("/"));
-        MemFs {
-            shared: Arc::new(Shared {
-                state: Mutex::new(st),
-                syncs: AtomicU64::new(0),
-            }),
-        }
+        MemFs { shared: Arc::new(Shared { state: Mutex::new(st), syncs: AtomicU64::new(0) }) }
     }
 
     /// Installs (or removes) the per-operation hook. The hook runs with the
@@ -360,13 +323,7 @@ impl MemFs {
 
     /// Total bytes of every visible file.
     pub fn total_bytes(&self) -> u64 {
-        self.shared
-            .state
-            .lock()
-            .files
-            .values()
-            .map(|i| i.data.read().bytes.len() as u64)
-            .sum()
+        self.shared.state.lock().files.values().map(|i| i.data.read().bytes.len() as u64).sum()
     }
 
     /// Names of every visible file (full paths).
@@ -378,11 +335,7 @@ impl MemFs {
     pub fn write_file(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut st = self.shared.state.lock();
         let ino = Arc::new(Inode {
-            data: RwLock::new(InodeData {
-                bytes: bytes.to_vec(),
-                synced: bytes.len() as u64,
-                lost: Vec::new(),
-            }),
+            data: RwLock::new(InodeData { bytes: bytes.to_vec(), synced: bytes.len() as u64, lost: Vec::new() }),
         });
         if let Some(parent) = path.parent() {
             st.dirs.insert(parent.to_path_buf());
@@ -457,12 +410,7 @@ impl RandomAccessFile for MemRandom {
             .ok()
             .and_then(|s| s.checked_add(buf.len()).map(|e| (s, e)))
             .and_then(|(s, e)| d.bytes.get(s..e))
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "read past the end of the file",
-                )
-            })?;
+            .ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the file"))?;
         buf.copy_from_slice(src);
         Ok(())
     }
@@ -505,44 +453,24 @@ impl Fs for MemFs {
             st.files.insert(path.to_path_buf(), i);
             Ok(())
         })?;
-        Ok(Box::new(MemWritable {
-            fs: self.clone(),
-            ino,
-        }))
+        Ok(Box::new(MemWritable { fs: self.clone(), ino }))
     }
 
     fn append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let existing = self.shared.state.lock().files.get(path).cloned();
         match existing {
-            Some(ino) => Ok(Box::new(MemWritable {
-                fs: self.clone(),
-                ino,
-            })),
+            Some(ino) => Ok(Box::new(MemWritable { fs: self.clone(), ino })),
             None => self.create(path),
         }
     }
 
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        let ino = self
-            .shared
-            .state
-            .lock()
-            .files
-            .get(path)
-            .cloned()
-            .ok_or_else(|| not_found(path))?;
+        let ino = self.shared.state.lock().files.get(path).cloned().ok_or_else(|| not_found(path))?;
         Ok(Arc::new(MemRandom { ino }))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let ino = self
-            .shared
-            .state
-            .lock()
-            .files
-            .get(path)
-            .cloned()
-            .ok_or_else(|| not_found(path))?;
+        let ino = self.shared.state.lock().files.get(path).cloned().ok_or_else(|| not_found(path))?;
         let bytes = ino.data.read().bytes.clone();
         Ok(bytes)
     }
@@ -557,12 +485,7 @@ impl Fs for MemFs {
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        self.mutate(MemFsOp::Remove, |st| {
-            st.files
-                .remove(path)
-                .map(|_| ())
-                .ok_or_else(|| not_found(path))
-        })
+        self.mutate(MemFsOp::Remove, |st| st.files.remove(path).map(|_| ()).ok_or_else(|| not_found(path)))
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
@@ -596,12 +519,8 @@ impl Fs for MemFs {
                 return Err(not_found(dir));
             }
             st.durable.retain(|p, _| p.parent() != Some(dir));
-            let now: Vec<(PathBuf, Arc<Inode>)> = st
-                .files
-                .iter()
-                .filter(|(p, _)| p.parent() == Some(dir))
-                .map(|(p, i)| (p.clone(), i.clone()))
-                .collect();
+            let now: Vec<(PathBuf, Arc<Inode>)> =
+                st.files.iter().filter(|(p, _)| p.parent() == Some(dir)).map(|(p, i)| (p.clone(), i.clone())).collect();
             st.durable.extend(now);
             Ok(())
         })
@@ -614,13 +533,9 @@ impl Fs for MemFs {
             return Err(io::Error::new(io::ErrorKind::WouldBlock, "lock held"));
         }
         if !st.files.contains_key(path) {
-            st.files
-                .insert(path.to_path_buf(), Arc::new(Inode::default()));
+            st.files.insert(path.to_path_buf(), Arc::new(Inode::default()));
         }
-        Ok(Box::new(MemLock {
-            fs: self.clone(),
-            path: path.to_path_buf(),
-        }))
+        Ok(Box::new(MemLock { fs: self.clone(), path: path.to_path_buf() }))
     }
 }
 
@@ -645,9 +560,7 @@ mod tests {
         f.append(b" world").unwrap();
         // Not yet in the durable directory.
         let snap = fs.snapshot();
-        assert!(!snap
-            .restore(FsCrashMode::DropUnsynced, &mut rng())
-            .exists(&d.join("a")));
+        assert!(!snap.restore(FsCrashMode::DropUnsynced, &mut rng()).exists(&d.join("a")));
         let kept = snap.restore(FsCrashMode::KeepNamesDropData, &mut rng());
         assert_eq!(kept.read(&d.join("a")).unwrap(), b"hello");
         fs.sync_dir(d).unwrap();
@@ -745,10 +658,7 @@ mod tests {
         fs.sync_dir(d).unwrap();
         assert_eq!(n.load(Ordering::Relaxed), 4);
         let l = fs.lock(&d.join("LOCK")).unwrap();
-        assert_eq!(
-            fs.lock(&d.join("LOCK")).unwrap_err().kind(),
-            io::ErrorKind::WouldBlock
-        );
+        assert_eq!(fs.lock(&d.join("LOCK")).unwrap_err().kind(), io::ErrorKind::WouldBlock);
         drop(l);
         assert!(fs.lock(&d.join("LOCK")).is_ok());
     }

@@ -198,10 +198,8 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     fn src(keys: &[(&str, u64)]) -> Box<dyn InternalIterator> {
-        let mut v: Vec<_> = keys
-            .iter()
-            .map(|(k, s)| (internal_key(k.as_bytes(), *s, Kind::Put), k.as_bytes().to_vec()))
-            .collect();
+        let mut v: Vec<_> =
+            keys.iter().map(|(k, s)| (internal_key(k.as_bytes(), *s, Kind::Put), k.as_bytes().to_vec())).collect();
         v.sort_by(|a, b| compare_internal(&a.0, &b.0));
         Box::new(VecIterator::new(v))
     }
@@ -218,10 +216,8 @@ mod tests {
 
     #[test]
     fn merges_and_switches_direction() {
-        let mut m = MergingIterator::new(vec![
-            src(&[("a", 5), ("c", 6), ("e", 7)]),
-            src(&[("b", 1), ("c", 2), ("f", 3)]),
-        ]);
+        let mut m =
+            MergingIterator::new(vec![src(&[("a", 5), ("c", 6), ("e", 7)]), src(&[("b", 1), ("c", 2), ("f", 3)])]);
         let fwd = all_forward(&mut m);
         assert_eq!(fwd.len(), 6);
         assert!(fwd.windows(2).all(|w| compare_internal(&w[0], &w[1]) == Ordering::Less));
@@ -255,7 +251,11 @@ mod tests {
         for c in 0..25u64 {
             let mut v = Vec::new();
             for _ in 0..rng.gen_range(0..40) {
-                let k = internal_key(format!("{:04}", rng.gen_range(0..500)).as_bytes(), c * 1000 + v.len() as u64, Kind::Put);
+                let k = internal_key(
+                    format!("{:04}", rng.gen_range(0..500)).as_bytes(),
+                    c * 1000 + v.len() as u64,
+                    Kind::Put,
+                );
                 v.push((k.clone(), vec![]));
                 all.push(k);
             }

@@ -78,9 +78,8 @@ impl InternalIterator for VecIterator {
         Ok(())
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let i = self.entries.partition_point(|(k, _)| {
-            crate::key::compare_internal(k, target) == std::cmp::Ordering::Less
-        });
+        let i =
+            self.entries.partition_point(|(k, _)| crate::key::compare_internal(k, target) == std::cmp::Ordering::Less);
         self.pos = if i < self.entries.len() { Some(i) } else { None };
         Ok(())
     }

@@ -96,8 +96,7 @@ pub fn build_row(region: &Region, path: &Arc<PathBuf>, spec: RowSpec<'_>) -> Res
     };
     let total = row_bytes(n);
     let slots = total.div_ceil(region.slot_bytes()).max(1);
-    let mut writer =
-        region.allocate(EXTENT_KIND_ROW, slots, spec.id).map_err(|e| Error::from_pm(path, e))?;
+    let mut writer = region.allocate(EXTENT_KIND_ROW, slots, spec.id).map_err(|e| Error::from_pm(path, e))?;
     let mut slot = writer.reserve(total).ok_or_else(|| Error::Pm("row extent too small".into()))?;
     let pm = |e| Error::from_pm(path, e);
     slot.write(HEADER_LEN, &elems).map_err(pm)?;

@@ -61,8 +61,7 @@ pub fn pick_column(
         }
     }
     let Some(lo) = lo else { return Ok(None) };
-    let avg: Vec<f64> =
-        comp.iter().map(|r| r.row.header().log_bytes as f64 / r.row.len().max(1) as f64).collect();
+    let avg: Vec<f64> = comp.iter().map(|r| r.row.header().log_bytes as f64 / r.row.len().max(1) as f64).collect();
     let bytes_upto = |u: &[u8]| -> Result<u64> {
         let mut b = 0f64;
         for (r, a) in comp.iter().zip(&avg) {

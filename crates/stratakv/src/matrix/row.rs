@@ -254,10 +254,7 @@ impl Row {
     /// Every key hash (for building filters).
     pub fn hashes(&self) -> Result<Vec<u64>> {
         let at = HEADER_LEN + self.header.count * ELEM_LEN;
-        let b = self
-            .extent
-            .read(at, self.header.count * HASH_LEN)
-            .map_err(|e| Error::from_pm(&self.region_path, e))?;
+        let b = self.extent.read(at, self.header.count * HASH_LEN).map_err(|e| Error::from_pm(&self.region_path, e))?;
         Ok(b.chunks_exact(8).filter_map(|c| c.try_into().ok()).map(u64::from_le_bytes).collect())
     }
 

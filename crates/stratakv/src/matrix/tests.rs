@@ -25,7 +25,11 @@ fn region() -> (Region, Arc<PathBuf>) {
 }
 
 /// Writes records into a fresh log extent; returns entries sorted by internal key.
-fn write_log(region: &Region, log_no: u64, recs: &[(Vec<u8>, u64, Kind, Vec<u8>)]) -> (Vec<RowEntry>, strata_pmem::Extent, u64) {
+fn write_log(
+    region: &Region,
+    log_no: u64,
+    recs: &[(Vec<u8>, u64, Kind, Vec<u8>)],
+) -> (Vec<RowEntry>, strata_pmem::Extent, u64) {
     let mut body = Vec::new();
     let mut offs = Vec::new();
     for (k, _, kind, v) in recs {
@@ -59,11 +63,8 @@ fn write_log(region: &Region, log_no: u64, recs: &[(Vec<u8>, u64, Kind, Vec<u8>)
             hash: key_hash(k),
         })
         .collect();
-    let keyed: Vec<(Vec<u8>, RowEntry)> = entries
-        .drain(..)
-        .zip(recs)
-        .map(|(e, (k, seq, kind, _))| (internal_key(k, *seq, *kind), e))
-        .collect();
+    let keyed: Vec<(Vec<u8>, RowEntry)> =
+        entries.drain(..).zip(recs).map(|(e, (k, seq, kind, _))| (internal_key(k, *seq, *kind), e)).collect();
     let mut keyed = keyed;
     keyed.sort_by(|a, b| crate::key::compare_internal(&a.0, &b.0));
     (keyed.into_iter().map(|(_, e)| e).collect(), w.extent().clone(), body.len() as u64)
@@ -140,11 +141,8 @@ fn hints_never_skip_a_present_key() {
         if seed % 2 == 1 {
             state.begin_round();
             let u = random_key(&mut rng, 400);
-            let ends: Vec<(u64, u32)> = state
-                .rows
-                .iter()
-                .map(|r| (r.row.id(), r.row.upper_bound_user(&u, r.start).unwrap()))
-                .collect();
+            let ends: Vec<(u64, u32)> =
+                state.rows.iter().map(|r| (r.row.id(), r.row.upper_bound_user(&u, r.start).unwrap())).collect();
             state.apply_column(&ends);
         }
         let view = state.view();

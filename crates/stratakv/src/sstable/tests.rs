@@ -14,7 +14,11 @@ fn build(dir: &Path, n: usize, opts: TableOptions) -> (Arc<Table>, Entries) {
     let mut b = TableBuilder::new(f, &path, opts);
     let mut entries = Vec::new();
     for i in 0..n {
-        let k = internal_key(format!("key{:06}", i * 2).as_bytes(), 100 + i as u64, if i % 7 == 0 { Kind::Delete } else { Kind::Put });
+        let k = internal_key(
+            format!("key{:06}", i * 2).as_bytes(),
+            100 + i as u64,
+            if i % 7 == 0 { Kind::Delete } else { Kind::Put },
+        );
         let v = format!("value-{i}-{}", "x".repeat(i % 50)).into_bytes();
         b.add(&k, &v).unwrap();
         entries.push((k, v));

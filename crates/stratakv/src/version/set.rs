@@ -212,9 +212,10 @@ impl VersionSet {
         edit.next_file_number = Some(self.next_file_number);
         let rec = encode_record(&edit.encode());
         let m = self.manifest.as_mut().ok_or(Error::Closed)?;
-        let written = m.append(&rec).map_err(|e| Error::io(&mpath, "write", e)).and_then(|_| {
-            m.sync().map_err(|e| Error::io(&mpath, "fsync", e))
-        });
+        let written = m
+            .append(&rec)
+            .map_err(|e| Error::io(&mpath, "write", e))
+            .and_then(|_| m.sync().map_err(|e| Error::io(&mpath, "fsync", e)));
         if let Err(e) = written {
             self.manifest_damaged = true;
             self.pinned.extend(pin);
