@@ -53,7 +53,7 @@ fn many_writes_flush_compact_and_reopen() {
     let back: Vec<_> = db.iter(..).unwrap().rev().collect();
     assert_eq!(back.len(), n as usize);
     assert_eq!(back.first().map(|x| &x.0), all.last().map(|x| &x.0));
-    assert_eq!(db.verify_checksums().unwrap() > 0, true);
+    assert!(db.verify_checksums().unwrap() > 0);
 }
 
 #[test]

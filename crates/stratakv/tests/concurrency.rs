@@ -48,7 +48,7 @@ fn readers_never_see_a_torn_batch() {
             let mut n = 0usize;
             while !stop.load(Ordering::Relaxed) {
                 let g = (n + r) % GROUPS;
-                if n % 2 == 0 {
+                if n.is_multiple_of(2) {
                     let snap = db.snapshot();
                     let vals: Vec<_> = (0..KEYS_PER_GROUP).map(|i| snap.get(key(g, i)).unwrap()).collect();
                     assert!(

@@ -37,7 +37,7 @@ fn full_pm(l0: stratakv::L0Kind) {
     let mut acked = 0u32;
     let mut pin = Vec::new();
     let err = loop {
-        if acked % 500 == 0 {
+        if acked.is_multiple_of(500) {
             let mut it = db.iter(..).unwrap();
             it.next(); // the first step builds the cursor, which pins the memtables
             pin.push(it);

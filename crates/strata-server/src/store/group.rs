@@ -148,7 +148,12 @@ mod tests {
         // `b` is applied but `a` is not: a sync now must not claim `b`.
         let (g3, synced) = (g.clone(), Arc::new(AtomicU64::new(0)));
         let s3 = synced.clone();
-        let waiter = std::thread::spawn(move || g3.wait(b, || Ok::<(), ()>(s3.store(1, Ordering::Relaxed))));
+        let waiter = std::thread::spawn(move || {
+            g3.wait(b, || {
+                s3.store(1, Ordering::Relaxed);
+                Ok::<(), ()>(())
+            })
+        });
         std::thread::sleep(std::time::Duration::from_millis(20));
         assert!(!waiter.is_finished());
         g.end(a);
