@@ -143,3 +143,55 @@ fn matrix_profile_builds_rows_merges_and_compacts_columns() {
     assert_eq!(db.stats().l0, "matrix");
     assert_eq!(db.iter(..).unwrap().count(), n as usize);
 }
+
+/// DURABILITY.md: on an ordinary-file PM region a `sync` write msyncs the
+/// log before it returns, and a write without `sync` does not (it is left
+/// to the periodic msync, off here).
+#[test]
+fn sync_writes_msync_an_ordinary_file_region_and_plain_writes_do_not() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let placement = db.stats().pm_placement;
+    if placement != "file" {
+        eprintln!("skipped: the PM region is on {placement}, not an ordinary file");
+        return;
+    }
+    let before = db.stats().pm_syncs;
+    for i in 0..100 {
+        db.put(format!("plain{i}"), b"v").unwrap();
+    }
+    assert_eq!(db.stats().pm_syncs, before, "plain writes must not msync");
+    db.put_opt(b"durable", b"v", &WriteOptions { sync: true }).unwrap();
+    assert!(db.stats().pm_syncs > before, "a sync write must msync before it returns");
+}
+
+/// DURABILITY.md: on tmpfs (/dev/shm) there is nothing to msync: the
+/// region is DRAM, so a power loss loses it, and the engine then refuses
+/// to open rather than silently serving the tables alone.
+#[test]
+fn a_lost_shm_region_is_a_clear_error_on_open() {
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("skipped: no /dev/shm");
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let pm = tempfile::tempdir_in(shm).unwrap();
+    let mut o = opts();
+    o.pm_dir = Some(pm.path().to_path_buf());
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        assert_eq!(db.stats().pm_placement, "shm");
+        db.put_opt(b"k", b"v", &WriteOptions { sync: true }).unwrap();
+        db.close().unwrap();
+    }
+    // A power loss empties /dev/shm.
+    for e in std::fs::read_dir(pm.path()).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    match Db::open(dir.path(), o) {
+        Err(Error::Corruption { .. }) => {}
+        Err(e) => panic!("expected a corruption error naming the region, got {e}"),
+        Ok(_) => panic!("opened without its PM region"),
+    }
+}
