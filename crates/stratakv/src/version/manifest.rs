@@ -6,7 +6,12 @@
 //!
 //! The length has its own checksum, so a damaged length is told apart from
 //! a record cut short at the end of the file by a crash while appending
-//! (a torn tail, which is ignored). Any other bad record is corruption.
+//! (a torn tail, which is ignored). A power cut can also leave the file's
+//! new size on disk without all of its data: the unsynced tail then reads
+//! as zeros from some point inside the last record to the end of the file.
+//! A bad record whose damage is exactly such a zero run is a torn tail too
+//! (the engine syncs every record before relying on it, so only an
+//! unacknowledged edit can be cut). Any other bad record is corruption.
 
 use std::path::Path;
 
@@ -45,6 +50,9 @@ pub fn decode_records<'a>(data: &'a [u8], path: &Path) -> Result<Records<'a>> {
             return Ok((out, true));
         };
         if unmask_crc(len_crc) != crc(&len.to_le_bytes()) {
+            if zeros_from_inside(data, off, off + HEADER) {
+                return Ok((out, true));
+            }
             return Err(Error::corruption(path, off as u64, "MANIFEST record length is damaged"));
         }
         let start = off + HEADER;
@@ -53,12 +61,23 @@ pub fn decode_records<'a>(data: &'a [u8], path: &Path) -> Result<Records<'a>> {
         };
         let payload = data.get(start..end).unwrap_or(&[]);
         if unmask_crc(c) != crc(payload) {
+            if zeros_from_inside(data, off, end) {
+                return Ok((out, true));
+            }
             return Err(Error::corruption(path, off as u64, "MANIFEST record checksum mismatch"));
         }
         out.push((off as u64, payload));
         off = end;
     }
     Ok((out, false))
+}
+
+/// Whether the file reads as zeros from some point strictly inside the
+/// record `[off, end)` to its end: a size that reached the disk before the
+/// data did.
+fn zeros_from_inside(data: &[u8], off: usize, end: usize) -> bool {
+    let nonzero_end = data.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
+    nonzero_end > off && nonzero_end < end && nonzero_end < data.len()
 }
 
 #[cfg(test)]
@@ -94,5 +113,21 @@ mod tests {
         }
         let (recs, torn) = decode_records(&zeroed, p).unwrap();
         assert_eq!((recs.len(), torn), (4, true));
+        // A tail zeroed from inside the last record's header or payload is
+        // a torn append (the size reached the disk, the data did not)...
+        for from in [start + 1, start + 5, start + 9, start + HEADER + 3, n - 1] {
+            let mut z = f.clone();
+            for b in &mut z[from..] {
+                *b = 0;
+            }
+            let (recs, torn) = decode_records(&z, p).unwrap();
+            assert_eq!((recs.len(), torn), (4, true), "zeros from {from}");
+        }
+        // ...but zeros inside an earlier record, with data after, are not.
+        let mut mid = f.clone();
+        for b in &mut mid[36..40] {
+            *b = 0;
+        }
+        assert!(decode_records(&mid, p).unwrap_err().is_corruption());
     }
 }
