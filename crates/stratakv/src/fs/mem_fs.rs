@@ -248,8 +248,13 @@ fn crash_content(f: &SnapFile, mode: FsCrashMode, rng: &mut impl Rng) -> InodeDa
         }
     }
     if mode == FsCrashMode::TornTail && keep > synced && rng.gen_bool(0.3) {
-        // The size reached the disk but part of the data did not.
-        let s = rng.gen_range(synced..keep) as usize;
+        // The size reached the disk but part of the data did not. Data
+        // reaches the disk in sectors, so what is missing starts at the old
+        // end of the file (its sector was written with zeros after it) or
+        // at a sector boundary.
+        const SECTOR: u64 = 512;
+        let s = rng.gen_range(synced..keep).div_ceil(SECTOR) * SECTOR;
+        let s = if s >= keep { synced } else { s } as usize;
         if let Some(b) = bytes.get_mut(s..) {
             b.fill(0);
         }

@@ -72,12 +72,19 @@ pub fn decode_records<'a>(data: &'a [u8], path: &Path) -> Result<Records<'a>> {
     Ok((out, false))
 }
 
-/// Whether the file reads as zeros from some point strictly inside the
-/// record `[off, end)` to its end: a size that reached the disk before the
-/// data did.
+/// File systems write data in sectors: a size that reached the disk
+/// before the data leaves zeros from a sector boundary (or from the old
+/// end of the file, which the caller checks) onwards.
+const SECTOR: usize = 512;
+
+/// Whether the file reads as zeros from a sector boundary strictly inside
+/// the record `[off, end)` to its end: a size that reached the disk before
+/// the data did. Natural zero bytes at the end of a damaged record do not
+/// count unless they span such a boundary.
 fn zeros_from_inside(data: &[u8], off: usize, end: usize) -> bool {
     let nonzero_end = data.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
-    nonzero_end > off && nonzero_end < end && nonzero_end < data.len()
+    let z = nonzero_end.div_ceil(SECTOR) * SECTOR;
+    z > off && z < end && z < data.len()
 }
 
 #[cfg(test)]
@@ -113,16 +120,31 @@ mod tests {
         }
         let (recs, torn) = decode_records(&zeroed, p).unwrap();
         assert_eq!((recs.len(), torn), (4, true));
-        // A tail zeroed from inside the last record's header or payload is
-        // a torn append (the size reached the disk, the data did not)...
-        for from in [start + 1, start + 5, start + 9, start + HEADER + 3, n - 1] {
-            let mut z = f.clone();
-            for b in &mut z[from..] {
+        // A tail zeroed from a sector boundary inside the last record's
+        // header or payload is a torn append (the size reached the disk, the
+        // data did not)...
+        let mut big = Vec::new();
+        for i in 0..4u8 {
+            big.extend_from_slice(&encode_record(&vec![i + 1; 1000]));
+        }
+        let last_start = big.len() - (HEADER + 1000);
+        for z in [3072usize, 3584] {
+            let mut t = big.clone();
+            for b in &mut t[z..] {
                 *b = 0;
             }
-            let (recs, torn) = decode_records(&z, p).unwrap();
-            assert_eq!((recs.len(), torn), (4, true), "zeros from {from}");
+            assert!(z > last_start && z < big.len());
+            let (recs, torn) = decode_records(&t, p).unwrap();
+            assert_eq!((recs.len(), torn), (3, true), "zeros from {z}");
         }
+        // ...while damage in a last record that merely ends in zero bytes is
+        // corruption.
+        let mut natural = big.clone();
+        let n2 = natural.len();
+        for b in &mut natural[n2 - 5..] {
+            *b = 0;
+        }
+        assert!(decode_records(&natural, p).unwrap_err().is_corruption());
         // ...but zeros inside an earlier record, with data after, are not.
         let mut mid = f.clone();
         for b in &mut mid[36..40] {
