@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 use strata_pmem::SimPm;
-use stratakv::fs::{FaultError, FaultFs, FaultOp, FaultPlan, FsCrashMode, MemFs};
+use stratakv::fs::{FaultError, FaultFs, FaultOp, FaultPlan, Fs, FsCrashMode, MemFs};
 use stratakv::{Db, Error, L0Kind, Options, WriteOptions};
 
 const DIR: &str = "/db";
@@ -259,6 +259,61 @@ fn flush_on_a_full_disk_returns_disk_full() {
         db.flush().unwrap();
         for i in 0..100u32 {
             assert_eq!(db.get(k(i)).unwrap(), Some(v(i, 0).into_bytes()));
+        }
+    }
+}
+
+/// Regression (found by `strata-stress --mode fs-fault`, seed 1277: "flush
+/// after space was freed failed: disk full: write /db/MANIFEST-126593"):
+/// once space is freed, `Db::flush` must succeed without a reopen. It gave
+/// up with the `DiskFull` of a background attempt made *before* the space
+/// was freed, because the background slept out its back-off (250 ms) and
+/// nobody asked it to retry within `pm_full_timeout_ms`. Meanwhile every
+/// failed retry left a partial MANIFEST behind and burned a file number.
+#[test]
+fn flush_after_space_is_freed_does_not_report_a_stale_disk_full() {
+    for l0 in [L0Kind::Sstable, L0Kind::Matrix] {
+        let sim = Arc::new(SimPm::new(2 << 20));
+        let mem = MemFs::new();
+        let fault = FaultFs::over_mem(mem.clone());
+        let mut o = opts(l0, &sim, Arc::new(fault.clone()));
+        o.disable_auto_compaction = true;
+        // Shorter than the background back-off: only a failure seen after
+        // the caller asked for a retry may be reported to it.
+        o.pm_full_timeout_ms = 30;
+        let db = Db::open(DIR, o).unwrap();
+        for i in 0..100u32 {
+            db.put(k(i), v(i, 0)).unwrap();
+        }
+        fault.inject(FaultPlan {
+            sticky: true,
+            path_contains: Some("MANIFEST"),
+            ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Enospc)
+        });
+        // The disk stays full across a few background retries (each one
+        // after the first rolls a new MANIFEST, whose write fails).
+        let start = std::time::Instant::now();
+        while fault.stats().fired.len() < 4 {
+            let r = db.flush();
+            assert!(matches!(r, Err(Error::DiskFull { .. })), "{l0:?}: {r:?}");
+            assert!(start.elapsed() < std::time::Duration::from_secs(60), "{l0:?}: the background never retried");
+        }
+        assert!(db.stats().poisoned.is_none(), "{l0:?}: a full disk must not poison");
+        fault.clear();
+        db.flush().unwrap_or_else(|e| panic!("{l0:?}: flush after space was freed: {e}"));
+        db.put_opt(b"after", b"x", &WriteOptions { sync: true }).unwrap();
+        // The failed MANIFESTs were removed, not left to fill the disk.
+        let manifests: Vec<String> =
+            mem.list(std::path::Path::new(DIR)).unwrap().into_iter().filter(|n| n.starts_with("MANIFEST-")).collect();
+        assert_eq!(manifests.len(), 1, "{l0:?}: {manifests:?}");
+        for i in 0..100u32 {
+            assert_eq!(db.get(k(i)).unwrap(), Some(v(i, 0).into_bytes()), "{l0:?}");
+        }
+        drop(db);
+        let db = Db::open(DIR, opts(l0, &sim, Arc::new(mem.clone()))).unwrap();
+        assert_eq!(db.get(b"after").unwrap(), Some(b"x".to_vec()), "{l0:?}");
+        for i in 0..100u32 {
+            assert_eq!(db.get(k(i)).unwrap(), Some(v(i, 0).into_bytes()), "{l0:?}");
         }
     }
 }

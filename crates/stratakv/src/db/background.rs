@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::{DbInner, KeyRange, State};
 use crate::compaction::picker::key_may_exist_below;
@@ -15,6 +15,10 @@ use crate::memtable::Memtable;
 use crate::options::L0Kind;
 use crate::version::filename::table_path;
 use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
+
+/// How long a background thread waits before retrying after a full disk,
+/// unless a caller waiting on it asks for a retry sooner.
+const BACK_OFF: Duration = Duration::from_millis(250);
 
 impl DbInner {
     pub(crate) fn start_threads(self: &Arc<Self>) -> Result<()> {
@@ -84,14 +88,14 @@ impl DbInner {
 
     fn flush_loop(self: Arc<Self>) {
         loop {
-            let imm = {
+            let (imm, retry) = {
                 let mut st = self.state.lock();
                 loop {
                     if st.poisoned.is_some() {
                         return;
                     }
                     if let Some(m) = st.imms.front() {
-                        break m.clone();
+                        break (m.clone(), st.bg_retries);
                     }
                     if self.shutting_down.load(Ordering::Acquire) {
                         return;
@@ -111,7 +115,7 @@ impl DbInner {
             match r {
                 Ok(()) => self.clear_bg_error(),
                 Err(Error::Closed) => return,
-                Err(e) if self.retryable(&e) => self.back_off(e),
+                Err(e) if self.retryable(&e) => self.back_off(e, retry),
                 Err(e) => {
                     self.poison(&e);
                     return;
@@ -170,6 +174,7 @@ impl DbInner {
 
     fn compaction_loop(self: Arc<Self>) {
         loop {
+            let retry = self.state.lock().bg_retries;
             let work = match self.next_work() {
                 Ok(Some(w)) => w,
                 Ok(None) => return,
@@ -192,7 +197,7 @@ impl DbInner {
             match r {
                 Ok(()) => self.clear_bg_error(),
                 Err(Error::Closed) => return,
-                Err(e) if self.retryable(&e) => self.back_off(e),
+                Err(e) if self.retryable(&e) => self.back_off(e, retry),
                 Err(e) => {
                     self.poison(&e);
                     return;
@@ -208,12 +213,49 @@ impl DbInner {
         matches!(e, Error::DiskFull { .. })
     }
 
-    /// Records a retryable failure and waits a little before the retry.
-    fn back_off(&self, e: Error) {
+    /// Records a retryable failure of an attempt begun when `bg_retries`
+    /// was `retry`, and waits before the next attempt: the whole back-off,
+    /// unless a caller waiting on background work asks for a retry (the
+    /// disk may have room again; if it asked during this attempt, at once),
+    /// or the database shuts down or is poisoned. Other wake-ups (another
+    /// thread's back-off, stalled writers, PM waits) do not end it: two
+    /// failing threads used to wake each other into a busy loop.
+    fn back_off(&self, e: Error, retry: u64) {
+        let deadline = Instant::now() + BACK_OFF;
         let mut st = self.state.lock();
+        st.bg_error_retry = if st.bg_error.is_some() { st.bg_error_retry.max(retry) } else { retry };
         st.bg_error = Some(e);
         self.state_cv.notify_all();
-        self.state_cv.wait_for(&mut st, Duration::from_millis(250));
+        while st.bg_retries == retry && st.poisoned.is_none() && !self.shutting_down.load(Ordering::Acquire) {
+            if self.state_cv.wait_until(&mut st, deadline).timed_out() {
+                break;
+            }
+        }
+    }
+
+    /// Asks the background threads to retry a failed flush or compaction
+    /// now (call with `state` held, when `bg_error` is set). Returns the
+    /// request's number for [`DbInner::disk_full_error`].
+    pub(crate) fn request_retry(&self, st: &mut State) -> u64 {
+        st.bg_retries += 1;
+        self.state_cv.notify_all();
+        st.bg_retries
+    }
+
+    /// The error for a caller that has waited on background work since
+    /// `since` and asked for retry `retry`, if it should give up: the disk
+    /// is still full after `pm_full_timeout_ms`, as an attempt begun after
+    /// the request found. An older failure may predate freed space, and
+    /// the retry it asked for may be about to succeed.
+    pub(crate) fn disk_full_error(&self, st: &State, since: Instant, retry: u64) -> Option<Error> {
+        let e = st.bg_error.as_ref()?;
+        if st.bg_error_retry < retry || since.elapsed() <= Duration::from_millis(self.opts.pm_full_timeout_ms) {
+            return None;
+        }
+        Some(match e {
+            Error::DiskFull { path, op } => Error::DiskFull { path: path.clone(), op },
+            other => Error::Pm(other.to_string()),
+        })
     }
 
     fn clear_bg_error(&self) {
@@ -384,7 +426,8 @@ impl DbInner {
             w.next_mem_id
         };
         let mut st = self.state.lock();
-        let mut full_since: Option<std::time::Instant> = None;
+        // While the disk is full: since when, and the retry this call asked for.
+        let mut full: Option<(Instant, u64)> = None;
         loop {
             if let Some(p) = &st.poisoned {
                 return Err(Error::Poisoned(p.clone()));
@@ -395,16 +438,16 @@ impl DbInner {
             if !st.imms.front().map(|m| m.id() < target).unwrap_or(false) {
                 return Ok(());
             }
-            // The disk is full and flushes keep retrying: give up after a
-            // while, as writers do, instead of waiting forever.
-            match &st.bg_error {
-                Some(Error::DiskFull { path, op }) => {
-                    let since = *full_since.get_or_insert_with(std::time::Instant::now);
-                    if since.elapsed() > Duration::from_millis(self.opts.pm_full_timeout_ms) {
-                        return Err(Error::DiskFull { path: path.clone(), op });
-                    }
+            // The disk is full and flushes keep retrying: have them retry
+            // now (space may have been freed), and give up after a while,
+            // as writers do, instead of waiting forever.
+            if st.bg_error.is_some() {
+                let (since, retry) = *full.get_or_insert_with(|| (Instant::now(), self.request_retry(&mut st)));
+                if let Some(e) = self.disk_full_error(&st, since, retry) {
+                    return Err(e);
                 }
-                _ => full_since = None,
+            } else {
+                full = None;
             }
             self.state_cv.wait_for(&mut st, Duration::from_millis(50));
         }

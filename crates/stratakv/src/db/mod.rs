@@ -88,6 +88,12 @@ pub(crate) struct State {
     /// A retryable background failure (the disk is full): flushes and
     /// compactions retry, writers get back-pressure and then this error.
     pub bg_error: Option<Error>,
+    /// The value of `bg_retries` when the attempt that set `bg_error` began.
+    pub bg_error_retry: u64,
+    /// Bumped by a caller that waits on background work while `bg_error`
+    /// is set, to have it retried at once (the disk may have room again):
+    /// only a failure of an attempt begun since then is reported to it.
+    pub bg_retries: u64,
     pub compactions_running: usize,
     /// Bumped whenever a flush or compaction installs a version.
     pub installs: u64,

@@ -124,6 +124,8 @@ impl DbInner {
     fn make_room(&self) -> Result<()> {
         let mut slowed = false;
         let mut stalled: Option<Instant> = None;
+        // The retry asked of a failing background (the disk is full).
+        let mut asked: Option<u64> = None;
         let mut st = self.state.lock();
         let result = loop {
             if let Some(p) = &st.poisoned {
@@ -140,13 +142,12 @@ impl DbInner {
             if l0 >= self.opts.l0_stop_writes_trigger || mems_full || matrix_full {
                 let since = *stalled.get_or_insert_with(Instant::now);
                 // Back-pressure first; if background work cannot make room
-                // (the disk is full), give up with its error after a while.
-                if let Some(e) = &st.bg_error {
-                    if since.elapsed() > Duration::from_millis(self.opts.pm_full_timeout_ms) {
-                        break Err(match e {
-                            Error::DiskFull { path, op } => Error::DiskFull { path: path.clone(), op },
-                            other => Error::Pm(other.to_string()),
-                        });
+                // (the disk is full), have it retry now (space may have
+                // been freed), and give up with its error after a while.
+                if st.bg_error.is_some() {
+                    let retry = *asked.get_or_insert_with(|| self.request_retry(&mut st));
+                    if let Some(e) = self.disk_full_error(&st, since, retry) {
+                        break Err(e);
                     }
                 }
                 self.state_cv.notify_all();

@@ -258,14 +258,29 @@ impl VersionSet {
     fn roll_manifest(&mut self) -> Result<()> {
         let number = self.new_file_number();
         let mpath = manifest_path(&self.dir, number);
-        let mut f = self.fs.create(&mpath).map_err(|e| Error::io(&mpath, "create", e))?;
+        let tmp = temp_path(&self.dir, number);
         let mut snap = self.snapshot_edit();
         snap.next_file_number = Some(self.next_file_number);
         let rec = encode_record(&snap.encode());
-        f.append(&rec).map_err(|e| Error::io(&mpath, "write", e))?;
-        f.sync().map_err(|e| Error::io(&mpath, "fsync", e))?;
+        let written = write_synced(&*self.fs, &mpath, &rec)
+            .and_then(|f| write_synced(&*self.fs, &tmp, format!("MANIFEST-{number:06}\n").as_bytes()).map(|_| f));
+        let f = match written {
+            Ok(f) => f,
+            Err(e) => {
+                // Nothing names these files yet (CURRENT is renamed last):
+                // remove them, or a disk that stays full collects a partial
+                // MANIFEST per retry of the failed change. Best effort:
+                // leftovers are removed at the next open.
+                let _ = self.fs.remove(&tmp);
+                let _ = self.fs.remove(&mpath);
+                return Err(e);
+            }
+        };
         self.manifest_bytes_written += rec.len() as u64;
-        set_current(&*self.fs, &self.dir, number)?;
+        // Atomically point CURRENT at the new MANIFEST.
+        let cur = current_path(&self.dir);
+        self.fs.rename(&tmp, &cur).map_err(|e| Error::io(&cur, "rename", e))?;
+        self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, "fsync dir", e))?;
         // CURRENT no longer names a MANIFEST with a failed edit in it.
         self.pinned.clear();
         let old = std::mem::replace(&mut self.manifest_number, number);
@@ -278,18 +293,12 @@ impl VersionSet {
     }
 }
 
-/// Atomically points CURRENT at MANIFEST-`number`.
-fn set_current(fs: &dyn Fs, dir: &Path, number: u64) -> Result<()> {
-    let tmp = temp_path(dir, number);
-    let body = format!("MANIFEST-{number:06}\n");
-    let mut f = fs.create(&tmp).map_err(|e| Error::io(&tmp, "create", e))?;
-    f.append(body.as_bytes()).map_err(|e| Error::io(&tmp, "write", e))?;
-    f.sync().map_err(|e| Error::io(&tmp, "fsync", e))?;
-    drop(f);
-    let cur = current_path(dir);
-    fs.rename(&tmp, &cur).map_err(|e| Error::io(&cur, "rename", e))?;
-    fs.sync_dir(dir).map_err(|e| Error::io(dir, "fsync dir", e))?;
-    Ok(())
+/// Creates `path` holding `data`, fsynced; returns the open file.
+fn write_synced(fs: &dyn Fs, path: &Path, data: &[u8]) -> Result<Box<dyn WritableFile>> {
+    let mut f = fs.create(path).map_err(|e| Error::io(path, "create", e))?;
+    f.append(data).map_err(|e| Error::io(path, "write", e))?;
+    f.sync().map_err(|e| Error::io(path, "fsync", e))?;
+    Ok(f)
 }
 
 /// Applies an edit to a version, checking that it makes sense.
