@@ -107,6 +107,13 @@ impl DbInner {
                 // The log keeps the data; recovery rebuilds the memtable.
                 return;
             }
+            // Writers that reserved space in this memtable before it was
+            // sealed may still be copying into it; the row or table must hold
+            // their records (they will be acknowledged, and the MANIFEST edit
+            // says the memtable's whole log is persisted elsewhere).
+            // Publication is in sequence order, so once `last_seq` is visible
+            // every such insert is done.
+            self.pipeline.wait_visible(imm.last_seq());
             let r = if self.opts.l0 == L0Kind::Matrix {
                 self.seal_to_row(&imm).and_then(|_| self.maybe_merge_rows())
             } else {
@@ -140,7 +147,6 @@ impl DbInner {
 
     /// Writes the oldest sealed memtable to an L0 table and retires its log.
     fn flush_memtable(&self, imm: &Arc<Memtable>) -> Result<()> {
-        self.pipeline.wait_visible(imm.last_seq());
         let version = self.state.lock().version.clone();
         let oldest = self.oldest_snapshot();
         let mut outputs = Vec::new();

@@ -40,12 +40,6 @@ struct ColumnPart {
 impl DbInner {
     /// Turns a sealed memtable into the newest matrix row.
     pub(crate) fn seal_to_row(&self, imm: &Arc<Memtable>) -> Result<()> {
-        // Writers that reserved space in this memtable before it was sealed
-        // may still be copying into it; the row must hold their records
-        // (they will be acknowledged, and the MANIFEST edit below says the
-        // memtable's whole log is in the row). Publication is in sequence
-        // order, so once `last_seq` is visible every such insert is done.
-        self.pipeline.wait_visible(imm.last_seq());
         let oldest = self.oldest_snapshot();
         // Tombstones stay: older versions may live in older rows or levels.
         let mut dropper = Dropper::new(oldest, |_| true);
