@@ -9,7 +9,7 @@ use strata_pmem::{Placement, PmError, Slot};
 use super::{DbInner, WriteState};
 use crate::batch::{Records, WriteBatch};
 use crate::error::{Error, Result};
-use crate::log::{entry_len, write_entry, EXTENT_KIND_LOG, HEADER_LEN};
+use crate::log::{clear_commit_word, entry_len, write_entry, EXTENT_KIND_LOG, HEADER_LEN};
 use crate::memtable::Memtable;
 use crate::options::L0Kind;
 
@@ -182,7 +182,8 @@ impl DbInner {
                 }
             }
             if let Some(writer) = w.writer.as_mut() {
-                if let Some(slot) = writer.reserve(len) {
+                if let Some(mut slot) = writer.reserve(len) {
+                    clear_commit_word(&mut slot).map_err(|e| Error::from_pm(&self.region_path, e))?;
                     let seq = w.next_seq;
                     w.next_seq += count as u64;
                     w.mem.note_seq(w.next_seq - 1);

@@ -25,6 +25,14 @@
 //! The first entry that fails any check ends the log: everything after it
 //! was never acknowledged (a write is acknowledged only when it and every
 //! earlier entry are durable).
+//!
+//! Log extents are recycled without being erased, so a slot may hold stale
+//! bytes, even a stale non-zero commit word, until its writer publishes.
+//! The writer therefore clears the commit word while it still holds the
+//! reservation lock ([`clear_commit_word`]): a writer killed before it
+//! publishes then leaves a zero word, which ends the log cleanly, and the
+//! entries other writers reserved after it are never mistaken for valid
+//! entries following a damaged one (which would point at corruption).
 
 mod recovery;
 
@@ -44,6 +52,14 @@ pub fn entry_len(body_len: usize) -> u64 {
     ((HEADER_LEN + body_len) as u64 + 7) & !7
 }
 
+/// Stores a zero commit word at the start of a freshly reserved `slot`.
+/// Call it before the next slot can be handed out (under the reservation
+/// lock); no persist is needed, since it matters for process crashes, where
+/// every completed store survives.
+pub fn clear_commit_word(slot: &mut Slot) -> Result<(), PmError> {
+    slot.write(0, &[0u8; 8])
+}
+
 /// Writes one entry into `slot` and makes it durable in the required order.
 pub fn write_entry(slot: &mut Slot, log_number: u64, seq: u64, count: u32, body: &[u8]) -> Result<(), PmError> {
     let total = HEADER_LEN + body.len();
@@ -57,3 +73,6 @@ pub fn write_entry(slot: &mut Slot, log_number: u64, seq: u64, count: u32, body:
     let crc = mask_crc(crc2(&hdr, body));
     slot.publish_u64(0, ((crc as u64) << 32) | total as u64)
 }
+
+#[cfg(test)]
+mod tests;
