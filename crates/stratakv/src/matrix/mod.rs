@@ -127,14 +127,42 @@ pub struct LiveRow {
     pub seg: u64,
     /// Bloom filter over the row's keys.
     pub filter: Arc<BlockedBloom>,
+    /// Key prefix of every `FENCE_EVERY`-th element, in DRAM: a lookup
+    /// narrows its binary search with these before touching PM.
+    fences: Arc<Vec<u64>>,
 }
+
+/// Elements per fence: a lookup's search in PM spans at most this many.
+const FENCE_EVERY: u32 = 64;
 
 impl LiveRow {
     /// A live row for `row`, building its filter from the stored hashes.
     pub fn new(row: Row, start: u32, compactor: bool, first_log: u64, last_log: u64) -> Result<LiveRow> {
         let hashes = row.hashes()?;
         let filter = Arc::new(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS));
-        Ok(LiveRow { row: Arc::new(row), start, compactor, first_log, last_log, seg: 0, filter })
+        let fences =
+            (0..row.len()).step_by(FENCE_EVERY as usize).map(|i| Ok(row.elem(i)?.prefix)).collect::<Result<_>>()?;
+        Ok(LiveRow {
+            row: Arc::new(row),
+            start,
+            compactor,
+            first_log,
+            last_log,
+            seg: 0,
+            filter,
+            fences: Arc::new(fences),
+        })
+    }
+
+    /// The range `[lo, hi)` of elements that may hold keys with key prefix
+    /// `prefix`: elements are sorted by prefix first, so a fence whose prefix
+    /// is smaller (larger) than `prefix` bounds the range from below (above).
+    fn window(&self, prefix: u64) -> (u32, u32) {
+        let below = self.fences.partition_point(|&f| f < prefix) as u32;
+        let lo = if below == 0 { 0 } else { (below - 1) * FENCE_EVERY + 1 };
+        let above = self.fences.partition_point(|&f| f <= prefix);
+        let hi = if above == self.fences.len() { self.row.len() } else { above as u32 * FENCE_EVERY };
+        (lo, hi)
     }
 
     /// Elements not yet compacted.
@@ -400,11 +428,12 @@ impl MatrixView {
                 }
                 let row = &lr.row;
                 let n = row.len();
-                let (lo, hi) = match hint {
-                    Some((id, lo, hi)) if id == row.id() => (lo.max(lr.start), hi.min(n)),
-                    _ => (lr.start, n),
-                };
-                let idx = row.lower_bound(&probe, prefix, lo, hi)?;
+                let (mut lo, mut hi) = lr.window(prefix);
+                if let Some((_, l, h)) = hint.filter(|h| h.0 == row.id()) {
+                    lo = lo.max(l);
+                    hi = hi.min(h);
+                }
+                let idx = row.lower_bound(&probe, prefix, lo.max(lr.start), hi.min(n))?;
                 if idx < n {
                     let e = row.elem(idx)?;
                     if e.prefix == prefix && row.user_key(&e)? == ukey && idx >= lr.start {

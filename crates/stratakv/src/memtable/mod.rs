@@ -3,6 +3,7 @@
 //! they were written to (the index-unified log, DESIGN.md §2).
 
 mod filter;
+mod point_index;
 mod skiplist;
 
 use std::path::PathBuf;
@@ -16,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{make_internal_key, Kind, ParsedKey, SeqNo, KIND_FOR_SEEK};
 use filter::AtomicBloom;
+use point_index::{PointIndex, Probe};
 use skiplist::SkipList;
 
 /// Result of a point lookup in one layer of the tree.
@@ -34,6 +36,8 @@ pub struct Memtable {
     list: SkipList,
     /// Bloom filter over user keys: a miss skips the skiplist search.
     filter: AtomicBloom,
+    /// Key hash to the node of the key's newest version: a hit skips the skiplist search.
+    index: PointIndex,
     region: Region,
     region_path: PathBuf,
     /// Leases on the log extents holding this memtable's entries; dropping
@@ -72,6 +76,8 @@ impl Memtable {
             list: SkipList::new(capacity / 2),
             // Sized for entries of ~64 bytes; more, smaller entries only raise the false-positive rate.
             filter: AtomicBloom::new(capacity / 64),
+            // About two buckets per entry of ~64 bytes.
+            index: PointIndex::new((capacity / 32).next_power_of_two()),
             region,
             region_path,
             extents: Mutex::new(Vec::new()),
@@ -152,11 +158,12 @@ impl Memtable {
 
     /// Indexes one record whose value sits at `value_off` in PM.
     pub fn add(&self, seq: SeqNo, kind: Kind, key: &[u8], value_off: u64, value_len: u32) -> Result<()> {
-        self.filter.insert(crate::sstable::key_hash(key));
+        let hash = crate::sstable::key_hash(key);
+        self.filter.insert(hash);
         let mut buf = [0u8; 64];
         let n = key.len() + 8;
         self.bytes.fetch_add(n + 96, Ordering::Relaxed);
-        let ok = if let Some(b) = buf.get_mut(..n) {
+        let node = if let Some(b) = buf.get_mut(..n) {
             b[..key.len()].copy_from_slice(key);
             b[key.len()..].copy_from_slice(&crate::key::trailer(seq, kind).to_le_bytes());
             self.list.insert(b, value_off, value_len)
@@ -165,17 +172,35 @@ impl Memtable {
             make_internal_key(&mut ik, key, seq, kind);
             self.list.insert(&ik, value_off, value_len)
         };
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::Pm(format!("memtable {} index is full ({} entries)", self.id, self.list.len())))
-        }
+        let Some(node) = node else {
+            return Err(Error::Pm(format!("memtable {} index is full ({} entries)", self.id, self.list.len())));
+        };
+        self.index.record(hash, node, |old| {
+            let old = self.list.node(old)?;
+            let p = ParsedKey::parse(old.key())?;
+            (p.user_key == key).then_some(p.seq < seq)
+        });
+        Ok(())
     }
 
     /// The newest version of `key` (whose hash is `hash`) with sequence <= `seq`.
     pub fn get(&self, key: &[u8], hash: u64, seq: SeqNo) -> Result<Lookup> {
         if !self.filter.may_contain(hash) {
             return Ok(Lookup::Missing);
+        }
+        match self.index.probe(hash) {
+            Probe::Empty => return Ok(Lookup::Missing),
+            Probe::Node(n) => {
+                if let Some(node) = self.list.node(n) {
+                    match ParsedKey::parse(node.key()) {
+                        Some(p) if p.user_key != key => return Ok(Lookup::Missing),
+                        Some(p) if p.seq <= seq => return self.answer(&p, &node),
+                        // Too new for this reader: an older version may be visible.
+                        _ => {}
+                    }
+                }
+            }
+            Probe::Collided => {}
         }
         let mut probe = Vec::with_capacity(key.len() + 8);
         make_internal_key(&mut probe, key, seq, KIND_FOR_SEEK);
@@ -187,6 +212,10 @@ impl Memtable {
         if p.user_key != key {
             return Ok(Lookup::Missing);
         }
+        self.answer(&p, &node)
+    }
+
+    fn answer(&self, p: &ParsedKey<'_>, node: &skiplist::Node<'_>) -> Result<Lookup> {
         match p.kind {
             Kind::Delete => Ok(Lookup::Deleted),
             Kind::Put => Ok(Lookup::Found(self.value_at(node.value_off(), node.value_len())?.to_vec())),
@@ -276,3 +305,6 @@ impl InternalIterator for MemIter {
         self.mem.value_at(self.value.0, self.value.1).unwrap_or(&[])
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -223,12 +223,13 @@ impl SkipList {
         h
     }
 
-    /// Inserts a key that is not already present (internal keys are unique).
-    /// Returns false if the arena has no room (the memtable is far over budget).
-    pub fn insert(&self, key: &[u8], value_off: u64, value_len: u32) -> bool {
+    /// Inserts a key that is not already present (internal keys are unique)
+    /// and returns its node. Returns None if the arena has no room (the
+    /// memtable is far over budget).
+    pub fn insert(&self, key: &[u8], value_off: u64, value_len: u32) -> Option<u32> {
         let height = Self::random_height();
         let words = HEADER_WORDS + height + key.len().div_ceil(8);
-        let Some(idx) = self.arena.alloc(words) else { return false };
+        let idx = self.arena.alloc(words)?;
         let pp = prefix_of(key);
         self.arena.store(idx, pp);
         self.arena.store(idx + 1, key.len() as u64 | (height as u64) << 32);
@@ -275,7 +276,7 @@ impl SkipList {
             }
         }
         self.len.fetch_add(1, Ordering::Relaxed);
-        true
+        Some(idx)
     }
 
     /// From `start` (whose key is < the probe, or the head), the last node at
