@@ -26,7 +26,11 @@ fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
     std::fs::create_dir_all(&cfg.dir).with_context(|| format!("creating {}", cfg.dir.display()))?;
     Ok(match cfg.storage {
         StorageMode::Engine => {
-            let mut opts = stratakv::Options { pm_dir: cfg.pm_dir.clone(), ..stratakv::Options::default() };
+            let mut opts = stratakv::Options {
+                pm_dir: cfg.pm_dir.clone(),
+                write_buffer_size: cfg.write_buffer_size as usize,
+                ..stratakv::Options::default()
+            };
             if let Some(size) = cfg.pm_size {
                 opts.pm_size = size;
             }
