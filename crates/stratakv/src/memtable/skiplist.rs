@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
-use crate::key::{compare_internal, user_key};
+use crate::key::{key_trailer, user_key};
 
 const MAX_HEIGHT: usize = 12;
 /// Index of the head node; also "null" in links (nothing links to the head).
@@ -201,15 +201,48 @@ impl SkipList {
         }
     }
 
-    /// Order of node `n` against a probe.
-    fn cmp(&self, n: u32, probe: &[u8], pp: u64, scratch: &mut Vec<u8>) -> CmpOrdering {
+    /// Order of node `n` against a probe (an internal key with prefix `pp`).
+    fn cmp(&self, n: u32, probe: &[u8], pp: u64) -> CmpOrdering {
         match self.arena.load(n).cmp(&pp) {
-            CmpOrdering::Equal => {
-                self.read_key(n, scratch);
-                compare_internal(scratch, probe)
-            }
+            CmpOrdering::Equal => self.cmp_key(n, probe),
             o => o,
         }
+    }
+
+    /// Full internal-key comparison of node `n` with `probe`, read straight
+    /// from the arena words (no copy: keys sharing their first 8 bytes, like
+    /// `user:000123`, make this the common case).
+    fn cmp_key(&self, n: u32, probe: &[u8]) -> CmpOrdering {
+        let len = self.key_len(n);
+        let kstart = n + (HEADER_WORDS + self.height_of(n)) as u32;
+        let words = self.arena.words(kstart, len.div_ceil(8));
+        let byte_words = |i: usize| words.get(i).map(|w| w.load(Ordering::Relaxed)).unwrap_or(0).to_le_bytes();
+        let (node_user, probe_user) = (len.saturating_sub(8), probe.len().saturating_sub(8));
+        let common = node_user.min(probe_user);
+        let mut i = 0;
+        while i < common {
+            let w = byte_words(i / 8);
+            let o = match probe.get(i..i + 8) {
+                Some(p) if i + 8 <= common => {
+                    u64::from_be_bytes(w).cmp(&u64::from_be_bytes(p.try_into().unwrap_or([0; 8])))
+                }
+                _ => w[..common - i].cmp(&probe[i..common]),
+            };
+            if o != CmpOrdering::Equal {
+                return o;
+            }
+            i += 8;
+        }
+        if node_user != probe_user {
+            return node_user.cmp(&probe_user);
+        }
+        // Same user key: the larger trailer (newer) sorts first.
+        let mut t = [0u8; 8];
+        for (j, b) in t.iter_mut().enumerate() {
+            let k = node_user + j;
+            *b = byte_words(k / 8)[k % 8];
+        }
+        key_trailer(probe).cmp(&u64::from_le_bytes(t))
     }
 
     fn random_height() -> usize {
@@ -248,14 +281,13 @@ impl SkipList {
                 Err(h) => cur = h,
             }
         }
-        let mut scratch = Vec::new();
         // Find predecessors at every level, top-down, once.
         let mut prev = [HEAD; MAX_HEIGHT];
         let mut next = [NIL; MAX_HEIGHT];
         let top = self.height.load(Ordering::Relaxed).max(height);
         let mut x = HEAD;
         for level in (0..top).rev() {
-            let (p, n) = self.find_splice_at(key, pp, x, level, &mut scratch);
+            let (p, n) = self.find_splice_at(key, pp, x, level);
             prev[level] = p;
             next[level] = n;
             x = p;
@@ -268,7 +300,7 @@ impl SkipList {
                     Ok(_) => break,
                     Err(_) => {
                         // Someone inserted here; walk forward from our predecessor.
-                        let (p2, n2) = self.find_splice_at(key, pp, prev[level], level, &mut scratch);
+                        let (p2, n2) = self.find_splice_at(key, pp, prev[level], level);
                         prev[level] = p2;
                         next[level] = n2;
                     }
@@ -281,11 +313,11 @@ impl SkipList {
 
     /// From `start` (whose key is < the probe, or the head), the last node at
     /// `level` with key < probe, and its successor.
-    fn find_splice_at(&self, probe: &[u8], pp: u64, start: u32, level: usize, scratch: &mut Vec<u8>) -> (u32, u32) {
+    fn find_splice_at(&self, probe: &[u8], pp: u64, start: u32, level: usize) -> (u32, u32) {
         let mut x = start;
         loop {
             let n = self.link(x, level);
-            if n != NIL && self.cmp(n, probe, pp, scratch) == CmpOrdering::Less {
+            if n != NIL && self.cmp(n, probe, pp) == CmpOrdering::Less {
                 x = n;
             } else {
                 return (x, n);
@@ -296,7 +328,6 @@ impl SkipList {
     /// First node with key >= `key`, or NIL.
     pub fn seek(&self, key: &[u8]) -> u32 {
         let pp = prefix_of(key);
-        let mut scratch = Vec::new();
         let mut x = HEAD;
         let top = self.height.load(Ordering::Relaxed);
         let mut found = NIL;
@@ -304,7 +335,7 @@ impl SkipList {
             // Keep the successor seen by the search itself: re-reading the
             // link afterwards could return a node inserted meanwhile that
             // sorts before `key`.
-            (x, found) = self.find_splice_at(key, pp, x, level, &mut scratch);
+            (x, found) = self.find_splice_at(key, pp, x, level);
         }
         found
     }
@@ -312,11 +343,10 @@ impl SkipList {
     /// Last node with key < `key`, or NIL.
     pub fn seek_before(&self, key: &[u8]) -> u32 {
         let pp = prefix_of(key);
-        let mut scratch = Vec::new();
         let mut x = HEAD;
         let top = self.height.load(Ordering::Relaxed);
         for level in (0..top).rev() {
-            x = self.find_splice_at(key, pp, x, level, &mut scratch).0;
+            x = self.find_splice_at(key, pp, x, level).0;
         }
         x
     }
@@ -363,6 +393,7 @@ impl SkipList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::compare_internal;
     use crate::key::{internal_key, Kind};
     use std::sync::Arc;
 
@@ -481,5 +512,34 @@ mod tests {
         let got = keys_in_order(&l);
         assert_eq!(got.len(), 8000);
         assert!(got.windows(2).all(|w| compare_internal(&w[0], &w[1]) == CmpOrdering::Less));
+    }
+
+    #[test]
+    fn word_compare_agrees_with_compare_internal() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        // Short alphabets and shared prefixes make ties, zero bytes and
+        // length differences at every position common.
+        let mut key = |rng: &mut rand::rngs::StdRng| -> Vec<u8> {
+            let mut k = b"user:000".to_vec();
+            k.truncate(rng.gen_range(0..=8));
+            for _ in 0..rng.gen_range(0..20) {
+                k.push([0u8, 1, b'a', 0xff][rng.gen_range(0..4)]);
+            }
+            internal_key(&k, rng.gen_range(0..4), Kind::Put)
+        };
+        let l = SkipList::new(1 << 20);
+        let mut nodes = Vec::new();
+        for i in 0..2000u64 {
+            let k = key(&mut rng);
+            if let Some(n) = l.insert(&k, i, 0) {
+                nodes.push((n, k));
+            }
+        }
+        for _ in 0..20000 {
+            let (n, k) = &nodes[rng.gen_range(0..nodes.len())];
+            let probe = key(&mut rng);
+            assert_eq!(l.cmp_key(*n, &probe), compare_internal(k, &probe), "{k:?} vs {probe:?}");
+        }
     }
 }
