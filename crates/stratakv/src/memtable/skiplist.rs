@@ -520,7 +520,7 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         // Short alphabets and shared prefixes make ties, zero bytes and
         // length differences at every position common.
-        let mut key = |rng: &mut rand::rngs::StdRng| -> Vec<u8> {
+        let key = |rng: &mut rand::rngs::StdRng| -> Vec<u8> {
             let mut k = b"user:000".to_vec();
             k.truncate(rng.gen_range(0..=8));
             for _ in 0..rng.gen_range(0..20) {
