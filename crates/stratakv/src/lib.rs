@@ -34,6 +34,9 @@ pub mod options;
 pub mod sstable;
 pub mod version;
 
+#[cfg(test)]
+mod test_util;
+
 pub use batch::WriteBatch;
 pub use db::{Cursor, Db, DbIter, KeyRange, LevelStats, Snapshot, Stats, REGION_FILE};
 pub use error::{Error, Result};

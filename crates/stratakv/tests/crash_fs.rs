@@ -30,6 +30,16 @@ fn opts(l0: L0Kind, sim: &Arc<SimPm>, fs: Arc<dyn stratakv::fs::Fs>) -> Options 
     o
 }
 
+/// A simulated PM region, an in-memory disk, a fault injector over it, and
+/// options that open a database on the injector.
+fn faulty(l0: L0Kind) -> (Arc<SimPm>, MemFs, FaultFs, Options) {
+    let sim = Arc::new(SimPm::new(2 << 20));
+    let mem = MemFs::new();
+    let fault = FaultFs::over_mem(mem.clone());
+    let o = opts(l0, &sim, Arc::new(fault.clone()));
+    (sim, mem, fault, o)
+}
+
 fn k(i: u32) -> String {
     format!("key{i:05}")
 }
@@ -82,10 +92,8 @@ fn power_cut_keeps_every_acknowledged_write() {
 #[test]
 fn failed_fsync_poisons_and_the_file_is_never_synced_again() {
     for target in ["sst", "MANIFEST"] {
-        let sim = Arc::new(SimPm::new(2 << 20));
-        let mem = MemFs::new();
-        let fault = FaultFs::over_mem(mem.clone());
-        let db = Db::open(DIR, opts(L0Kind::Sstable, &sim, Arc::new(fault.clone()))).unwrap();
+        let (sim, mem, fault, o) = faulty(L0Kind::Sstable);
+        let db = Db::open(DIR, o).unwrap();
         for i in 0..200 {
             db.put(k(i), v(i, 0)).unwrap();
         }
@@ -119,10 +127,8 @@ fn failed_fsync_poisons_and_the_file_is_never_synced_again() {
 /// to a MANIFEST whose earlier bytes may not be durable.
 #[test]
 fn manifest_after_a_failed_fsync_and_a_reopen_survives_a_power_cut() {
-    let sim = Arc::new(SimPm::new(2 << 20));
-    let mem = MemFs::new();
-    let fault = FaultFs::over_mem(mem.clone());
-    let db = Db::open(DIR, opts(L0Kind::Sstable, &sim, Arc::new(fault.clone()))).unwrap();
+    let (sim, mem, fault, o) = faulty(L0Kind::Sstable);
+    let db = Db::open(DIR, o).unwrap();
     let mut want = BTreeMap::new();
     for i in 0..300u32 {
         db.put_opt(k(i), v(i, 0), &WriteOptions { sync: true }).unwrap();
@@ -183,10 +189,7 @@ fn manifest_after_a_failed_fsync_and_a_reopen_survives_a_power_cut() {
 /// untouched until the process restarts.
 #[test]
 fn matrix_row_of_a_failed_manifest_edit_is_not_reused() {
-    let sim = Arc::new(SimPm::new(2 << 20));
-    let mem = MemFs::new();
-    let fault = FaultFs::over_mem(mem.clone());
-    let mut o = opts(L0Kind::Matrix, &sim, Arc::new(fault.clone()));
+    let (sim, mem, fault, mut o) = faulty(L0Kind::Matrix);
     o.pm_full_timeout_ms = 200;
     let db = Db::open(DIR, o.clone()).unwrap();
     let mut want = BTreeMap::new();
@@ -236,10 +239,7 @@ fn matrix_row_of_a_failed_manifest_edit_is_not_reused() {
 #[test]
 fn flush_on_a_full_disk_returns_disk_full() {
     for l0 in [L0Kind::Sstable, L0Kind::Matrix] {
-        let sim = Arc::new(SimPm::new(2 << 20));
-        let mem = MemFs::new();
-        let fault = FaultFs::over_mem(mem.clone());
-        let mut o = opts(l0, &sim, Arc::new(fault.clone()));
+        let (_sim, _mem, fault, mut o) = faulty(l0);
         o.pm_full_timeout_ms = 200;
         let db = Db::open(DIR, o).unwrap();
         for i in 0..100u32 {
@@ -273,10 +273,7 @@ fn flush_on_a_full_disk_returns_disk_full() {
 #[test]
 fn flush_after_space_is_freed_does_not_report_a_stale_disk_full() {
     for l0 in [L0Kind::Sstable, L0Kind::Matrix] {
-        let sim = Arc::new(SimPm::new(2 << 20));
-        let mem = MemFs::new();
-        let fault = FaultFs::over_mem(mem.clone());
-        let mut o = opts(l0, &sim, Arc::new(fault.clone()));
+        let (sim, mem, fault, mut o) = faulty(l0);
         o.disable_auto_compaction = true;
         // Shorter than the background back-off: only a failure seen after
         // the caller asked for a retry may be reported to it.
@@ -324,10 +321,7 @@ fn flush_after_space_is_freed_does_not_report_a_stale_disk_full() {
 /// compactions back off and retry; writers get `DiskFull`).
 #[test]
 fn compact_range_on_a_full_disk_does_not_poison() {
-    let sim = Arc::new(SimPm::new(2 << 20));
-    let mem = MemFs::new();
-    let fault = FaultFs::over_mem(mem.clone());
-    let mut o = opts(L0Kind::Sstable, &sim, Arc::new(fault.clone()));
+    let (_sim, _mem, fault, mut o) = faulty(L0Kind::Sstable);
     o.disable_auto_compaction = true;
     o.pm_full_timeout_ms = 200;
     let db = Db::open(DIR, o).unwrap();
@@ -358,10 +352,7 @@ fn compact_range_on_a_full_disk_does_not_poison() {
 #[test]
 fn compact_range_io_error_in_the_matrix_poisons() {
     for op in [FaultOp::Append, FaultOp::SyncDir, FaultOp::Sync] {
-        let sim = Arc::new(SimPm::new(2 << 20));
-        let mem = MemFs::new();
-        let fault = FaultFs::over_mem(mem.clone());
-        let mut o = opts(L0Kind::Matrix, &sim, Arc::new(fault.clone()));
+        let (sim, mem, fault, mut o) = faulty(L0Kind::Matrix);
         o.disable_auto_compaction = true;
         let db = Db::open(DIR, o).unwrap();
         for round in 0..2u32 {

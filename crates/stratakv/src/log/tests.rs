@@ -1,17 +1,14 @@
 //! Log scanning over recycled extents with concurrent writers.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use strata_pmem::{Backing, Region, RegionOptions, SimPm};
+use strata_pmem::Region;
 
 use super::*;
 use crate::batch::WriteBatch;
 
 fn region() -> Region {
-    let sim = Arc::new(SimPm::new(8 << 20));
-    let o = RegionOptions { len: 8 << 20, slot_bytes: 64 << 10, write_latency_ns: 0, create: true, expect_id: None };
-    Region::open(Backing::Sim(sim), &o).unwrap().0
+    crate::test_util::sim_region(8 << 20)
 }
 
 fn body(i: u32) -> Vec<u8> {

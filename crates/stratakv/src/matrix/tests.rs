@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata_pmem::{Backing, Region, RegionOptions, SimPm};
+use strata_pmem::Region;
 
 use super::build::{build_row, RowEntry, RowSpec};
 use super::column::pick_column;
@@ -19,9 +19,7 @@ use crate::memtable::Lookup;
 use crate::sstable::key_hash;
 
 fn region() -> (Region, Arc<PathBuf>) {
-    let sim = Arc::new(SimPm::new(32 << 20));
-    let o = RegionOptions { len: 32 << 20, slot_bytes: 64 << 10, write_latency_ns: 0, create: true, expect_id: None };
-    (Region::open(Backing::Sim(sim), &o).unwrap().0, Arc::new(PathBuf::from("sim.pm")))
+    (crate::test_util::sim_region(32 << 20), Arc::new(PathBuf::from("sim.pm")))
 }
 
 /// Writes records into a fresh log extent; returns entries sorted by internal key.

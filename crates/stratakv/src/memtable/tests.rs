@@ -3,18 +3,15 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata_pmem::{Backing, Region, RegionOptions, SimPm};
+use strata_pmem::Region;
 
 use super::*;
 
 fn region() -> Region {
-    let sim = Arc::new(SimPm::new(16 << 20));
-    let o = RegionOptions { len: 16 << 20, slot_bytes: 64 << 10, write_latency_ns: 0, create: true, expect_id: None };
-    Region::open(Backing::Sim(sim), &o).unwrap().0
+    crate::test_util::sim_region(16 << 20)
 }
 
 fn check(capacity: usize, keys: u32, seed: u64) {
