@@ -21,6 +21,7 @@ pub mod filter;
 pub mod iter;
 pub mod row;
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -127,21 +128,44 @@ pub struct LiveRow {
     pub seg: u64,
     /// Bloom filter over the row's keys.
     pub filter: Arc<BlockedBloom>,
-    /// Key prefix of every `FENCE_EVERY`-th element, in DRAM: a lookup
-    /// narrows its binary search with these before touching PM.
-    fences: Arc<Vec<u64>>,
+    /// Fences: a lookup narrows its binary search with these, in DRAM,
+    /// before touching PM.
+    fences: Arc<Fences>,
 }
 
-/// Elements per fence: a lookup's search in PM spans at most this many.
-const FENCE_EVERY: u32 = 64;
+/// Every `FENCE_EVERY`-th key of a row, shortened to the 8 bytes after the
+/// row's common key prefix. The element prefixes stored in PM are the first
+/// 8 key bytes, which tell nothing apart when keys share a long prefix (the
+/// server's `key:000000…`, or any `user:…` scheme); skipping the bytes
+/// every key of the row shares makes the fence words distinct again.
+#[derive(Debug, Default)]
+struct Fences {
+    /// The bytes all keys of the row begin with.
+    common: Vec<u8>,
+    /// `key_prefix(&key[common.len()..])` of elements 0, FENCE_EVERY, ....
+    words: Vec<u64>,
+}
+
+/// Elements per fence: a lookup's search in PM spans at most about this many.
+const FENCE_EVERY: u32 = 16;
+
+/// Longest window a point lookup scans by key hash instead of searching.
+const HASH_SCAN_LIMIT: u32 = 4 * FENCE_EVERY;
+
+/// The answer a row's element `e` gives to a point lookup.
+fn found(row: &Row, e: &row::Elem) -> Result<Lookup> {
+    match e.kind() {
+        Some(Kind::Put) => Ok(Lookup::Found(row.value(e)?.to_vec())),
+        _ => Ok(Lookup::Deleted),
+    }
+}
 
 impl LiveRow {
     /// A live row for `row`, building its filter from the stored hashes.
     pub fn new(row: Row, start: u32, compactor: bool, first_log: u64, last_log: u64) -> Result<LiveRow> {
         let hashes = row.hashes()?;
         let filter = Arc::new(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS));
-        let fences =
-            (0..row.len()).step_by(FENCE_EVERY as usize).map(|i| Ok(row.elem(i)?.prefix)).collect::<Result<_>>()?;
+        let fences = Fences::of(&row)?;
         Ok(LiveRow {
             row: Arc::new(row),
             start,
@@ -154,14 +178,28 @@ impl LiveRow {
         })
     }
 
-    /// The range `[lo, hi)` of elements that may hold keys with key prefix
-    /// `prefix`: elements are sorted by prefix first, so a fence whose prefix
-    /// is smaller (larger) than `prefix` bounds the range from below (above).
-    fn window(&self, prefix: u64) -> (u32, u32) {
-        let below = self.fences.partition_point(|&f| f < prefix) as u32;
+    /// The range `[lo, hi)` that holds the row's first element with user
+    /// key >= `ukey` (or `hi == len` if there is none).
+    fn window(&self, ukey: &[u8]) -> (u32, u32) {
+        let n = self.row.len();
+        let common = &self.fences.common;
+        let head = &ukey[..ukey.len().min(common.len())];
+        // Keys of the row all start with `common`: a key that does not sorts
+        // before or after all of them.
+        match head.cmp(common) {
+            Ordering::Less => return (0, 0),
+            Ordering::Greater => return (n, n),
+            Ordering::Equal if ukey.len() < common.len() => return (0, 0),
+            Ordering::Equal => {}
+        }
+        let word = key_prefix(&ukey[common.len()..]);
+        // Fence words are monotone in the key: a fence whose word is smaller
+        // (larger) than `word` bounds the range from below (above).
+        let words = &self.fences.words;
+        let below = words.partition_point(|&f| f < word) as u32;
         let lo = if below == 0 { 0 } else { (below - 1) * FENCE_EVERY + 1 };
-        let above = self.fences.partition_point(|&f| f <= prefix);
-        let hi = if above == self.fences.len() { self.row.len() } else { above as u32 * FENCE_EVERY };
+        let above = words.partition_point(|&f| f <= word);
+        let hi = if above == words.len() { n } else { above as u32 * FENCE_EVERY };
         (lo, hi)
     }
 
@@ -187,6 +225,28 @@ impl LiveRow {
             last_log: self.last_log,
             compactor: self.compactor,
         }
+    }
+}
+
+impl Fences {
+    /// Reads the fence keys of `row` (about one key in `FENCE_EVERY`).
+    fn of(row: &Row) -> Result<Fences> {
+        let n = row.len();
+        if n == 0 {
+            return Ok(Fences::default());
+        }
+        let first = row.user_key(&row.elem(0)?)?;
+        let last = row.user_key(&row.elem(n - 1)?)?;
+        let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
+        let common = first[..shared].to_vec();
+        let words = (0..n)
+            .step_by(FENCE_EVERY as usize)
+            .map(|i| {
+                let key = row.user_key(&row.elem(i)?)?;
+                Ok(key_prefix(key.get(shared..).unwrap_or_default()))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Fences { common, words })
     }
 }
 
@@ -428,19 +488,27 @@ impl MatrixView {
                 }
                 let row = &lr.row;
                 let n = row.len();
-                let (mut lo, mut hi) = lr.window(prefix);
+                let (mut lo, mut hi) = lr.window(ukey);
                 if let Some((_, l, h)) = hint.filter(|h| h.0 == row.id()) {
                     lo = lo.max(l);
                     hi = hi.min(h);
                 }
-                let idx = row.lower_bound(&probe, prefix, lo.max(lr.start), hi.min(n))?;
+                let (lo, hi) = (lo.max(lr.start), hi.min(n));
+                // The window holds every visible version of the key (fences
+                // and hints bound it by key order), so when it is short a
+                // scan of its key hashes finds the version with the fewest
+                // PM reads. A miss here (a filter false positive) still needs
+                // the binary search below for the next row's hints.
+                if hi.saturating_sub(lo) <= HASH_SCAN_LIMIT {
+                    if let Some((_, e)) = row.find_in_window(ukey, hash, seq, lo, hi)? {
+                        return found(row, &e);
+                    }
+                }
+                let idx = row.lower_bound(&probe, prefix, lo, hi)?;
                 if idx < n {
                     let e = row.elem(idx)?;
                     if e.prefix == prefix && row.user_key(&e)? == ukey && idx >= lr.start {
-                        return match e.kind() {
-                            Some(Kind::Put) => Ok(Lookup::Found(row.value(&e)?.to_vec())),
-                            _ => Ok(Lookup::Deleted),
-                        };
+                        return found(row, &e);
                     }
                 }
                 // The older row's first element >= probe lies between the

@@ -299,6 +299,33 @@ impl Row {
         })
     }
 
+    /// The first element in `[lo, hi)` with user key `ukey` and sequence
+    /// <= `seq`, found by scanning the stored key hashes: they are
+    /// contiguous, so a short window costs a cache line or two, where a
+    /// binary search would read an element and a logged key per step.
+    /// `None` if no such element lies in the window.
+    pub fn find_in_window(&self, ukey: &[u8], hash: u64, seq: SeqNo, lo: u32, hi: u32) -> Result<Option<(u32, Elem)>> {
+        let hi = hi.min(self.len());
+        if lo >= hi {
+            return Ok(None);
+        }
+        let at = HEADER_LEN + self.header.count * ELEM_LEN + lo as u64 * HASH_LEN;
+        let hashes =
+            self.extent.read(at, (hi - lo) as u64 * HASH_LEN).map_err(|e| Error::from_pm(&self.region_path, e))?;
+        for (j, h) in hashes.chunks_exact(HASH_LEN as usize).enumerate() {
+            if h != hash.to_le_bytes() {
+                continue;
+            }
+            let i = lo + j as u32;
+            let e = self.elem(i)?;
+            // Versions of a key are newest first: the first visible one wins.
+            if e.seq() <= seq && self.user_key(&e)? == ukey {
+                return Ok(Some((i, e)));
+            }
+        }
+        Ok(None)
+    }
+
     /// First index in `[lo, hi)` whose element is >= `probe`; `hi` if none.
     pub fn lower_bound(&self, probe: &[u8], probe_prefix: u64, mut lo: u32, mut hi: u32) -> Result<u32> {
         hi = hi.min(self.len());

@@ -81,8 +81,24 @@ fn random_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     }
 }
 
+/// Keys that all share an 11-byte prefix, as the server's `key:000000…` do.
+fn shared_prefix_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
+    format!("user:000000{:06}", rng.gen_range(0..space)).into_bytes()
+}
+
 /// Builds `n_rows` rows of random data; seqs grow with row age (newest = highest).
 fn build_matrix(seed: u64, n_rows: usize, per_row: usize, space: u32) -> (Region, MatrixState) {
+    build_matrix_with(random_key, seed, n_rows, per_row, space)
+}
+
+/// `build_matrix` with keys drawn by `key`.
+fn build_matrix_with(
+    key: fn(&mut StdRng, u32) -> Vec<u8>,
+    seed: u64,
+    n_rows: usize,
+    per_row: usize,
+    space: u32,
+) -> (Region, MatrixState) {
     let mut rng = StdRng::seed_from_u64(seed);
     let (region, path) = region();
     let mut state = MatrixState::new(3);
@@ -91,7 +107,7 @@ fn build_matrix(seed: u64, n_rows: usize, per_row: usize, space: u32) -> (Region
         let mut keys = BTreeSet::new();
         let mut recs = Vec::new();
         while recs.len() < per_row {
-            let k = random_key(&mut rng, space);
+            let k = key(&mut rng, space);
             // One version per key per row, as a memtable flush with drops would give.
             if !keys.insert(k.clone()) {
                 continue;
@@ -157,6 +173,34 @@ fn hints_never_skip_a_present_key() {
         }
         assert!(found > 500, "too few hits ({found}) to mean anything");
     }
+}
+
+#[test]
+fn fences_find_keys_that_share_a_long_prefix() {
+    // Every key shares 11 bytes, so the stored 8-byte element prefixes are
+    // all equal and only the fences (which skip the shared bytes) narrow the
+    // search; probes outside the shared prefix must still be answered.
+    let (_region, state) = build_matrix_with(shared_prefix_key, 5, 6, 700, 5000);
+    let view = state.view();
+    let mut rng = StdRng::seed_from_u64(55);
+    let max_seq = 6 * 700 + 1;
+    let mut found = 0;
+    for i in 0..5000 {
+        let k = match i % 10 {
+            0 => b"user:".to_vec(),
+            1 => format!("user:000000{:07}", rng.gen_range(0..50_000)).into_bytes(),
+            2 => format!("user:000001{:06}", rng.gen_range(0..5000)).into_bytes(),
+            3 => b"a".to_vec(),
+            _ => shared_prefix_key(&mut rng, 5200),
+        };
+        let seq = if rng.gen_bool(0.7) { max_seq } else { rng.gen_range(0..max_seq) };
+        let want = brute(&state, &k, seq);
+        if matches!(want, Lookup::Found(_)) {
+            found += 1;
+        }
+        assert_eq!(view.get(&k, seq, key_hash(&k)).unwrap(), want, "key {:?} seq {seq}", String::from_utf8_lossy(&k));
+    }
+    assert!(found > 1000, "too few hits ({found}) to mean anything");
 }
 
 #[test]
