@@ -12,9 +12,14 @@
 //! word 1      key length (bits 0..32) | height (bits 32..40)
 //! word 2      value offset in PM
 //! word 3      value length
-//! word 4..    links, one word per level (index of the next node, 0 = none)
+//! word 4..    links, one word per level: index of the next node (bits 0..32,
+//!             0 = none) | top 32 bits of the next node's key prefix (32..64)
 //! then        the internal key, 8 bytes per word, little-endian
 //! ```
+//!
+//! A link carries the top half of its target's prefix so that a search step
+//! that ends a level (the next key is larger) is decided without loading
+//! the next node: one cache miss fewer per level on random keys.
 //!
 //! Inserts are lock-free (CAS on the predecessor's link, bottom level
 //! first); reads never block. Nodes are never removed: a memtable is
@@ -195,9 +200,14 @@ impl SkipList {
     }
 
     fn link(&self, i: u32, level: usize) -> u32 {
+        self.link_word(i, level) as u32
+    }
+
+    /// The whole link word (next index and the top half of its prefix).
+    fn link_word(&self, i: u32, level: usize) -> u64 {
         match self.arena.word(i + (HEADER_WORDS + level) as u32) {
-            Some(w) => w.load(Ordering::Acquire) as u32,
-            None => NIL,
+            Some(w) => w.load(Ordering::Acquire),
+            None => NIL as u64,
         }
     }
 
@@ -281,9 +291,9 @@ impl SkipList {
                 Err(h) => cur = h,
             }
         }
-        // Find predecessors at every level, top-down, once.
+        // Find predecessors (and their link words) at every level, top-down, once.
         let mut prev = [HEAD; MAX_HEIGHT];
-        let mut next = [NIL; MAX_HEIGHT];
+        let mut next = [NIL as u64; MAX_HEIGHT];
         let top = self.height.load(Ordering::Relaxed).max(height);
         let mut x = HEAD;
         for level in (0..top).rev() {
@@ -292,11 +302,12 @@ impl SkipList {
             next[level] = n;
             x = p;
         }
+        let to_self = (pp >> 32) << 32 | idx as u64;
         for level in 0..height {
             loop {
-                self.arena.store(idx + (HEADER_WORDS + level) as u32, next[level] as u64);
+                self.arena.store(idx + (HEADER_WORDS + level) as u32, next[level]);
                 let Some(link) = self.arena.word(prev[level] + (HEADER_WORDS + level) as u32) else { break };
-                match link.compare_exchange(next[level] as u64, idx as u64, Ordering::Release, Ordering::Acquire) {
+                match link.compare_exchange(next[level], to_self, Ordering::Release, Ordering::Acquire) {
                     Ok(_) => break,
                     Err(_) => {
                         // Someone inserted here; walk forward from our predecessor.
@@ -312,15 +323,21 @@ impl SkipList {
     }
 
     /// From `start` (whose key is < the probe, or the head), the last node at
-    /// `level` with key < probe, and its successor.
-    fn find_splice_at(&self, probe: &[u8], pp: u64, start: u32, level: usize) -> (u32, u32) {
+    /// `level` with key < probe, and its link word at `level` (the successor).
+    fn find_splice_at(&self, probe: &[u8], pp: u64, start: u32, level: usize) -> (u32, u64) {
         let mut x = start;
         loop {
-            let n = self.link(x, level);
-            if n != NIL && self.cmp(n, probe, pp) == CmpOrdering::Less {
+            let w = self.link_word(x, level);
+            let n = w as u32;
+            let less = n != NIL
+                && match ((w >> 32) as u32).cmp(&((pp >> 32) as u32)) {
+                    CmpOrdering::Equal => self.cmp(n, probe, pp) == CmpOrdering::Less,
+                    o => o == CmpOrdering::Less,
+                };
+            if less {
                 x = n;
             } else {
-                return (x, n);
+                return (x, w);
             }
         }
     }
@@ -335,7 +352,9 @@ impl SkipList {
             // Keep the successor seen by the search itself: re-reading the
             // link afterwards could return a node inserted meanwhile that
             // sorts before `key`.
-            (x, found) = self.find_splice_at(key, pp, x, level);
+            let w;
+            (x, w) = self.find_splice_at(key, pp, x, level);
+            found = w as u32;
         }
         found
     }
@@ -512,6 +531,42 @@ mod tests {
         let got = keys_in_order(&l);
         assert_eq!(got.len(), 8000);
         assert!(got.windows(2).all(|w| compare_internal(&w[0], &w[1]) == CmpOrdering::Less));
+    }
+
+    #[test]
+    fn concurrent_random_keys_seek_like_a_sorted_set() {
+        use rand::{Rng, SeedableRng};
+        // Random leading bytes make the prefix halves carried in links differ,
+        // so searches decide most steps from the link word alone.
+        let l = Arc::new(SkipList::new(1 << 20));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(t);
+                    let mut mine = Vec::new();
+                    for i in 0..3000u64 {
+                        let mut uk = vec![rng.gen_range(0..4u8), rng.gen::<u8>(), rng.gen::<u8>()];
+                        uk.extend((0..rng.gen_range(0..6)).map(|_| rng.gen::<u8>()));
+                        let k = internal_key(&uk, i * 4 + t, Kind::Put);
+                        l.insert(&k, i, 0);
+                        mine.push(k);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        let mut want: Vec<Vec<u8>> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        want.sort_by(|a, b| compare_internal(a, b));
+        assert_eq!(keys_in_order(&l), want);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(99);
+        for _ in 0..5000 {
+            let uk: Vec<u8> = (0..rng.gen_range(0..5)).map(|_| rng.gen_range(0..5u8)).collect();
+            let probe = internal_key(&uk, rng.gen_range(0..12_000), Kind::Put);
+            let first = want.partition_point(|k| compare_internal(k, &probe) == CmpOrdering::Less);
+            let got = l.node(l.seek(&probe)).map(|n| n.key().to_vec());
+            assert_eq!(got.as_ref(), want.get(first));
+        }
     }
 
     #[test]
