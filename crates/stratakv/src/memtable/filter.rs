@@ -10,8 +10,13 @@ const PROBES: u32 = 6;
 /// lookups need no lock; a lookup racing an insert of the same key may miss
 /// it, which is fine: the entry is not yet published to readers either.
 pub(crate) struct AtomicBloom {
-    blocks: Box<[[AtomicU64; 8]]>,
+    blocks: Box<[Block]>,
 }
+
+/// One 512-bit block, aligned to a cache line so a probe costs one miss.
+#[derive(Default)]
+#[repr(C, align(64))]
+struct Block([AtomicU64; 8]);
 
 fn mix(h: u64) -> u64 {
     let mut x = h ^ (h >> 33);
@@ -27,7 +32,7 @@ impl AtomicBloom {
     }
 
     fn block(&self, h: u64) -> Option<&[AtomicU64; 8]> {
-        self.blocks.get((((h >> 32) * self.blocks.len() as u64) >> 32) as usize)
+        self.blocks.get((((h >> 32) * self.blocks.len() as u64) >> 32) as usize).map(|b| &b.0)
     }
 
     /// Adds a key hash.
