@@ -184,7 +184,7 @@ impl LiveRow {
         let n = self.row.len();
         let common = &self.fences.common;
         let head = &ukey[..ukey.len().min(common.len())];
-        // Keys of the row all start with `common`: a key that does not sorts
+        // Keys of the row all start with `common`: a key that does not sort
         // before or after all of them.
         match head.cmp(common) {
             Ordering::Less => return (0, 0),
@@ -500,7 +500,7 @@ impl MatrixView {
                 // PM reads. A miss here (a filter false positive) still needs
                 // the binary search below for the next row's hints.
                 if hi.saturating_sub(lo) <= HASH_SCAN_LIMIT {
-                    if let Some((_, e)) = row.find_in_window(ukey, hash, seq, lo, hi)? {
+                    if let Some(e) = row.find_in_window(ukey, hash, seq, lo, hi)? {
                         return found(row, &e);
                     }
                 }

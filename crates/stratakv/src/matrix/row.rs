@@ -304,7 +304,7 @@ impl Row {
     /// contiguous, so a short window costs a cache line or two, where a
     /// binary search would read an element and a logged key per step.
     /// `None` if no such element lies in the window.
-    pub fn find_in_window(&self, ukey: &[u8], hash: u64, seq: SeqNo, lo: u32, hi: u32) -> Result<Option<(u32, Elem)>> {
+    pub fn find_in_window(&self, ukey: &[u8], hash: u64, seq: SeqNo, lo: u32, hi: u32) -> Result<Option<Elem>> {
         let hi = hi.min(self.len());
         if lo >= hi {
             return Ok(None);
@@ -316,11 +316,10 @@ impl Row {
             if h != hash.to_le_bytes() {
                 continue;
             }
-            let i = lo + j as u32;
-            let e = self.elem(i)?;
+            let e = self.elem(lo + j as u32)?;
             // Versions of a key are newest first: the first visible one wins.
             if e.seq() <= seq && self.user_key(&e)? == ukey {
-                return Ok(Some((i, e)));
+                return Ok(Some(e));
             }
         }
         Ok(None)
