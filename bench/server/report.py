@@ -127,6 +127,10 @@ def main():
     print(rb_table(out, [
         ("redis-benchmark, -P 1: strata default vs redis appendfsync everysec", "redis-everysec-P1", "strata-default-P1"),
         ("redis-benchmark, -P 16: strata default vs redis appendfsync everysec", "redis-everysec-P16", "strata-default-P16"),
+        ("redis-benchmark, -P 1: strata default with --event-loops 2 (a tuning) vs redis appendfsync everysec",
+         "redis-everysec-P1", "strata-loops2-P1"),
+        ("redis-benchmark, -P 16: strata default with --event-loops 2 (a tuning) vs redis appendfsync everysec",
+         "redis-everysec-P16", "strata-loops2-P16"),
         ("redis-benchmark, durable: strata --durability sync vs redis appendfsync always (-P 1)",
          "redis-always-P1", "strata-sync-P1"),
     ]))

@@ -4,8 +4,9 @@
 #
 # 1. redis-benchmark -t set,get,incr,hset,mset -n N -r N -c 50, with -P 1
 #    and -P 16: strata-server (--durability default) vs redis-server
-#    (appendonly yes, appendfsync everysec); then durable mode: strata-server
-#    --durability sync vs redis-server appendfsync always.
+#    (appendonly yes, appendfsync everysec), and the same with strata-server
+#    --event-loops 2; then durable mode: strata-server --durability sync vs
+#    redis-server appendfsync always.
 # 2. YCSB A-F (site.ycsb:core from Maven Central) through Jedis with a
 #    binding mirroring YCSB's Redis binding (bench/server/ycsb), both servers.
 # 3. The seed-003 study: 90/10 and 10/90 read/write zipfian runs against
@@ -116,6 +117,10 @@ if [ "$DO_RB" = 1 ]; then
         rb "redis-everysec-P$P" "$p" "$P"; stop_server
         p=$(next_port); start_strata "$p" --durability default
         rb "strata-default-P$P" "$p" "$P"; stop_server
+        # A tuning, not the default: two event loops (the trade-off is in
+        # the summary: more throughput, longer tails when cores are short).
+        p=$(next_port); start_strata "$p" --durability default --event-loops 2
+        rb "strata-loops2-P$P" "$p" "$P"; stop_server
     done
     p=$(next_port); start_redis "$p" --appendonly yes --appendfsync always
     rb "redis-always-P1" "$p" 1; stop_server
