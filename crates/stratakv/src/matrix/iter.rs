@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::row::{key_prefix, Elem, Row};
+use super::Fences;
 use crate::error::Result;
 use crate::iterator::InternalIterator;
 use crate::key::user_key;
@@ -18,13 +19,21 @@ pub struct RowIter {
     pos: Option<u32>,
     key: Vec<u8>,
     value: (u64, u32),
+    /// The row's DRAM fences, if the caller has them: a seek then searches
+    /// PM only inside the window they give.
+    fences: Option<Arc<Fences>>,
 }
 
 impl RowIter {
     /// A cursor over elements `[start, end)`.
     pub fn new(row: Arc<Row>, start: u32, end: u32) -> RowIter {
         let end = end.min(row.len());
-        RowIter { row, start: start.min(end), end, pos: None, key: Vec::new(), value: (0, 0) }
+        RowIter { row, start: start.min(end), end, pos: None, key: Vec::new(), value: (0, 0), fences: None }
+    }
+
+    /// A cursor over elements `[start, end)` whose seeks use `fences`.
+    pub(super) fn with_fences(row: Arc<Row>, start: u32, end: u32, fences: Arc<Fences>) -> RowIter {
+        RowIter { fences: Some(fences), ..RowIter::new(row, start, end) }
     }
 
     fn land(&mut self, i: u32) -> Result<()> {
@@ -76,7 +85,16 @@ impl InternalIterator for RowIter {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let i = self.row.lower_bound(target, key_prefix(user_key(target)), self.start, self.end)?;
+        let ukey = user_key(target);
+        let (mut lo, mut hi) = (self.start, self.end);
+        if let Some(f) = &self.fences {
+            // The window holds every version of `ukey` and, at `hi`, the
+            // first larger key: the answer lies in [lo, hi] either way.
+            let (wl, wh) = f.window(ukey, self.row.len());
+            lo = lo.max(wl).min(self.end);
+            hi = hi.min(wh).max(lo);
+        }
+        let i = self.row.lower_bound(target, key_prefix(ukey), lo, hi)?;
         self.land(i)
     }
 

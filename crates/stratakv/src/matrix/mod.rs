@@ -133,17 +133,50 @@ pub struct LiveRow {
     fences: Arc<Fences>,
 }
 
-/// Every `FENCE_EVERY`-th key of a row, shortened to the 8 bytes after the
-/// row's common key prefix. The element prefixes stored in PM are the first
-/// 8 key bytes, which tell nothing apart when keys share a long prefix (the
-/// server's `key:000000…`, or any `user:…` scheme); skipping the bytes
-/// every key of the row shares makes the fence words distinct again.
+/// Every `FENCE_EVERY`-th key of a row, in DRAM, after the row's common key
+/// prefix and cut to `FENCE_BYTES`. The element prefixes stored in PM are
+/// the first 8 key bytes, which tell nothing apart when keys share a long
+/// prefix (the server's `key:000000…`, `H<len>user…` hash fields, any
+/// `user:…` scheme); skipping the shared bytes and keeping more of the
+/// rest makes the fences distinct again.
+///
+/// A fence is compared as (8-byte word, up to `FENCE_BYTES - 8` more bytes).
+/// That map from keys is monotone (cutting and zero-padding never reorder
+/// two keys), so a fence that compares below (above) a key's image
+/// belongs to a smaller (larger) key; equal images decide nothing.
 #[derive(Debug, Default)]
 struct Fences {
     /// The bytes all keys of the row begin with.
     common: Vec<u8>,
-    /// `key_prefix(&key[common.len()..])` of elements 0, FENCE_EVERY, ....
+    /// `key_prefix(rest)` of elements 0, FENCE_EVERY, ..., where `rest` is
+    /// the key after `common`.
     words: Vec<u64>,
+    /// `rest[8..FENCE_BYTES]` of the same elements, back to back; fence
+    /// `i`'s bytes are `tails[tail_ends[i - 1]..tail_ends[i]]`.
+    tails: Vec<u8>,
+    tail_ends: Vec<u32>,
+}
+
+/// Key bytes (after the row's common prefix) a fence keeps.
+const FENCE_BYTES: usize = 32;
+
+/// The bytes of a key's image after its 8-byte word (see [`Fences`]).
+fn fence_tail(rest: &[u8]) -> &[u8] {
+    rest.get(8..rest.len().min(FENCE_BYTES)).unwrap_or_default()
+}
+
+/// The first index in `0..n` where `pred` is false (`pred` holds on a prefix).
+fn partition(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// Elements per fence: a lookup's search in PM spans at most about this many.
@@ -181,26 +214,7 @@ impl LiveRow {
     /// The range `[lo, hi)` that holds the row's first element with user
     /// key >= `ukey` (or `hi == len` if there is none).
     fn window(&self, ukey: &[u8]) -> (u32, u32) {
-        let n = self.row.len();
-        let common = &self.fences.common;
-        let head = &ukey[..ukey.len().min(common.len())];
-        // Keys of the row all start with `common`: a key that does not sort
-        // before or after all of them.
-        match head.cmp(common) {
-            Ordering::Less => return (0, 0),
-            Ordering::Greater => return (n, n),
-            Ordering::Equal if ukey.len() < common.len() => return (0, 0),
-            Ordering::Equal => {}
-        }
-        let word = key_prefix(&ukey[common.len()..]);
-        // Fence words are monotone in the key: a fence whose word is smaller
-        // (larger) than `word` bounds the range from below (above).
-        let words = &self.fences.words;
-        let below = words.partition_point(|&f| f < word) as u32;
-        let lo = if below == 0 { 0 } else { (below - 1) * FENCE_EVERY + 1 };
-        let above = words.partition_point(|&f| f <= word);
-        let hi = if above == words.len() { n } else { above as u32 * FENCE_EVERY };
-        (lo, hi)
+        self.fences.window(ukey, self.row.len())
     }
 
     /// Elements not yet compacted.
@@ -230,6 +244,42 @@ impl LiveRow {
 
 impl Fences {
     /// Reads the fence keys of `row` (about one key in `FENCE_EVERY`).
+    /// The range `[lo, hi)` of a row of `n` elements that holds its first
+    /// element with user key >= `ukey` (or `hi == n` if there is none).
+    /// Every element before `lo` has a smaller user key and element `hi`,
+    /// if any, a larger one, so a search for any internal key of `ukey`
+    /// may stay inside the window.
+    fn window(&self, ukey: &[u8], n: u32) -> (u32, u32) {
+        let common = &self.common;
+        let head = &ukey[..ukey.len().min(common.len())];
+        // Keys of the row all start with `common`: a key that does not sort
+        // before or after all of them.
+        match head.cmp(common) {
+            Ordering::Less => return (0, 0),
+            Ordering::Greater => return (n, n),
+            Ordering::Equal if ukey.len() < common.len() => return (0, 0),
+            Ordering::Equal => {}
+        }
+        let rest = &ukey[common.len()..];
+        let (word, tail) = (key_prefix(rest), fence_tail(rest));
+        // Fences are monotone in the key: a fence that compares below
+        // (above) the probe bounds the range from below (above).
+        let nf = self.words.len();
+        let below = partition(nf, |i| self.cmp(i, word, tail) == Ordering::Less) as u32;
+        let lo = if below == 0 { 0 } else { (below - 1) * FENCE_EVERY + 1 };
+        let above = partition(nf, |i| self.cmp(i, word, tail) != Ordering::Greater);
+        let hi = if above == nf { n } else { above as u32 * FENCE_EVERY };
+        (lo.min(n), hi.min(n))
+    }
+
+    /// Fence `i` against a key image `(word, tail)`.
+    fn cmp(&self, i: usize, word: u64, tail: &[u8]) -> Ordering {
+        let w = self.words.get(i).copied().unwrap_or(u64::MAX);
+        let start = if i == 0 { 0 } else { self.tail_ends.get(i - 1).copied().unwrap_or(0) as usize };
+        let end = self.tail_ends.get(i).copied().unwrap_or(0) as usize;
+        w.cmp(&word).then_with(|| self.tails.get(start..end).unwrap_or_default().cmp(tail))
+    }
+
     fn of(row: &Row) -> Result<Fences> {
         let n = row.len();
         if n == 0 {
@@ -238,15 +288,15 @@ impl Fences {
         let first = row.user_key(&row.elem(0)?)?;
         let last = row.user_key(&row.elem(n - 1)?)?;
         let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
-        let common = first[..shared].to_vec();
-        let words = (0..n)
-            .step_by(FENCE_EVERY as usize)
-            .map(|i| {
-                let key = row.user_key(&row.elem(i)?)?;
-                Ok(key_prefix(key.get(shared..).unwrap_or_default()))
-            })
-            .collect::<Result<_>>()?;
-        Ok(Fences { common, words })
+        let mut f = Fences { common: first[..shared].to_vec(), ..Fences::default() };
+        for i in (0..n).step_by(FENCE_EVERY as usize) {
+            let key = row.user_key(&row.elem(i)?)?;
+            let rest = key.get(shared..).unwrap_or_default();
+            f.words.push(key_prefix(rest));
+            f.tails.extend_from_slice(fence_tail(rest));
+            f.tail_ends.push(f.tails.len() as u32);
+        }
+        Ok(f)
     }
 }
 
@@ -524,7 +574,7 @@ impl MatrixView {
     /// Cursors over every row's live part, newest first.
     pub fn add_iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) {
         for r in &self.rows {
-            out.push(Box::new(iter::RowIter::new(r.row.clone(), r.start, r.row.len())));
+            out.push(Box::new(iter::RowIter::with_fences(r.row.clone(), r.start, r.row.len(), r.fences.clone())));
         }
     }
 

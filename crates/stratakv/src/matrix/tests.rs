@@ -11,9 +11,11 @@ use strata_pmem::Region;
 
 use super::build::{build_row, RowEntry, RowSpec};
 use super::column::pick_column;
+use super::iter::RowIter;
 use super::row::{key_prefix, Elem, Row};
 use super::{LiveRow, MatrixRecord, MatrixState, RowMeta};
 use crate::coding::put_varint;
+use crate::iterator::InternalIterator;
 use crate::key::{internal_key, Kind, KIND_FOR_SEEK};
 use crate::memtable::Lookup;
 use crate::sstable::key_hash;
@@ -84,6 +86,20 @@ fn random_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
 /// Keys that all share an 11-byte prefix, as the server's `key:000000…` do.
 fn shared_prefix_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     format!("user:000000{:06}", rng.gen_range(0..space)).into_bytes()
+}
+
+/// Keys shaped like the server's (`m` meta keys and `H<len>key field` hash
+/// fields in one row): hash fields agree on their first 12 bytes, so only
+/// fence bytes past the first 8 tell them apart.
+fn tagged_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
+    let n = rng.gen_range(0..space);
+    if rng.gen_bool(0.2) {
+        format!("m{n:08}").into_bytes()
+    } else {
+        let mut k = b"H\0\0\0\x17".to_vec();
+        k.extend_from_slice(format!("user{:019}field{}", n / 10, n % 10).as_bytes());
+        k
+    }
 }
 
 /// Builds `n_rows` rows of random data; seqs grow with row age (newest = highest).
@@ -193,6 +209,72 @@ fn fences_find_keys_that_share_a_long_prefix() {
             3 => b"a".to_vec(),
             _ => shared_prefix_key(&mut rng, 5200),
         };
+        let seq = if rng.gen_bool(0.7) { max_seq } else { rng.gen_range(0..max_seq) };
+        let want = brute(&state, &k, seq);
+        if matches!(want, Lookup::Found(_)) {
+            found += 1;
+        }
+        assert_eq!(view.get(&k, seq, key_hash(&k)).unwrap(), want, "key {:?} seq {seq}", String::from_utf8_lossy(&k));
+    }
+    assert!(found > 1000, "too few hits ({found}) to mean anything");
+}
+
+#[test]
+fn fenced_seeks_land_where_full_searches_do() {
+    // Row cursors narrow a seek with the row's fences; on keys that share a
+    // long prefix (and on plain random keys), with part of each row already
+    // compacted, every seek must land on the element a search of the whole
+    // live range finds, and step on from there the same way.
+    let key_fns: [fn(&mut StdRng, u32) -> Vec<u8>; 3] = [shared_prefix_key, random_key, tagged_key];
+    for (seed, key_fn) in key_fns.into_iter().enumerate() {
+        let (_region, mut state) = build_matrix_with(key_fn, 60 + seed as u64, 4, 600, 4000);
+        let mut rng = StdRng::seed_from_u64(66 + seed as u64);
+        for r in state.rows.iter_mut() {
+            r.start = rng.gen_range(0..r.row.len() / 2);
+        }
+        let max_seq = 4 * 600 + 1;
+        for lr in &state.rows {
+            let end = lr.row.len() - rng.gen_range(0..50);
+            let mut fenced = RowIter::with_fences(lr.row.clone(), lr.start, end, lr.fences.clone());
+            let mut plain = RowIter::new(lr.row.clone(), lr.start, end);
+            let mut landed = 0;
+            for i in 0..2000 {
+                let k = match i % 8 {
+                    0 => b"user:".to_vec(),
+                    1 => b"a".to_vec(),
+                    2 => b"zz".to_vec(),
+                    _ => key_fn(&mut rng, 4400),
+                };
+                let target = internal_key(&k, rng.gen_range(0..=max_seq), KIND_FOR_SEEK);
+                fenced.seek(&target).unwrap();
+                plain.seek(&target).unwrap();
+                for _ in 0..2 {
+                    assert_eq!(fenced.valid(), plain.valid(), "seek {:?}", String::from_utf8_lossy(&k));
+                    assert_eq!(fenced.key(), plain.key(), "seek {:?}", String::from_utf8_lossy(&k));
+                    if !plain.valid() {
+                        break;
+                    }
+                    landed += 1;
+                    fenced.next().unwrap();
+                    plain.next().unwrap();
+                }
+            }
+            assert!(landed > 1000, "too few seeks landed inside the row ({landed})");
+        }
+    }
+}
+
+#[test]
+fn fences_find_server_shaped_keys() {
+    // Meta keys and hash fields in the same rows: hash fields share 12
+    // bytes, so the fences' bytes after the first 8 do the narrowing.
+    let (_region, state) = build_matrix_with(tagged_key, 8, 5, 700, 5000);
+    let view = state.view();
+    let mut rng = StdRng::seed_from_u64(88);
+    let max_seq = 5 * 700 + 1;
+    let mut found = 0;
+    for _ in 0..5000 {
+        let k = tagged_key(&mut rng, 5200);
         let seq = if rng.gen_bool(0.7) { max_seq } else { rng.gen_range(0..max_seq) };
         let want = brute(&state, &k, seq);
         if matches!(want, Lookup::Found(_)) {
