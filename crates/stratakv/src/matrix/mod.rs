@@ -152,9 +152,9 @@ struct Fences {
     /// the key after `common`.
     words: Vec<u64>,
     /// `rest[8..FENCE_BYTES]` of the same elements, back to back; fence
-    /// `i`'s bytes are `tails[tail_ends[i - 1]..tail_ends[i]]`.
+    /// `i`'s bytes are `tails[tail_starts[i]..tail_starts[i + 1]]`.
     tails: Vec<u8>,
-    tail_ends: Vec<u32>,
+    tail_starts: Vec<u32>,
 }
 
 /// Key bytes (after the row's common prefix) a fence keeps.
@@ -246,7 +246,6 @@ impl LiveRow {
 }
 
 impl Fences {
-    /// Reads the fence keys of `row` (about one key in `FENCE_EVERY`).
     /// The range `[lo, hi)` of a row of `n` elements that holds its first
     /// element with user key >= `ukey` (or `hi == n` if there is none).
     /// Every element before `lo` has a smaller user key and element `hi`,
@@ -278,11 +277,12 @@ impl Fences {
     /// Fence `i` against a key image `(word, tail)`.
     fn cmp(&self, i: usize, word: u64, tail: &[u8]) -> Ordering {
         let w = self.words.get(i).copied().unwrap_or(u64::MAX);
-        let start = if i == 0 { 0 } else { self.tail_ends.get(i - 1).copied().unwrap_or(0) as usize };
-        let end = self.tail_ends.get(i).copied().unwrap_or(0) as usize;
+        let start = self.tail_starts.get(i).copied().unwrap_or(0) as usize;
+        let end = self.tail_starts.get(i + 1).copied().unwrap_or(0) as usize;
         w.cmp(&word).then_with(|| self.tails.get(start..end).unwrap_or_default().cmp(tail))
     }
 
+    /// Reads the fence keys of `row` (about one key in `FENCE_EVERY`).
     fn of(row: &Row) -> Result<Fences> {
         let n = row.len();
         if n == 0 {
@@ -291,13 +291,13 @@ impl Fences {
         let first = row.user_key(&row.elem(0)?)?;
         let last = row.user_key(&row.elem(n - 1)?)?;
         let shared = first.iter().zip(last).take_while(|(a, b)| a == b).count();
-        let mut f = Fences { common: first[..shared].to_vec(), ..Fences::default() };
+        let mut f = Fences { common: first[..shared].to_vec(), tail_starts: vec![0], ..Fences::default() };
         for i in (0..n).step_by(FENCE_EVERY as usize) {
             let key = row.user_key(&row.elem(i)?)?;
             let rest = key.get(shared..).unwrap_or_default();
             f.words.push(key_prefix(rest));
             f.tails.extend_from_slice(fence_tail(rest));
-            f.tail_ends.push(f.tails.len() as u32);
+            f.tail_starts.push(f.tails.len() as u32);
         }
         Ok(f)
     }
