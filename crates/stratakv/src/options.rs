@@ -121,6 +121,10 @@ pub struct Options {
     /// Receiver rows that trigger merging the oldest segment of them into one
     /// row. Default: 0 = 4 × `rows_per_segment`.
     pub max_receiver_rows: usize,
+    /// Point lookups find a key in a row through a DRAM hash index (about
+    /// 5.3 bytes per key) instead of the thesis' bloom filter and hint-guided
+    /// binary search (1.25 bytes per key, several PM reads). Default: true.
+    pub matrix_hash_index: bool,
 
     // --- injection (tests, stress) ---
     /// File system for the SSD side. Default: the real one.
@@ -161,6 +165,7 @@ impl Default for Options {
             rows_per_segment: 8,
             column_threads: 2,
             max_receiver_rows: 0,
+            matrix_hash_index: true,
             fs: default_fs(),
             pm_sim: None,
         }

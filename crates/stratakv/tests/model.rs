@@ -62,6 +62,7 @@ fn options(rng: &mut StdRng, l0: L0Kind) -> Options {
     o.target_file_size = [16 << 10, 64 << 10][rng.gen_range(0..2)];
     o.max_bytes_for_level_base = 64 << 10;
     o.l0_compaction_trigger = rng.gen_range(2..5);
+    o.matrix_hash_index = rng.gen_bool(0.5);
     o
 }
 
@@ -76,7 +77,7 @@ struct Stats {
 fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
     let mut rng = StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
-    let opts = options(&mut rng, l0);
+    let mut opts = options(&mut rng, l0);
     let space = [50u32, 500, 5000][rng.gen_range(0..3)];
     let mut db = Db::open(dir.path(), opts.clone()).unwrap();
     let mut model = Model::new();
@@ -182,6 +183,11 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                     db.close().unwrap();
                 } else {
                     drop(db);
+                }
+                // The row lookup structures live in DRAM only: a reopen may
+                // switch between them.
+                if rng.gen_bool(0.3) {
+                    opts.matrix_hash_index = !opts.matrix_hash_index;
                 }
                 db = Db::open(dir.path(), opts.clone()).unwrap();
             }

@@ -2,7 +2,9 @@
 //! store plus this transaction's own pending writes, and all writes are
 //! committed as one atomic engine batch.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use ahash::AHashMap;
 
 use super::{expire_index_key, meta_key, prefix_end, Meta};
 use crate::store::{Backend, Op, Pending, StoreError, StoreResult};
@@ -21,14 +23,22 @@ pub struct CountDelta {
 pub struct Txn<'a> {
     store: &'a dyn Backend,
     writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    /// Store values of meta keys as first read (for the count deltas).
-    base: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    /// What the store held under meta keys read for writing, as first
+    /// read (for the count deltas): present, and with an expiry.
+    base: AHashMap<Vec<u8>, Base>,
     /// FLUSHDB/FLUSHALL ran: the store counts as empty below `writes`.
     cleared: bool,
     /// The time every expiry check of this transaction uses.
     pub now_ms: u64,
     /// Keys this transaction removed because they had expired.
     pub expired: u64,
+}
+
+/// A meta key's store value as first read: (present, has an expiry).
+type Base = (bool, bool);
+
+fn base_of(v: Option<&[u8]>) -> Base {
+    (v.is_some(), v.and_then(Meta::decode_expiry).is_some_and(|ms| ms != 0))
 }
 
 fn corrupt(key: &[u8]) -> StoreError {
@@ -38,7 +48,7 @@ fn corrupt(key: &[u8]) -> StoreError {
 impl<'a> Txn<'a> {
     /// A transaction over `store` at time `now_ms`.
     pub fn new(store: &'a dyn Backend, now_ms: u64) -> Txn<'a> {
-        Txn { store, writes: BTreeMap::new(), base: HashMap::new(), cleared: false, now_ms, expired: 0 }
+        Txn { store, writes: BTreeMap::new(), base: AHashMap::new(), cleared: false, now_ms, expired: 0 }
     }
 
     /// The store under this transaction.
@@ -48,6 +58,12 @@ impl<'a> Txn<'a> {
 
     /// Reads `k` (own writes first).
     pub fn get(&mut self, k: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        self.get_recording(k, false)
+    }
+
+    /// Reads `k`; with `record`, remembers what the store held under a
+    /// meta key so that the commit need not read it again.
+    fn get_recording(&mut self, k: &[u8], record: bool) -> StoreResult<Option<Vec<u8>>> {
         if let Some(v) = self.writes.get(k) {
             return Ok(v.clone());
         }
@@ -55,8 +71,8 @@ impl<'a> Txn<'a> {
             return Ok(None);
         }
         let v = self.store.get(k)?;
-        if k.first() == Some(&b'm') && !self.base.contains_key(k) {
-            self.base.insert(k.to_vec(), v.clone());
+        if record && k.first() == Some(&b'm') && !self.base.contains_key(k) {
+            self.base.insert(k.to_vec(), base_of(v.as_deref()));
         }
         Ok(v)
     }
@@ -147,9 +163,14 @@ impl<'a> Txn<'a> {
         }
     }
 
-    /// The meta entry of `key` as stored, expired or not.
+    /// The meta entry of `key` as stored, expired or not, read to be
+    /// changed (the commit's count deltas reuse this read).
     pub fn raw_meta(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
-        match self.get(&meta_key(key))? {
+        self.load_meta(key, true)
+    }
+
+    fn load_meta(&mut self, key: &[u8], for_write: bool) -> StoreResult<Option<Meta>> {
+        match self.get_recording(&meta_key(key), for_write)? {
             None => Ok(None),
             Some(b) => Meta::decode(&b).map(Some).ok_or_else(|| corrupt(key)),
         }
@@ -158,7 +179,7 @@ impl<'a> Txn<'a> {
     /// The meta entry of `key`, or `None` if absent or expired (reads).
     pub fn meta(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
         let now = self.now_ms;
-        Ok(self.raw_meta(key)?.filter(|m| !m.expired(now)))
+        Ok(self.load_meta(key, false)?.filter(|m| !m.expired(now)))
     }
 
     /// Like [`Txn::meta`], but removes an expired key for good, so that
@@ -249,13 +270,13 @@ impl<'a> Txn<'a> {
         let writes = std::mem::take(&mut self.writes);
         for (k, after) in writes.iter().filter(|(k, _)| k.first() == Some(&b'm')) {
             let before = match (self.cleared, self.base.remove(k)) {
-                (true, _) => None,
+                (true, _) => (false, false),
                 (false, Some(b)) => b,
-                (false, None) => self.store.get(k)?,
+                (false, None) => base_of(self.store.get(k)?.as_deref()),
             };
-            let has_exp = |v: &Option<Vec<u8>>| v.as_deref().and_then(Meta::decode_expiry).is_some_and(|ms| ms != 0);
-            delta.keys += i64::from(after.is_some()) - i64::from(before.is_some());
-            delta.expires += i64::from(has_exp(after)) - i64::from(has_exp(&before));
+            let after = base_of(after.as_deref());
+            delta.keys += i64::from(after.0) - i64::from(before.0);
+            delta.expires += i64::from(after.1) - i64::from(before.1);
         }
         let mut pending = Pending::default();
         if self.cleared {

@@ -105,6 +105,7 @@ impl Backend for EngineStore {
             ("engine_pm_slots".into(), s.pm_slots.to_string()),
             ("engine_pm_syncs".into(), s.pm_syncs.to_string()),
             ("engine_memtable_bytes".into(), s.memtable_bytes.to_string()),
+            ("engine_matrix_dram_bytes".into(), s.matrix_dram_bytes.to_string()),
             ("engine_immutable_memtables".into(), s.immutable_memtables.to_string()),
             ("engine_last_sequence".into(), s.last_sequence.to_string()),
             ("engine_writes".into(), s.writes.to_string()),
@@ -123,7 +124,7 @@ impl Backend for EngineStore {
 
     fn used_memory(&self) -> u64 {
         let s = self.db.stats();
-        s.memtable_bytes + s.block_cache_bytes + s.table_index_bytes
+        s.memtable_bytes + s.block_cache_bytes + s.table_index_bytes + s.matrix_dram_bytes
     }
 
     fn shutdown(&self) -> StoreResult<()> {

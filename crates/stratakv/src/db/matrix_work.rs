@@ -89,7 +89,7 @@ impl DbInner {
             })?)
         };
         let live = match row {
-            Some(r) => Some(LiveRow::new(r, 0, false, first_log, last_log)?),
+            Some(r) => Some(LiveRow::new(r, 0, false, first_log, last_log, self.opts.matrix_hash_index)?),
             None => None,
         };
         let mut vs = self.versions.lock();
@@ -232,7 +232,7 @@ impl DbInner {
             let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes, logs: logs.clone() };
             build_row(&self.region, &self.shared_region_path, spec)
         })?;
-        let merged = LiveRow::new(row, 0, false, first_log, last_log)?;
+        let merged = LiveRow::new(row, 0, false, first_log, last_log, self.opts.matrix_hash_index)?;
         let mut vs = self.versions.lock();
         let mut m = self.matrix.lock();
         // A compaction round may have started meanwhile and claimed these

@@ -87,6 +87,8 @@ pub struct Stats {
     pub block_cache_bytes: u64,
     /// DRAM held by table indexes and filters.
     pub table_index_bytes: u64,
+    /// DRAM held by the matrix's row hash indexes, filters and fences.
+    pub matrix_dram_bytes: u64,
     /// How long the last open took, recovery included, in microseconds.
     pub recovery_micros: u64,
     /// Why the database refuses writes, if it does.
@@ -136,6 +138,7 @@ impl DbInner {
             memtable_entries: mem.len() as u64,
             immutable_memtables: imms,
             matrix_rows: matrix.len(),
+            matrix_dram_bytes: matrix.dram_bytes(),
             matrix_data_bytes: mdata,
             matrix_pm_bytes: mpm,
             matrix_limit_bytes: if is_matrix { self.opts.matrix_limit() } else { 0 },
@@ -240,9 +243,10 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "DRAM:                 {:.2} MiB block cache, {:.2} MiB table indexes/filters",
+            "DRAM:                 {:.2} MiB block cache, {:.2} MiB table indexes/filters, {:.2} MiB matrix indexes",
             mib(self.block_cache_bytes),
-            mib(self.table_index_bytes)
+            mib(self.table_index_bytes),
+            mib(self.matrix_dram_bytes)
         )?;
         writeln!(f, "open took:            {:.1} ms", self.recovery_micros as f64 / 1000.0)?;
         if let Some(p) = &self.poisoned {

@@ -4,8 +4,11 @@
 //! A sealed memtable becomes a *row*: a sorted array of elements pointing
 //! at its log entries, with cross-row hints into the next-older row (see
 //! [`row`]). Rows are grouped into segments with one DRAM bloom filter
-//! each. Lookups search rows newest first, narrowing each older row's
-//! binary search to the window the hints give. Column compaction moves key
+//! each. Lookups search rows newest first. By default each row has a DRAM
+//! hash index ([`hash_index`]) that names the element of a key outright;
+//! without it (`Options::matrix_hash_index = false`, the thesis' design)
+//! a per-row bloom filter skips rows and each older row's binary search
+//! is narrowed to the window the hints give. Column compaction moves key
 //! ranges of the oldest rows (the *compactor* group) into L1 tables, one
 //! column at a time, while new rows (the *receiver* group) keep arriving.
 //!
@@ -18,6 +21,7 @@
 pub mod build;
 pub mod column;
 pub mod filter;
+pub mod hash_index;
 pub mod iter;
 pub mod row;
 
@@ -31,6 +35,7 @@ use crate::iterator::InternalIterator;
 use crate::key::{make_internal_key, Kind, SeqNo, KIND_FOR_SEEK};
 use crate::memtable::Lookup;
 use filter::BlockedBloom;
+use hash_index::HashIndex;
 use row::{key_prefix, Row};
 
 /// Bloom bits per key for row and segment filters.
@@ -111,7 +116,26 @@ impl MatrixRecord {
     }
 }
 
-/// A row as the matrix holds it: the row, its consumed prefix, its filter.
+/// How point lookups find a key in one row.
+#[derive(Clone, Debug)]
+pub enum RowProbe {
+    /// A hash index naming the key's first element.
+    Index(Arc<HashIndex>),
+    /// A bloom filter; the row is then searched inside the fence and hint window.
+    Bloom(Arc<BlockedBloom>),
+}
+
+impl RowProbe {
+    /// DRAM bytes used.
+    pub fn bytes(&self) -> usize {
+        match self {
+            RowProbe::Index(ix) => ix.bytes(),
+            RowProbe::Bloom(f) => f.bytes(),
+        }
+    }
+}
+
+/// A row as the matrix holds it: the row, its consumed prefix, its lookup structures.
 #[derive(Clone, Debug)]
 pub struct LiveRow {
     /// The row.
@@ -126,8 +150,8 @@ pub struct LiveRow {
     pub last_log: u64,
     /// Segment the row belongs to.
     pub seg: u64,
-    /// Bloom filter over the row's keys.
-    pub filter: Arc<BlockedBloom>,
+    /// The row's hash index or bloom filter.
+    pub probe: RowProbe,
     /// Fences: a lookup narrows its binary search with these, in DRAM,
     /// before touching PM.
     fences: Arc<Fences>,
@@ -197,10 +221,22 @@ fn found(row: &Row, e: &row::Elem) -> Result<Lookup> {
 }
 
 impl LiveRow {
-    /// A live row for `row`, building its filter from the stored hashes.
-    pub fn new(row: Row, start: u32, compactor: bool, first_log: u64, last_log: u64) -> Result<LiveRow> {
+    /// A live row for `row`, building its hash index (with `hash_index`)
+    /// or bloom filter from the stored hashes.
+    pub fn new(
+        row: Row,
+        start: u32,
+        compactor: bool,
+        first_log: u64,
+        last_log: u64,
+        hash_index: bool,
+    ) -> Result<LiveRow> {
         let hashes = row.hashes()?;
-        let filter = Arc::new(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS));
+        let probe = if hash_index {
+            RowProbe::Index(Arc::new(HashIndex::build(&hashes)))
+        } else {
+            RowProbe::Bloom(Arc::new(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS)))
+        };
         let fences = Fences::of(&row)?;
         Ok(LiveRow {
             row: Arc::new(row),
@@ -209,7 +245,7 @@ impl LiveRow {
             first_log,
             last_log,
             seg: 0,
-            filter,
+            probe,
             fences: Arc::new(fences),
         })
     }
@@ -246,6 +282,11 @@ impl LiveRow {
 }
 
 impl Fences {
+    /// DRAM bytes used.
+    fn bytes(&self) -> usize {
+        self.common.len() + self.words.len() * 8 + self.tails.len() + self.tail_starts.len() * 4
+    }
+
     /// The range `[lo, hi)` of a row of `n` elements that holds its first
     /// element with user key >= `ukey` (or `hi == n` if there is none).
     /// Every element before `lo` has a smaller user key and element `hi`,
@@ -535,11 +576,25 @@ impl MatrixView {
                 }
             }
             for lr in self.rows.iter().skip(g.first).take(g.len) {
-                if !lr.filter.may_contain(hash) {
-                    hint = None;
-                    continue;
-                }
                 let row = &lr.row;
+                match &lr.probe {
+                    RowProbe::Index(ix) => {
+                        hint = None;
+                        // Candidates before `start` are keys already moved
+                        // to L1 (columns end at user-key boundaries).
+                        for c in ix.candidates(hash).filter(|c| *c >= lr.start) {
+                            if let Some(e) = row.find_in_run(ukey, hash, seq, c)? {
+                                return found(row, &e);
+                            }
+                        }
+                        continue;
+                    }
+                    RowProbe::Bloom(f) if !f.may_contain(hash) => {
+                        hint = None;
+                        continue;
+                    }
+                    RowProbe::Bloom(_) => {}
+                }
                 let n = row.len();
                 let (mut lo, mut hi) = lr.window(ukey);
                 if let Some((_, l, h)) = hint.filter(|h| h.0 == row.id()) {
@@ -584,6 +639,13 @@ impl MatrixView {
     /// Log bytes of data not yet compacted.
     pub fn data_bytes(&self) -> u64 {
         self.rows.iter().map(|r| r.remaining_data_bytes()).sum()
+    }
+
+    /// DRAM held by the rows' hash indexes or filters, fences and segment filters.
+    pub fn dram_bytes(&self) -> u64 {
+        let rows: usize = self.rows.iter().map(|r| r.probe.bytes() + r.fences.bytes()).sum();
+        let segs: usize = self.groups.iter().filter_map(|g| g.filter.as_ref()).map(|f| f.bytes()).sum();
+        (rows + segs) as u64
     }
 }
 

@@ -325,6 +325,28 @@ impl Row {
         Ok(None)
     }
 
+    /// The newest version of `ukey` with sequence <= `seq` in the run of
+    /// elements with key hash `hash` that begins at `from` (a hash index
+    /// candidate). Such a run holds one key's versions, newest first, or,
+    /// on a hash collision, neighbouring keys' versions: all are checked.
+    pub fn find_in_run(&self, ukey: &[u8], hash: u64, seq: SeqNo, from: u32) -> Result<Option<Elem>> {
+        let prefix = key_prefix(ukey);
+        let mut i = from;
+        while i < self.len() {
+            // A fingerprint match of another key fails here on the prefix,
+            // without reading the key from the log.
+            let e = self.elem(i)?;
+            if e.seq() <= seq && e.prefix == prefix && self.user_key(&e)? == ukey {
+                return Ok(Some(e));
+            }
+            i += 1;
+            if i >= self.len() || self.hash(i)? != hash {
+                break;
+            }
+        }
+        Ok(None)
+    }
+
     /// First index in `[lo, hi)` whose element is >= `probe`; `hi` if none.
     pub fn lower_bound(&self, probe: &[u8], probe_prefix: u64, mut lo: u32, mut hi: u32) -> Result<u32> {
         hi = hi.min(self.len());

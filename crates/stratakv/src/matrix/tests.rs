@@ -104,8 +104,32 @@ fn tagged_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
 
 /// Builds `n_rows` rows of random data; seqs grow with row age (newest = highest).
 fn build_matrix(seed: u64, n_rows: usize, per_row: usize, space: u32) -> (Region, MatrixState) {
-    build_matrix_with(random_key, seed, n_rows, per_row, space)
+    build_matrix_with(random_key, seed, n_rows, per_row, space, Shape::default())
 }
+
+/// How `build_matrix_with` builds rows.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    /// Rows get hash indexes (else bloom filters and the hint-guided search).
+    hash_index: bool,
+    /// A key may have several versions in one row, as an unflushed
+    /// memtable with overwrites or an open snapshot leaves them.
+    versions: bool,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape { hash_index: true, versions: false }
+    }
+}
+
+/// Every combination of `Shape`.
+const SHAPES: [Shape; 4] = [
+    Shape { hash_index: true, versions: false },
+    Shape { hash_index: false, versions: false },
+    Shape { hash_index: true, versions: true },
+    Shape { hash_index: false, versions: true },
+];
 
 /// `build_matrix` with keys drawn by `key`.
 fn build_matrix_with(
@@ -114,6 +138,7 @@ fn build_matrix_with(
     n_rows: usize,
     per_row: usize,
     space: u32,
+    shape: Shape,
 ) -> (Region, MatrixState) {
     let mut rng = StdRng::seed_from_u64(seed);
     let (region, path) = region();
@@ -124,8 +149,10 @@ fn build_matrix_with(
         let mut recs = Vec::new();
         while recs.len() < per_row {
             let k = key(&mut rng, space);
-            // One version per key per row, as a memtable flush with drops would give.
-            if !keys.insert(k.clone()) {
+            // One version per key per row, as a memtable flush with drops
+            // would give, unless the shape asks for more.
+            let another_version = shape.versions && rng.gen_bool(0.5);
+            if !keys.insert(k.clone()) && !another_version {
                 continue;
             }
             let kind = if rng.gen_bool(0.15) { Kind::Delete } else { Kind::Put };
@@ -138,7 +165,7 @@ fn build_matrix_with(
         let older = state.rows.first().map(|l| l.row.clone());
         let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes: bytes, logs: vec![log] };
         let row = build_row(&region, &path, spec).unwrap();
-        state.push_newest(LiveRow::new(row, 0, false, 1000 + r as u64, 1000 + r as u64).unwrap());
+        state.push_newest(LiveRow::new(row, 0, false, 1000 + r as u64, 1000 + r as u64, shape.hash_index).unwrap());
     }
     (region, state)
 }
@@ -163,12 +190,14 @@ fn brute(state: &MatrixState, k: &[u8], seq: u64) -> Lookup {
 
 #[test]
 fn hints_never_skip_a_present_key() {
-    for seed in 0..6 {
-        let (_region, mut state) = build_matrix(seed, 9, 300, 400);
+    // Also the hash index: both must agree with a full search of every row.
+    for seed in 0..8 {
+        let shape = SHAPES[seed as usize % SHAPES.len()];
+        let (_region, mut state) = build_matrix_with(random_key, seed, 9, 300, 400, shape);
         let mut rng = StdRng::seed_from_u64(seed + 100);
         let max_seq = 9 * 300 + 1;
         // Partly consume the oldest rows as a column compaction would.
-        if seed % 2 == 1 {
+        if seed / 4 == 1 {
             state.begin_round();
             let u = random_key(&mut rng, 400);
             let ends: Vec<(u64, u32)> =
@@ -185,7 +214,7 @@ fn hints_never_skip_a_present_key() {
             if matches!(want, Lookup::Found(_)) {
                 found += 1;
             }
-            assert_eq!(got, want, "seed {seed} key {:?} seq {seq}", String::from_utf8_lossy(&k));
+            assert_eq!(got, want, "seed {seed} {shape:?} key {:?} seq {seq}", String::from_utf8_lossy(&k));
         }
         assert!(found > 500, "too few hits ({found}) to mean anything");
     }
@@ -207,8 +236,8 @@ fn fences_find_keys_that_share_a_long_prefix() {
         _ => None,
     };
     let key_fns: [fn(&mut StdRng, u32) -> Vec<u8>; 2] = [shared_prefix_key, tagged_key];
-    for (seed, key_fn) in key_fns.into_iter().enumerate() {
-        let (_region, state) = build_matrix_with(key_fn, 5 + seed as u64, 6, 700, 5000);
+    for (seed, (key_fn, shape)) in key_fns.into_iter().flat_map(|k| SHAPES.map(|s| (k, s))).enumerate() {
+        let (_region, state) = build_matrix_with(key_fn, 5 + seed as u64, 6, 700, 5000, shape);
         let view = state.view();
         let mut rng = StdRng::seed_from_u64(55 + seed as u64);
         let max_seq = 6 * 700 + 1;
@@ -221,7 +250,7 @@ fn fences_find_keys_that_share_a_long_prefix() {
                 found += 1;
             }
             let got = view.get(&k, seq, key_hash(&k)).unwrap();
-            assert_eq!(got, want, "key {:?} seq {seq}", String::from_utf8_lossy(&k));
+            assert_eq!(got, want, "{shape:?} key {:?} seq {seq}", String::from_utf8_lossy(&k));
         }
         assert!(found > 700, "too few hits ({found}) to mean anything");
     }
@@ -235,7 +264,7 @@ fn fenced_seeks_land_where_full_searches_do() {
     // live range finds, and step on from there the same way.
     let key_fns: [fn(&mut StdRng, u32) -> Vec<u8>; 3] = [shared_prefix_key, random_key, tagged_key];
     for (seed, key_fn) in key_fns.into_iter().enumerate() {
-        let (_region, mut state) = build_matrix_with(key_fn, 60 + seed as u64, 4, 600, 4000);
+        let (_region, mut state) = build_matrix_with(key_fn, 60 + seed as u64, 4, 600, 4000, Shape::default());
         let mut rng = StdRng::seed_from_u64(66 + seed as u64);
         for r in state.rows.iter_mut() {
             r.start = rng.gen_range(0..r.row.len() / 2);
