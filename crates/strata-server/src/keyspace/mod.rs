@@ -152,9 +152,16 @@ impl Meta {
 
     /// Decodes stored bytes; `None` if malformed.
     pub fn decode(b: &[u8]) -> Option<Meta> {
+        Meta::decode_owned(b.to_vec())
+    }
+
+    /// Like [`Meta::decode`], reusing the buffer for the body (no copy
+    /// to a new allocation on the read path).
+    pub fn decode_owned(mut b: Vec<u8>) -> Option<Meta> {
         let kind = KeyType::from_u8(*b.first()?)?;
-        let expire_ms = read_u64_le(b, 1)?;
-        Some(Meta { kind, expire_ms, body: b.get(9..)?.to_vec() })
+        let expire_ms = read_u64_le(&b, 1)?;
+        b.drain(..9);
+        Some(Meta { kind, expire_ms, body: b })
     }
 
     /// The expiry of stored meta bytes, without decoding the body.

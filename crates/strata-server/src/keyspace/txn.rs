@@ -172,7 +172,7 @@ impl<'a> Txn<'a> {
     fn load_meta(&mut self, key: &[u8], for_write: bool) -> StoreResult<Option<Meta>> {
         match self.get_recording(&meta_key(key), for_write)? {
             None => Ok(None),
-            Some(b) => Meta::decode(&b).map(Some).ok_or_else(|| corrupt(key)),
+            Some(b) => Meta::decode_owned(b).map(Some).ok_or_else(|| corrupt(key)),
         }
     }
 
