@@ -344,6 +344,17 @@ impl Fences {
     }
 }
 
+/// The filter of a segment that is still taking rows: sized for a full
+/// segment of rows like its first, and copied on every new row (readers
+/// hold the old copy).
+#[derive(Clone, Debug)]
+struct GrowingFilter {
+    seg: u64,
+    filter: Arc<BlockedBloom>,
+    capacity: usize,
+    keys: usize,
+}
+
 /// The authoritative matrix state (changed under the `versions` lock).
 #[derive(Clone, Debug, Default)]
 pub struct MatrixState {
@@ -352,7 +363,11 @@ pub struct MatrixState {
     /// Live rows, newest first.
     pub rows: Vec<LiveRow>,
     next_seg: u64,
+    /// Filters of full (sealed) segments, built once from all their rows.
     seg_filters: HashMap<u64, Arc<BlockedBloom>>,
+    /// The filter of the newest segment while it fills, so a lookup of an
+    /// absent key skips its rows with one probe instead of one per row.
+    growing: Option<GrowingFilter>,
     rows_per_segment: usize,
     /// When the current compaction round started (not persisted).
     round_started: Option<std::time::Instant>,
@@ -401,8 +416,42 @@ impl MatrixState {
                 self.next_seg
             }
         };
+        let seg = r.seg;
         self.rows.insert(0, r);
+        self.grow_filter(seg);
         self.seal_full_segments();
+    }
+
+    /// Adds the newest row's keys to the filter of its (unsealed) segment.
+    fn grow_filter(&mut self, seg: u64) {
+        let Some(row) = self.rows.first().map(|r| r.row.clone()) else { return };
+        let Ok(hashes) = row.hashes() else {
+            // Unreadable hashes: no filter, so lookups probe every row.
+            self.growing = None;
+            return;
+        };
+        let mut g = match self.growing.take() {
+            Some(g) if g.seg == seg && g.keys + hashes.len() <= g.capacity => g,
+            _ => {
+                // A new segment, or more keys than planned: start over from
+                // the segment's rows with room for a full segment.
+                let rows: Vec<Arc<Row>> = self.rows.iter().filter(|r| r.seg == seg).map(|r| r.row.clone()).collect();
+                let keys: usize = rows.iter().map(|r| r.len() as usize).sum();
+                let capacity = keys.max(hashes.len() * self.rows_per_segment);
+                let mut f = BlockedBloom::with_capacity(capacity, FILTER_BITS);
+                for r in rows.iter().skip(1) {
+                    match r.hashes() {
+                        Ok(hs) => hs.iter().for_each(|h| f.insert(*h)),
+                        Err(_) => return,
+                    }
+                }
+                GrowingFilter { seg, filter: Arc::new(f), capacity, keys: keys - hashes.len() }
+            }
+        };
+        let f = Arc::make_mut(&mut g.filter);
+        hashes.iter().for_each(|h| f.insert(*h));
+        g.keys += hashes.len();
+        self.growing = Some(g);
     }
 
     /// Builds the shared filter of every full segment that lacks one.
@@ -432,6 +481,9 @@ impl MatrixState {
         self.seg_filters.extend(built);
         let live: std::collections::HashSet<u64> = self.rows.iter().map(|r| r.seg).collect();
         self.seg_filters.retain(|s, _| live.contains(s));
+        if self.growing.as_ref().is_some_and(|g| self.seg_filters.contains_key(&g.seg) || !live.contains(&g.seg)) {
+            self.growing = None;
+        }
     }
 
     /// PM bytes held by the matrix (row extents and the log extents they pin).
@@ -525,7 +577,8 @@ impl MatrixState {
         while i < self.rows.len() {
             let seg = self.rows[i].seg;
             let n = self.rows[i..].iter().take_while(|r| r.seg == seg).count();
-            groups.push(Group { first: i, len: n, filter: self.seg_filters.get(&seg).cloned() });
+            let growing = self.growing.as_ref().filter(|g| g.seg == seg).map(|g| g.filter.clone());
+            groups.push(Group { first: i, len: n, filter: self.seg_filters.get(&seg).cloned().or(growing) });
             i += n;
         }
         Arc::new(MatrixView { rows: self.rows.clone(), groups })

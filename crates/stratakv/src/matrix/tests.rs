@@ -115,20 +115,22 @@ struct Shape {
     /// A key may have several versions in one row, as an unflushed
     /// memtable with overwrites or an open snapshot leaves them.
     versions: bool,
+    /// Row `r` has `per_row * 3^r` keys instead of `per_row`.
+    grow: bool,
 }
 
 impl Default for Shape {
     fn default() -> Self {
-        Shape { hash_index: true, versions: false }
+        Shape { hash_index: true, versions: false, grow: false }
     }
 }
 
 /// Every combination of `Shape`.
 const SHAPES: [Shape; 4] = [
-    Shape { hash_index: true, versions: false },
-    Shape { hash_index: false, versions: false },
-    Shape { hash_index: true, versions: true },
-    Shape { hash_index: false, versions: true },
+    Shape { hash_index: true, versions: false, grow: false },
+    Shape { hash_index: false, versions: false, grow: false },
+    Shape { hash_index: true, versions: true, grow: false },
+    Shape { hash_index: false, versions: true, grow: false },
 ];
 
 /// `build_matrix` with keys drawn by `key`.
@@ -147,7 +149,8 @@ fn build_matrix_with(
     for r in 0..n_rows {
         let mut keys = BTreeSet::new();
         let mut recs = Vec::new();
-        while recs.len() < per_row {
+        let want = if shape.grow { per_row * 3usize.pow(r as u32) } else { per_row };
+        while recs.len() < want {
             let k = key(&mut rng, space);
             // One version per key per row, as a memtable flush with drops
             // would give, unless the shape asks for more.
@@ -359,19 +362,23 @@ fn columns_end_on_l1_bounds_and_cover_everything() {
 }
 
 #[test]
-fn full_segments_get_one_shared_filter() {
-    // build_matrix uses 3 rows per segment: 9 rows make 3 full segments.
-    let (_region, state) = build_matrix(21, 9, 100, 300);
-    let view = state.view();
-    let with_filter = view.groups.iter().filter(|g| g.filter.is_some()).count();
-    assert_eq!(view.groups.len(), 3, "{:?}", view.groups.iter().map(|g| g.len).collect::<Vec<_>>());
-    assert_eq!(with_filter, 3);
-    // A segment filter admits every key of its rows.
-    for g in &view.groups {
-        let f = g.filter.as_ref().unwrap();
-        for lr in view.rows.iter().skip(g.first).take(g.len) {
-            for h in lr.row.hashes().unwrap() {
-                assert!(f.may_contain(h));
+fn every_segment_has_a_filter_that_admits_its_keys() {
+    // build_matrix uses 3 rows per segment: 9 rows make 3 full segments,
+    // 10 and 11 leave a newest segment still filling (its filter grows
+    // with each row); rows that grow 3x each overflow the growing filter's
+    // planned size, which rebuilds it.
+    let cases = [(9, false, 3), (10, false, 4), (11, false, 4), (5, true, 2)];
+    for (n_rows, grow, groups) in cases {
+        let shape = Shape { grow, ..Shape::default() };
+        let (_region, state) = build_matrix_with(random_key, 21, n_rows, 40, 1_000_000, shape);
+        let view = state.view();
+        assert_eq!(view.groups.len(), groups, "{:?}", view.groups.iter().map(|g| g.len).collect::<Vec<_>>());
+        for g in &view.groups {
+            let f = g.filter.as_ref().expect("every segment has a filter");
+            for lr in view.rows.iter().skip(g.first).take(g.len) {
+                for h in lr.row.hashes().unwrap() {
+                    assert!(f.may_contain(h), "rows {n_rows} grow {grow}: a key of the segment is filtered out");
+                }
             }
         }
     }
