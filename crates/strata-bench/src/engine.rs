@@ -121,6 +121,7 @@ pub fn strata_options(f: &Flags) -> Result<Options> {
         o.pm_size = f.pm_size;
     }
     o.pm_write_latency_ns = f.pm_write_latency_ns;
+    o.matrix_hash_index = f.matrix_hash_index;
     o.write_buffer_size = f.write_buffer_size;
     o.block_cache_bytes = f.cache_size;
     o.bloom_bits_per_key = f.bloom_bits_per_key();

@@ -123,6 +123,10 @@ pub struct Flags {
     /// StrataKV level-0 profile: sstable or matrix (default: the engine's default).
     #[arg(long)]
     pub profile: Option<String>,
+    /// Matrix rows answer point lookups with a DRAM hash index (1) or with
+    /// the thesis' per-row bloom filter and hint-guided search (0).
+    #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub matrix_hash_index: bool,
     /// Directory of StrataKV's PM region file (default: `<db>/pm`); e.g. /dev/shm/x to emulate PM with DRAM.
     #[arg(long)]
     pub pm_dir: Option<PathBuf>,
@@ -234,6 +238,7 @@ mod tests {
         assert_eq!(f.bloom_bits_per_key(), 0);
         assert_eq!(f.write_buffer_size, 64 << 20);
         assert!(!f.sync && !f.use_existing_db && !f.histogram);
+        assert!(f.matrix_hash_index);
     }
 
     #[test]
@@ -254,6 +259,7 @@ mod tests {
             "--threads",
             "2",
             "--profile=matrix",
+            "--matrix_hash_index=0",
             "--pm_dir=/dev/shm/x",
             "--pm_write_latency_ns=300",
             "--json",
@@ -268,6 +274,7 @@ mod tests {
         assert_eq!(f.threads, 2);
         assert_eq!(f.bloom_bits_per_key(), 10);
         assert_eq!(f.profile.as_deref(), Some("matrix"));
+        assert!(!f.matrix_hash_index);
         assert_eq!(f.pm_dir.as_deref(), Some(std::path::Path::new("/dev/shm/x")));
         assert_eq!(f.pm_write_latency_ns, 300);
         assert_eq!(f.json.as_deref(), Some(std::path::Path::new("out.json")));
