@@ -465,16 +465,20 @@ impl MatrixState {
         }
         let mut built = Vec::new();
         for (seg, rows) in by_seg {
-            if rows.len() >= self.rows_per_segment && !self.seg_filters.contains_key(&seg) {
-                let total: usize = rows.iter().map(|r| r.row.len() as usize).sum();
-                let mut f = BlockedBloom::with_capacity(total, FILTER_BITS);
-                for r in rows {
-                    if let Ok(hs) = r.row.hashes() {
-                        for h in hs {
-                            f.insert(h);
-                        }
-                    }
-                }
+            if rows.len() < self.rows_per_segment || self.seg_filters.contains_key(&seg) {
+                continue;
+            }
+            // The growing filter already holds every row of its segment.
+            if let Some(g) = self.growing.as_ref().filter(|g| g.seg == seg) {
+                built.push((seg, g.filter.clone()));
+                continue;
+            }
+            let total: usize = rows.iter().map(|r| r.row.len() as usize).sum();
+            let mut f = BlockedBloom::with_capacity(total, FILTER_BITS);
+            // A row whose hashes cannot be read would leave its keys out of
+            // the filter: then the segment gets none and lookups probe its rows.
+            let complete = rows.iter().all(|r| r.row.hashes().map(|hs| hs.iter().for_each(|h| f.insert(*h))).is_ok());
+            if complete {
                 built.push((seg, Arc::new(f)));
             }
         }
