@@ -29,26 +29,6 @@ use crate::memtable::Memtable;
 use crate::sstable::key_hash;
 use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
 
-/// The write rate (bytes/s, 0 = unlimited) for a matrix of budget `limit`
-/// holding `used` bytes, given the drain rate of recent rounds (0 = none
-/// finished yet) and the running round's expected seconds left.
-fn throttle_rate(limit: u64, used: u64, drain: f64, round_left: Option<f64>) -> u64 {
-    let mut rate = f64::INFINITY;
-    if used >= limit / 2 && drain > 0.0 {
-        rate = drain;
-    }
-    if let Some(secs) = round_left.filter(|_| used >= limit / 10 * 6) {
-        let room = limit.saturating_sub(used) as f64;
-        rate = rate.min(room / secs.max(0.05));
-    }
-    // Never below 1 MiB/s: the hard stop at the limit still holds.
-    if rate.is_finite() {
-        rate.max((1 << 20) as f64) as u64
-    } else {
-        0
-    }
-}
-
 /// One key range of a column compaction, merged by one thread.
 struct ColumnPart {
     slices: Vec<(Arc<Row>, u32, u32)>,
@@ -171,20 +151,20 @@ impl DbInner {
         self.update_throttle(m, st.matrix_pm_bytes);
     }
 
-    /// Sets the write throttle from the matrix's fill and compaction speed.
-    /// Two limits apply above half the matrix budget, and the lower wins:
-    /// - the rate at which recent rounds drained the matrix, so writers go
-    ///   at the pace compaction sustains instead of filling PM in a burst
-    ///   (say while a level compaction delays the next round) and then
-    ///   crawling until the round frees it;
-    /// - above 60%, while a round runs, a pace that spreads the room left
-    ///   over the round's expected remaining time, so PM lasts until the
-    ///   round frees its rows.
-    ///
-    /// The hard stop at the budget (writers wait for PM) still holds.
+    /// Above 60% of the matrix budget, limits the write rate to what fits in
+    /// the remaining room until the running compaction round frees PM, so
+    /// writers slow down smoothly instead of stopping when the matrix is full.
     fn update_throttle(&self, m: &MatrixState, used: u64) {
-        let round_left = if m.round_active() { Some(m.round_seconds_left()) } else { None };
-        let rate = throttle_rate(self.opts.matrix_limit(), used, m.drain_rate(), round_left);
+        let limit = self.opts.matrix_limit();
+        let soft = limit / 10 * 6;
+        let rate = if used < soft {
+            0
+        } else {
+            let free = limit.saturating_sub(used) as f64;
+            let secs = m.round_seconds_left().max(0.05);
+            // Never below 1 MiB/s: the hard stop at the limit still holds.
+            (free / secs).max((1 << 20) as f64) as u64
+        };
         self.throttle_rate.store(rate, Ordering::Relaxed);
     }
 
@@ -459,41 +439,5 @@ impl DbInner {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::throttle_rate;
-
-    const MIB: u64 = 1 << 20;
-
-    #[test]
-    fn writes_are_unlimited_below_half_the_budget() {
-        assert_eq!(throttle_rate(1000 * MIB, 499 * MIB, 200e6, Some(1.0)), 0);
-        assert_eq!(throttle_rate(1000 * MIB, 700 * MIB, 0.0, None), 0, "no drain measured, no round");
-    }
-
-    #[test]
-    fn above_half_writes_follow_the_drain_rate() {
-        assert_eq!(throttle_rate(1000 * MIB, 500 * MIB, 200e6, None), 200_000_000);
-        // A round running but below 60%: only the drain rate applies.
-        assert_eq!(throttle_rate(1000 * MIB, 550 * MIB, 200e6, Some(0.1)), 200_000_000);
-    }
-
-    #[test]
-    fn a_round_paces_the_room_left_over_its_remaining_time() {
-        // 300 MiB left over 3 s: 100 MiB/s, below the drain rate.
-        assert_eq!(throttle_rate(1000 * MIB, 700 * MIB, 200e6, Some(3.0)), 100 * MIB);
-        // A fast round: the drain rate is the lower limit.
-        assert_eq!(throttle_rate(1000 * MIB, 700 * MIB, 200e6, Some(0.5)), 200_000_000);
-        // Without a drain figure the pace alone applies.
-        assert_eq!(throttle_rate(1000 * MIB, 700 * MIB, 0.0, Some(3.0)), 100 * MIB);
-    }
-
-    #[test]
-    fn a_full_matrix_keeps_a_floor_rate() {
-        assert_eq!(throttle_rate(1000 * MIB, 1000 * MIB, 200e6, Some(2.0)), MIB);
-        assert_eq!(throttle_rate(1000 * MIB, 1200 * MIB, 200e6, Some(2.0)), MIB);
     }
 }

@@ -13,9 +13,6 @@ use crate::log::{clear_commit_word, entry_len, write_entry, EXTENT_KIND_LOG, HEA
 use crate::memtable::Memtable;
 use crate::options::L0Kind;
 
-/// How far writers may run ahead of the throttle rate before one sleeps.
-const THROTTLE_SLACK: Duration = Duration::from_micros(200);
-
 /// Space and sequence numbers handed to one writer.
 struct Reserved {
     slot: Slot,
@@ -91,13 +88,10 @@ impl DbInner {
     }
 
     /// Spreads writes out at the throttle rate, if one is set (token bucket
-    /// shared by all writers). A write that finds the bucket less than
-    /// `THROTTLE_SLACK` in debt goes on at once; one that finds it deeper
-    /// sleeps until its turn. Waiting per write for a few microseconds would
-    /// need a spin or a yield loop, which on a small machine takes the CPU
-    /// that compaction needs to drain the matrix (it cost a fifth of a
-    /// fillrandom's CPU); a short sleep now and then keeps the same average
-    /// rate and leaves the core to compaction.
+    /// shared by all writers). Each write waits its own share, so delays are
+    /// small and even (good tail latency) rather than rare long sleeps;
+    /// waits under a millisecond yield the CPU in a loop instead of sleeping,
+    /// since a sleep cannot be that short.
     fn throttle(&self, bytes: u64) {
         let rate = self.throttle_rate.load(Ordering::Relaxed);
         if rate == 0 {
@@ -112,11 +106,18 @@ impl DbInner {
             *next += Duration::from_secs_f64(bytes as f64 / rate as f64);
             next.saturating_duration_since(now)
         };
-        if wait < THROTTLE_SLACK {
+        if wait.is_zero() {
             return;
         }
         self.counters.throttled_micros.fetch_add(wait.as_micros() as u64, Ordering::Relaxed);
-        std::thread::sleep(wait);
+        if wait >= Duration::from_millis(1) {
+            std::thread::sleep(wait);
+        } else {
+            let until = Instant::now() + wait;
+            while Instant::now() < until {
+                std::thread::yield_now();
+            }
+        }
     }
 
     /// Waits while the tree is too far behind (LevelDB-style slowdown, then stop).

@@ -375,9 +375,6 @@ pub struct MatrixState {
     round_total: u64,
     /// Length of the last finished round, in seconds (0 = none yet).
     pub last_round_secs: f64,
-    /// Data bytes per second that recent rounds compacted, start to end
-    /// (a moving average; 0 = no round finished yet).
-    drain_rate: f64,
 }
 
 impl MatrixState {
@@ -527,11 +524,6 @@ impl MatrixState {
         self.round_total = self.compactor_data_bytes();
     }
 
-    /// Data bytes per second recent compaction rounds sustained (0 = unknown).
-    pub fn drain_rate(&self) -> f64 {
-        self.drain_rate
-    }
-
     /// Data bytes of the compactor group not yet compacted.
     pub fn compactor_data_bytes(&self) -> u64 {
         self.rows.iter().filter(|r| r.compactor).map(|r| r.remaining_data_bytes()).sum()
@@ -567,10 +559,6 @@ impl MatrixState {
         if !self.round_active() {
             if let Some(t) = self.round_started.take() {
                 self.last_round_secs = t.elapsed().as_secs_f64();
-                if self.last_round_secs > 0.0 && self.round_total > 0 {
-                    let r = self.round_total as f64 / self.last_round_secs;
-                    self.drain_rate = if self.drain_rate > 0.0 { (self.drain_rate + r) / 2.0 } else { r };
-                }
             }
         }
         self.seal_full_segments();
