@@ -75,6 +75,25 @@ impl Mapping {
     }
 }
 
+impl Mapping {
+    /// Faults in the pages covering `[off, off+len)` writable, as a first
+    /// store would, without changing their bytes (MADV_POPULATE_WRITE,
+    /// Linux 5.14+). Returns false if the kernel does not support it.
+    pub fn populate(&self, off: usize, len: usize) -> bool {
+        if len == 0 || off >= self.len {
+            return true;
+        }
+        let page = page_size();
+        let start = off - off % page;
+        let end = (off + len).min(self.len);
+        // SAFETY: [start, end) lies inside the mapping (as for msync), and
+        // MADV_POPULATE_WRITE only allocates and maps pages: it leaves their
+        // contents, and so every Rust-visible byte, unchanged.
+        let rc = unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_POPULATE_WRITE) };
+        rc == 0
+    }
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: ptr/len are exactly what mmap returned, and the owning

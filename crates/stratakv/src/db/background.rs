@@ -36,7 +36,31 @@ impl DbInner {
             let me = self.clone();
             threads.push(spawn("strata-sync".into(), Box::new(move || me.sync_loop()))?);
         }
+        if self.region.sim().is_none() {
+            // Only the region, not the database: the thread ends when
+            // shutdown drops the sender.
+            let (tx, rx) = std::sync::mpsc::channel::<(u64, u64)>();
+            let region = self.region.clone();
+            threads.push(spawn(
+                "strata-prefault".into(),
+                Box::new(move || {
+                    while let Ok((off, len)) = rx.recv() {
+                        region.prefault(off, len);
+                    }
+                }),
+            )?);
+            *self.prefault.lock() = Some(tx);
+        }
         Ok(())
+    }
+
+    /// Asks the prefault thread to map in a fresh log extent, so the writer
+    /// filling it does not take a page fault (and the kernel's zeroing of a
+    /// new file page) every 4 KiB on the write path.
+    pub(crate) fn prefault(&self, off: u64, len: u64) {
+        if let Some(tx) = self.prefault.lock().as_ref() {
+            let _ = tx.send((off, len));
+        }
     }
 
     pub(crate) fn level_policy(&self) -> LevelPolicy {
@@ -62,6 +86,7 @@ impl DbInner {
             let _st = self.state.lock();
             self.state_cv.notify_all();
         }
+        self.prefault.lock().take();
         let handles: Vec<_> = self.threads.lock().drain(..).collect();
         for h in handles {
             let _ = h.join();

@@ -148,6 +148,9 @@ pub(crate) struct DbInner {
     pub throttle_next: Mutex<std::time::Instant>,
     pub counters: Counters,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Hands fresh log extents to the prefault thread (None without one,
+    /// or once shut down).
+    pub prefault: Mutex<Option<std::sync::mpsc::Sender<(u64, u64)>>>,
     pub recovery_micros: u64,
     /// Damage recovery found and stepped over: (region offset, what).
     pub recovery_anomalies: Vec<(u64, String)>,

@@ -244,6 +244,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         throttle_next: Mutex::new(std::time::Instant::now()),
         counters: Counters::default(),
         threads: Mutex::new(Vec::new()),
+        prefault: Mutex::new(None),
         recovery_micros: started.elapsed().as_micros() as u64,
         recovery_anomalies: anomalies,
         table_opts: TableOptions {

@@ -197,6 +197,7 @@ impl DbInner {
                     w.log_number = w.next_log_number;
                     w.next_log_number += 1;
                     w.mem.hold_extent(writer.extent().clone());
+                    self.prefault(writer.extent().offset(), writer.extent().len());
                     if self.needs_msync() {
                         let r = (writer.extent().offset(), writer.extent().len());
                         let mut u = self.unsynced.lock();
