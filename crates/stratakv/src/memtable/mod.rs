@@ -176,9 +176,9 @@ impl Memtable {
             return Err(Error::Pm(format!("memtable {} index is full ({} entries)", self.id, self.list.len())));
         };
         self.index.record(hash, node, |old| {
-            let old = self.list.node(old)?;
-            let p = ParsedKey::parse(old.key())?;
-            (p.user_key == key).then_some(p.seq < seq)
+            self.list
+                .with_node(old, |k, _, _| ParsedKey::parse(k).and_then(|p| (p.user_key == key).then_some(p.seq < seq)))
+                .flatten()
         });
         Ok(())
     }
@@ -191,13 +191,14 @@ impl Memtable {
         match self.index.probe(hash) {
             Probe::Empty => return Ok(Lookup::Missing),
             Probe::Node(n) => {
-                if let Some(node) = self.list.node(n) {
-                    match ParsedKey::parse(node.key()) {
-                        Some(p) if p.user_key != key => return Ok(Lookup::Missing),
-                        Some(p) if p.seq <= seq => return self.answer(&p, &node),
-                        // Too new for this reader: an older version may be visible.
-                        _ => {}
-                    }
+                let hit = self.list.with_node(n, |k, off, len| match ParsedKey::parse(k) {
+                    Some(p) if p.user_key != key => Some(Ok(Lookup::Missing)),
+                    Some(p) if p.seq <= seq => Some(self.answer_at(p.kind, off, len)),
+                    // Too new for this reader: an older version may be visible.
+                    _ => None,
+                });
+                if let Some(Some(found)) = hit {
+                    return found;
                 }
             }
             Probe::Collided => {}
@@ -216,9 +217,13 @@ impl Memtable {
     }
 
     fn answer(&self, p: &ParsedKey<'_>, node: &skiplist::Node<'_>) -> Result<Lookup> {
-        match p.kind {
+        self.answer_at(p.kind, node.value_off(), node.value_len())
+    }
+
+    fn answer_at(&self, kind: Kind, value_off: u64, value_len: u32) -> Result<Lookup> {
+        match kind {
             Kind::Delete => Ok(Lookup::Deleted),
-            Kind::Put => Ok(Lookup::Found(self.value_at(node.value_off(), node.value_len())?.to_vec())),
+            Kind::Put => Ok(Lookup::Found(self.value_at(value_off, value_len)?.to_vec())),
         }
     }
 
