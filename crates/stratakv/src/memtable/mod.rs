@@ -248,12 +248,16 @@ pub struct MemIter {
 impl MemIter {
     fn land(&mut self, x: u32) -> Result<()> {
         self.cur = x;
-        if let Some(n) = self.mem.list.node(x) {
+        let key = &mut self.key;
+        let value = self.mem.list.with_node(x, |k, off, len| {
+            key.clear();
+            key.extend_from_slice(k);
+            (off, len)
+        });
+        if let Some((off, len)) = value {
             // Check once here so that value() can hand out the slice.
-            self.mem.value_at(n.value_off(), n.value_len())?;
-            self.key.clear();
-            self.key.extend_from_slice(n.key());
-            self.value = (n.value_off(), n.value_len());
+            self.mem.value_at(off, len)?;
+            self.value = (off, len);
         }
         Ok(())
     }
