@@ -362,6 +362,38 @@ fn columns_end_on_l1_bounds_and_cover_everything() {
 }
 
 #[test]
+fn segment_filters_keep_a_low_false_positive_rate() {
+    // The filling segment's filter is sized for a full segment like its
+    // first row; rows that grow 3x each overflow that plan, and the filter
+    // must then be rebuilt bigger rather than overfilled.
+    for (n_rows, grow) in [(9, false), (11, false), (5, true), (6, true)] {
+        let shape = Shape { grow, ..Shape::default() };
+        let (_region, state) = build_matrix_with(random_key, 33, n_rows, 40, 1_000_000, shape);
+        let view = state.view();
+        let mut rng = StdRng::seed_from_u64(7);
+        for g in &view.groups {
+            let f = g.filter.as_ref().expect("every segment has a filter");
+            let mut present = HashSet::new();
+            for lr in view.rows.iter().skip(g.first).take(g.len) {
+                present.extend(lr.row.hashes().unwrap().iter().copied());
+            }
+            let (mut probes, mut false_hits) = (0u32, 0u32);
+            while probes < 20_000 {
+                let h: u64 = rng.gen();
+                if present.contains(&h) {
+                    continue;
+                }
+                probes += 1;
+                false_hits += u32::from(f.may_contain(h));
+            }
+            let rate = f64::from(false_hits) / f64::from(probes);
+            // 10 bits per key: about 1% for a blocked bloom filter.
+            assert!(rate < 0.03, "rows {n_rows} grow {grow}: {} keys, false-positive rate {rate}", present.len());
+        }
+    }
+}
+
+#[test]
 fn every_segment_has_a_filter_that_admits_its_keys() {
     // build_matrix uses 3 rows per segment: 9 rows make 3 full segments,
     // 10 and 11 leave a newest segment still filling (its filter grows
