@@ -78,10 +78,11 @@ impl Mapping {
 impl Mapping {
     /// Faults in the pages covering `[off, off+len)` writable, as a first
     /// store would, without changing their bytes (MADV_POPULATE_WRITE,
-    /// Linux 5.14+). Returns false if the kernel does not support it.
-    pub fn populate(&self, off: usize, len: usize) -> bool {
+    /// Linux 5.14+). Best effort: older kernels refuse it, and then the
+    /// first stores take the faults as before.
+    pub fn populate(&self, off: usize, len: usize) {
         if len == 0 || off >= self.len {
-            return true;
+            return;
         }
         let page = page_size();
         let start = off - off % page;
@@ -89,8 +90,7 @@ impl Mapping {
         // SAFETY: [start, end) lies inside the mapping (as for msync), and
         // MADV_POPULATE_WRITE only allocates and maps pages: it leaves their
         // contents, and so every Rust-visible byte, unchanged.
-        let rc = unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_POPULATE_WRITE) };
-        rc == 0
+        unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_POPULATE_WRITE) };
     }
 }
 

@@ -356,7 +356,7 @@ impl Region {
     /// thread: it takes as long as the faults it saves.
     pub fn prefault(&self, off: u64, len: u64) {
         if let Mem::Mapped { map, .. } = &self.inner.mem {
-            let _ = map.populate(off as usize, len as usize);
+            map.populate(off as usize, len as usize);
         }
     }
 

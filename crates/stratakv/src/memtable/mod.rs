@@ -193,7 +193,7 @@ impl Memtable {
             Probe::Node(n) => {
                 let hit = self.list.with_node(n, |k, off, len| match ParsedKey::parse(k) {
                     Some(p) if p.user_key != key => Some(Ok(Lookup::Missing)),
-                    Some(p) if p.seq <= seq => Some(self.answer_at(p.kind, off, len)),
+                    Some(p) if p.seq <= seq => Some(self.answer(p.kind, off, len)),
                     // Too new for this reader: an older version may be visible.
                     _ => None,
                 });
@@ -206,21 +206,15 @@ impl Memtable {
         let mut probe = Vec::with_capacity(key.len() + 8);
         make_internal_key(&mut probe, key, seq, KIND_FOR_SEEK);
         let x = self.list.seek(&probe);
-        let Some(node) = self.list.node(x) else { return Ok(Lookup::Missing) };
-        let Some(p) = ParsedKey::parse(node.key()) else {
-            return Err(Error::corruption(&self.region_path, node.value_off(), "bad key in memtable"));
-        };
-        if p.user_key != key {
-            return Ok(Lookup::Missing);
-        }
-        self.answer(&p, &node)
+        let found = self.list.with_node(x, |k, off, len| match ParsedKey::parse(k) {
+            None => Err(Error::corruption(&self.region_path, off, "bad key in memtable")),
+            Some(p) if p.user_key != key => Ok(Lookup::Missing),
+            Some(p) => self.answer(p.kind, off, len),
+        });
+        found.unwrap_or(Ok(Lookup::Missing))
     }
 
-    fn answer(&self, p: &ParsedKey<'_>, node: &skiplist::Node<'_>) -> Result<Lookup> {
-        self.answer_at(p.kind, node.value_off(), node.value_len())
-    }
-
-    fn answer_at(&self, kind: Kind, value_off: u64, value_len: u32) -> Result<Lookup> {
+    fn answer(&self, kind: Kind, value_off: u64, value_len: u32) -> Result<Lookup> {
         match kind {
             Kind::Delete => Ok(Lookup::Deleted),
             Kind::Put => Ok(Lookup::Found(self.value_at(value_off, value_len)?.to_vec())),

@@ -118,13 +118,16 @@ impl Arena {
     }
 }
 
-/// A read-only view of one node.
-pub(crate) struct Node<'a> {
-    words: &'a [AtomicU64],
+/// A copy of one node's key and value location (for tests).
+#[cfg(test)]
+pub(crate) struct Node {
     key: Vec<u8>,
+    value_off: u64,
+    value_len: u32,
 }
 
-impl Node<'_> {
+#[cfg(test)]
+impl Node {
     /// The internal key.
     pub fn key(&self) -> &[u8] {
         &self.key
@@ -132,12 +135,12 @@ impl Node<'_> {
 
     /// PM offset of the value.
     pub fn value_off(&self) -> u64 {
-        self.words.get(2).map(|w| w.load(Ordering::Relaxed)).unwrap_or(0)
+        self.value_off
     }
 
     /// Value length.
     pub fn value_len(&self) -> u32 {
-        self.words.get(3).map(|w| w.load(Ordering::Relaxed) as u32).unwrap_or(0)
+        self.value_len
     }
 }
 
@@ -173,36 +176,16 @@ impl SkipList {
         (self.arena.load(n + 1) & 0xffff_ffff) as usize
     }
 
-    fn read_key(&self, n: u32, out: &mut Vec<u8>) {
-        let len = self.key_len(n);
-        let kstart = n + (HEADER_WORDS + self.height_of(n)) as u32;
-        out.clear();
-        for w in self.arena.words(kstart, len.div_ceil(8)) {
-            out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
-        }
-        out.truncate(len);
-    }
-
-    /// A view of node `i` (None for the head or an invalid index).
-    pub fn node(&self, i: u32) -> Option<Node<'_>> {
-        if i == HEAD {
-            return None;
-        }
-        let h = self.height_of(i);
-        let len = self.key_len(i);
-        let words = self.arena.words(i, HEADER_WORDS + h + len.div_ceil(8));
-        if words.is_empty() {
-            return None;
-        }
-        let mut key = Vec::with_capacity(len + 8);
-        self.read_key(i, &mut key);
-        Some(Node { words, key })
+    /// A copy of node `i` (None for the head or an invalid index).
+    #[cfg(test)]
+    pub fn node(&self, i: u32) -> Option<Node> {
+        self.with_node(i, |k, value_off, value_len| Node { key: k.to_vec(), value_off, value_len })
     }
 
     /// Calls `f` with node `i`'s internal key, value offset and value length
-    /// (None for the head or an invalid index). Unlike [`SkipList::node`] it
-    /// copies short keys to the stack: point lookups and index updates make
-    /// one such call per write, and a heap allocation there showed in profiles.
+    /// (None for the head or an invalid index). Short keys are copied to the
+    /// stack: point lookups and index updates make one such call per write,
+    /// and a heap allocation there showed in profiles.
     pub fn with_node<R>(&self, i: u32, f: impl FnOnce(&[u8], u64, u32) -> R) -> Option<R> {
         if i == HEAD {
             return None;
@@ -429,9 +412,7 @@ impl SkipList {
 
     /// Predecessor of node `i` (by search), or NIL.
     pub fn prev_of(&self, i: u32) -> u32 {
-        let mut k = Vec::new();
-        self.read_key(i, &mut k);
-        self.seek_before(&k)
+        self.with_node(i, |k, _, _| self.seek_before(k)).unwrap_or(NIL)
     }
 
     /// Whether `i` is a real node.
@@ -458,19 +439,19 @@ mod tests {
     }
 
     #[test]
-    fn with_node_sees_what_node_sees() {
+    fn with_node_sees_what_was_inserted() {
         let l = SkipList::new(1 << 16);
         let mut nodes = Vec::new();
         // Keys from 9 bytes (a 1-byte user key) to far over the 64-byte stack buffer.
         for (i, n) in [1usize, 7, 8, 9, 55, 56, 57, 64, 100, 300].into_iter().enumerate() {
             let uk: Vec<u8> = (0..n).map(|j| (i * 31 + j) as u8).collect();
             let ik = internal_key(&uk, i as u64 + 1, Kind::Put);
-            nodes.push((l.insert(&ik, 1000 + i as u64, 10 * i as u32).unwrap(), ik));
+            let (off, len) = (1000 + i as u64, 10 * i as u32);
+            nodes.push((l.insert(&ik, off, len).unwrap(), (ik, off, len)));
         }
-        for (x, ik) in &nodes {
-            let n = l.node(*x).unwrap();
+        for (x, want) in &nodes {
             let seen = l.with_node(*x, |k, off, len| (k.to_vec(), off, len)).unwrap();
-            assert_eq!(seen, (ik.clone(), n.value_off(), n.value_len()));
+            assert_eq!(&seen, want);
         }
         assert!(l.with_node(HEAD, |_, _, _| ()).is_none());
     }
