@@ -31,6 +31,7 @@ pub mod log;
 pub mod matrix;
 pub mod memtable;
 pub mod options;
+pub mod prefix;
 pub mod sstable;
 pub mod version;
 
@@ -41,4 +42,5 @@ pub use batch::WriteBatch;
 pub use db::{Cursor, Db, DbIter, KeyRange, LevelStats, Snapshot, Stats, REGION_FILE};
 pub use error::{Error, Result};
 pub use options::{L0Kind, Options, ReadOptions, WriteOptions};
+pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use sstable::Compression;

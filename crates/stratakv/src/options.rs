@@ -6,6 +6,7 @@ use std::sync::Arc;
 use strata_pmem::SimPm;
 
 use crate::fs::{default_fs, Fs};
+use crate::prefix::PrefixExtractor;
 use crate::sstable::Compression;
 
 /// What level 0 is made of.
@@ -125,6 +126,11 @@ pub struct Options {
     /// 5.3 bytes per key) instead of the thesis' bloom filter and hint-guided
     /// binary search (1.25 bytes per key, several PM reads). Default: true.
     pub matrix_hash_index: bool,
+    /// Names each key's prefix group (see [`PrefixExtractor`]). When set,
+    /// every matrix row keeps a bloom filter of its keys' prefixes, and an
+    /// iterator over a range inside one prefix skips rows without it.
+    /// Default: None.
+    pub prefix_extractor: Option<Arc<dyn PrefixExtractor>>,
 
     // --- injection (tests, stress) ---
     /// File system for the SSD side. Default: the real one.
@@ -166,6 +172,7 @@ impl Default for Options {
             column_threads: 2,
             max_receiver_rows: 0,
             matrix_hash_index: true,
+            prefix_extractor: None,
             fs: default_fs(),
             pm_sim: None,
         }

@@ -10,7 +10,9 @@ use std::ops::Bound;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use stratakv::{Db, KeyRange, L0Kind, Options, WriteBatch};
+use std::sync::Arc;
+
+use stratakv::{Db, FixedPrefix, KeyRange, L0Kind, Options, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -39,6 +41,13 @@ fn value(rng: &mut StdRng) -> Vec<u8> {
 }
 
 fn range(rng: &mut StdRng, space: u32) -> KeyRange {
+    if rng.gen_bool(0.4) {
+        // The keys of one prefix group (what prefix filters serve), a few
+        // key lengths around the extractor's 5 bytes.
+        let k = key(rng, space);
+        let n = rng.gen_range(3..8).min(k.len());
+        return KeyRange::prefix(&k[..n]);
+    }
     let mut b = || -> Bound<Vec<u8>> {
         let k = format!("k{:06}", rng.gen_range(0..space)).into_bytes();
         match rng.gen_range(0..3) {
@@ -63,7 +72,13 @@ fn options(rng: &mut StdRng, l0: L0Kind) -> Options {
     o.max_bytes_for_level_base = 64 << 10;
     o.l0_compaction_trigger = rng.gen_range(2..5);
     o.matrix_hash_index = rng.gen_bool(0.5);
+    o.prefix_extractor = prefix_extractor(rng);
     o
+}
+
+/// Prefix groups of 100 keys (`k0001`), or none.
+fn prefix_extractor(rng: &mut StdRng) -> Option<Arc<dyn stratakv::PrefixExtractor>> {
+    rng.gen_bool(0.6).then(|| Arc::new(FixedPrefix(5)) as Arc<dyn stratakv::PrefixExtractor>)
 }
 
 struct Stats {
@@ -72,6 +87,8 @@ struct Stats {
     flushes: u64,
     compactions: u64,
     iterations: u64,
+    /// Matrix rows that prefix filters let iterators skip.
+    prefix_skipped_rows: u64,
 }
 
 fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
@@ -81,6 +98,7 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
     let space = [50u32, 500, 5000][rng.gen_range(0..3)];
     let mut db = Db::open(dir.path(), opts.clone()).unwrap();
     let mut model = Model::new();
+    let mut prefix_skips = 0;
     let mut snaps: Vec<(stratakv::Snapshot, Model)> = Vec::new();
     for op in 0..ops {
         let ctx = || format!("seed {seed} op {op}");
@@ -178,6 +196,7 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
             }
             _ => {
                 stats.reopens += 1;
+                prefix_skips += db.stats().prefix_skipped_rows;
                 snaps.clear();
                 if rng.gen_bool(0.5) {
                     db.close().unwrap();
@@ -189,12 +208,16 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                 if rng.gen_bool(0.3) {
                     opts.matrix_hash_index = !opts.matrix_hash_index;
                 }
+                if rng.gen_bool(0.3) {
+                    opts.prefix_extractor = prefix_extractor(&mut rng);
+                }
                 db = Db::open(dir.path(), opts.clone()).unwrap();
             }
         }
         stats.ops += 1;
     }
     snaps.clear();
+    stats.prefix_skipped_rows += prefix_skips + db.stats().prefix_skipped_rows;
     // Final full comparison after a reopen.
     db.close().unwrap();
     let db = Db::open(dir.path(), opts).unwrap();
@@ -207,7 +230,7 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
 fn run(l0: L0Kind, base_seed: u64) {
     let cases = env("STRATA_MODEL_CASES", 12);
     let ops = env("STRATA_MODEL_OPS", 3000);
-    let mut stats = Stats { ops: 0, reopens: 0, flushes: 0, compactions: 0, iterations: 0 };
+    let mut stats = Stats { ops: 0, reopens: 0, flushes: 0, compactions: 0, iterations: 0, prefix_skipped_rows: 0 };
     let seeds: Vec<u64> = match std::env::var("STRATA_MODEL_SEED").ok().and_then(|s| s.parse().ok()) {
         Some(s) => vec![s],
         None => (0..cases).map(|i| base_seed + i).collect(),
@@ -216,15 +239,20 @@ fn run(l0: L0Kind, base_seed: u64) {
         run_case(*seed, ops, l0, &mut stats);
     }
     println!(
-        "model[{}]: cases={} ops={} reopens={} flushes={} compactions={} range_scans={} mismatches=0",
+        "model[{}]: cases={} ops={} reopens={} flushes={} compactions={} range_scans={} prefix_skipped_rows={} mismatches=0",
         l0.name(),
         seeds.len(),
         stats.ops,
         stats.reopens,
         stats.flushes,
         stats.compactions,
-        stats.iterations
+        stats.iterations,
+        stats.prefix_skipped_rows
     );
+    // The prefix filters must have been exercised, not only agreed with.
+    if l0 == L0Kind::Matrix && seeds.len() > 1 {
+        assert!(stats.prefix_skipped_rows > 0, "no matrix row was ever skipped by a prefix filter");
+    }
 }
 
 #[test]

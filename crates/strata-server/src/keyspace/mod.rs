@@ -221,6 +221,25 @@ pub fn meta_bucket_start(h: u64) -> Vec<u8> {
     v
 }
 
+/// The engine's prefix groups: one per collection key and tag
+/// (`tag | klen | key`), so a scan of one hash, set, sorted set or list
+/// skips the matrix rows that hold none of its members. Meta, expiry and
+/// version keys belong to no group.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemberPrefix;
+
+impl stratakv::PrefixExtractor for MemberPrefix {
+    fn prefix<'a>(&self, k: &'a [u8]) -> Option<&'a [u8]> {
+        // Every key that begins with `tag | klen | key` has the same tag and
+        // length field, so it has this same prefix (the extractor contract).
+        if !matches!(k.first(), Some(b'H' | b'S' | b'Z' | b'z' | b'L')) {
+            return None;
+        }
+        let klen = u32::from_be_bytes(k.get(1..5)?.try_into().ok()?) as usize;
+        k.get(..5usize.checked_add(klen)?)
+    }
+}
+
 /// Prefix of every member entry with tag `tag` of `key`.
 pub fn member_prefix(tag: u8, key: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(5 + key.len() + 16);
@@ -321,6 +340,22 @@ mod tests {
         assert_eq!(m.list_bounds(), (5, 9));
         assert_eq!(Meta::decode(&[9]), None);
         assert_eq!(Meta::decode(&[1, 0]), None);
+    }
+
+    #[test]
+    fn member_prefix_groups() {
+        use stratakv::PrefixExtractor;
+        let x = MemberPrefix;
+        for tag in *b"HSZzL" {
+            let p = member_prefix(tag, b"user:1");
+            assert_eq!(x.prefix(&member_key(tag, b"user:1", b"field")), Some(&p[..]));
+            assert_eq!(x.prefix(&p), Some(&p[..]));
+        }
+        assert_eq!(x.prefix(&meta_key(b"user:1")), None);
+        assert_eq!(x.prefix(VERSION_KEY), None);
+        // Truncated or lying length fields name no group.
+        assert_eq!(x.prefix(b"H\0\0"), None);
+        assert_eq!(x.prefix(b"H\0\0\0\x09short"), None);
     }
 
     #[test]

@@ -327,7 +327,7 @@ impl DbIter {
 
     /// A positionable cursor over the same range and sequence.
     pub fn cursor(&self) -> Result<Cursor> {
-        Ok(Cursor::new(self.db.merged_iter()?, self.seq, self.range.clone()))
+        Ok(Cursor::new(self.db.merged_iter(&self.range)?, self.seq, self.range.clone()))
     }
 
     /// The error that ended iteration, if any.
@@ -362,7 +362,7 @@ impl DbIter {
                 c
             }
             None => {
-                let mut c = Cursor::new(self.db.merged_iter()?, self.seq, self.range.clone());
+                let mut c = Cursor::new(self.db.merged_iter(&self.range)?, self.seq, self.range.clone());
                 c.seek_to_first()?;
                 self.front.insert(c)
             }
@@ -386,7 +386,7 @@ impl DbIter {
                 c
             }
             None => {
-                let mut c = Cursor::new(self.db.merged_iter()?, self.seq, self.range.clone());
+                let mut c = Cursor::new(self.db.merged_iter(&self.range)?, self.seq, self.range.clone());
                 c.seek_to_last()?;
                 self.back.insert(c)
             }

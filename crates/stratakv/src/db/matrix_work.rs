@@ -89,7 +89,15 @@ impl DbInner {
             })?)
         };
         let live = match row {
-            Some(r) => Some(LiveRow::new(r, 0, false, first_log, last_log, self.opts.matrix_hash_index)?),
+            Some(r) => Some(LiveRow::new(
+                r,
+                0,
+                false,
+                first_log,
+                last_log,
+                self.opts.matrix_hash_index,
+                self.opts.prefix_extractor.as_deref(),
+            )?),
             None => None,
         };
         let mut vs = self.versions.lock();
@@ -232,7 +240,15 @@ impl DbInner {
             let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes, logs: logs.clone() };
             build_row(&self.region, &self.shared_region_path, spec)
         })?;
-        let merged = LiveRow::new(row, 0, false, first_log, last_log, self.opts.matrix_hash_index)?;
+        let merged = LiveRow::new(
+            row,
+            0,
+            false,
+            first_log,
+            last_log,
+            self.opts.matrix_hash_index,
+            self.opts.prefix_extractor.as_deref(),
+        )?;
         let mut vs = self.versions.lock();
         let mut m = self.matrix.lock();
         // A compaction round may have started meanwhile and claimed these

@@ -113,6 +113,8 @@ pub(crate) struct Counters {
     pub gets: AtomicU64,
     pub columns: AtomicU64,
     pub throttled_micros: AtomicU64,
+    /// Matrix rows an iterator left out by their prefix filter.
+    pub prefix_skipped_rows: AtomicU64,
 }
 
 pub(crate) struct DbInner {
@@ -364,21 +366,25 @@ impl DbInner {
         }
     }
 
-    /// Cursors over every source, newest first, pinned by the returned superversion.
-    pub(crate) fn source_iters(&self) -> Result<Vec<Box<dyn InternalIterator>>> {
+    /// Cursors over every source that may hold keys of `range`, newest
+    /// first, pinned by the returned superversion.
+    pub(crate) fn source_iters(&self, range: &KeyRange) -> Result<Vec<Box<dyn InternalIterator>>> {
         let sv = self.sv.load_full();
         let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
         out.push(Box::new(sv.mem.iter()));
         for m in &sv.imms {
             out.push(Box::new(m.iter()));
         }
-        sv.matrix.add_iterators(&mut out);
+        let prefix = self.opts.prefix_extractor.as_deref().and_then(|x| crate::prefix::range_prefix(x, range));
+        let skipped = sv.matrix.add_iterators(&mut out, prefix.as_deref());
+        self.counters.prefix_skipped_rows.fetch_add(skipped as u64, Ordering::Relaxed);
         sv.version.add_iterators(&self.tables, &mut out)?;
         Ok(out)
     }
 
-    pub(crate) fn merged_iter(&self) -> Result<MergingIterator> {
-        Ok(MergingIterator::new(self.source_iters()?))
+    /// One cursor over every source that may hold keys of `range`.
+    pub(crate) fn merged_iter(&self, range: &KeyRange) -> Result<MergingIterator> {
+        Ok(MergingIterator::new(self.source_iters(range)?))
     }
 
     /// Rebuilds the readers' view from `st` (call with `state` held).

@@ -126,7 +126,15 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let mut live_rows = Vec::new();
     for ((m, ext), logs) in record.rows.iter().zip(row_extents).zip(row_logs) {
         let row = Row::open(ext, logs, shared_path.clone())?;
-        live_rows.push(LiveRow::new(row, m.start, m.compactor, m.first_log, m.last_log, opts.matrix_hash_index)?);
+        live_rows.push(LiveRow::new(
+            row,
+            m.start,
+            m.compactor,
+            m.first_log,
+            m.last_log,
+            opts.matrix_hash_index,
+            opts.prefix_extractor.as_deref(),
+        )?);
     }
     let matrix = MatrixState::recovered(record.next_row_id, live_rows, opts.rows_per_segment);
 

@@ -83,6 +83,9 @@ pub struct Stats {
     pub slowdowns: u64,
     /// Time writers spent throttled while the matrix was filling, in microseconds.
     pub throttled_micros: u64,
+    /// Matrix rows that range iterators left out because the rows' prefix
+    /// filters ruled out the range's prefix (with a prefix extractor).
+    pub prefix_skipped_rows: u64,
     /// Bytes in the block cache.
     pub block_cache_bytes: u64,
     /// DRAM held by table indexes and filters.
@@ -164,6 +167,7 @@ impl DbInner {
             stall_micros: c.stall_micros.load(Ordering::Relaxed),
             slowdowns: c.slowdowns.load(Ordering::Relaxed),
             throttled_micros: c.throttled_micros.load(Ordering::Relaxed),
+            prefix_skipped_rows: c.prefix_skipped_rows.load(Ordering::Relaxed),
             block_cache_bytes: self.tables.block_cache().map(|b| b.used_bytes()).unwrap_or(0),
             table_index_bytes: self.tables.memory_bytes() as u64,
             recovery_micros: self.recovery_micros,
@@ -248,6 +252,7 @@ impl fmt::Display for Stats {
             mib(self.table_index_bytes),
             mib(self.matrix_dram_bytes)
         )?;
+        writeln!(f, "prefix filters:       {} matrix rows skipped by range scans", self.prefix_skipped_rows)?;
         writeln!(f, "open took:            {:.1} ms", self.recovery_micros as f64 / 1000.0)?;
         if let Some(p) = &self.poisoned {
             writeln!(f, "REFUSING WRITES:      {p}")?;

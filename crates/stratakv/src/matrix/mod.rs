@@ -34,6 +34,7 @@ use crate::error::Result;
 use crate::iterator::InternalIterator;
 use crate::key::{make_internal_key, Kind, SeqNo, KIND_FOR_SEEK};
 use crate::memtable::Lookup;
+use crate::prefix::{prefix_hash, PrefixExtractor};
 use filter::BlockedBloom;
 use hash_index::HashIndex;
 use row::{key_prefix, Row};
@@ -155,6 +156,9 @@ pub struct LiveRow {
     /// Fences: a lookup narrows its binary search with these, in DRAM,
     /// before touching PM.
     fences: Arc<Fences>,
+    /// Bloom filter of the row's key prefixes (with a prefix extractor):
+    /// a scan inside one prefix skips the row when the prefix is absent.
+    prefixes: Option<Arc<BlockedBloom>>,
 }
 
 /// Every `FENCE_EVERY`-th key of a row, in DRAM, after the row's common key
@@ -230,6 +234,7 @@ impl LiveRow {
         first_log: u64,
         last_log: u64,
         hash_index: bool,
+        prefix_extractor: Option<&dyn PrefixExtractor>,
     ) -> Result<LiveRow> {
         let hashes = row.hashes()?;
         let probe = if hash_index {
@@ -238,6 +243,10 @@ impl LiveRow {
             RowProbe::Bloom(Arc::new(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS)))
         };
         let fences = Fences::of(&row)?;
+        let prefixes = match prefix_extractor {
+            Some(x) => Some(Arc::new(prefix_filter(&row, x)?)),
+            None => None,
+        };
         Ok(LiveRow {
             row: Arc::new(row),
             start,
@@ -247,7 +256,14 @@ impl LiveRow {
             seg: 0,
             probe,
             fences: Arc::new(fences),
+            prefixes,
         })
+    }
+
+    /// Whether the row may hold a key whose prefix hashes to `prefix_hash`
+    /// (true when the row has no prefix filter).
+    fn may_hold_prefix(&self, prefix_hash: u64) -> bool {
+        self.prefixes.as_ref().is_none_or(|f| f.may_contain(prefix_hash))
     }
 
     /// The range `[lo, hi)` that holds the row's first element with user
@@ -342,6 +358,23 @@ impl Fences {
         }
         Ok(f)
     }
+}
+
+/// A bloom filter of the distinct key prefixes in `row` (every key is read
+/// once from PM; keys are sorted, so equal prefixes are adjacent).
+fn prefix_filter(row: &Row, extractor: &dyn PrefixExtractor) -> Result<BlockedBloom> {
+    let mut hashes = Vec::new();
+    let mut last: Option<Vec<u8>> = None;
+    for i in 0..row.len() {
+        let key = row.user_key(&row.elem(i)?)?;
+        if let Some(p) = extractor.prefix(key) {
+            if last.as_deref() != Some(p) {
+                hashes.push(prefix_hash(p));
+                last = Some(p.to_vec());
+            }
+        }
+    }
+    Ok(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS))
 }
 
 /// The filter of a segment that is still taking rows: sized for a full
@@ -686,11 +719,20 @@ impl MatrixView {
         Ok(Lookup::Missing)
     }
 
-    /// Cursors over every row's live part, newest first.
-    pub fn add_iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>) {
+    /// Cursors over every row's live part, newest first. With `prefix`
+    /// (every key the caller will read begins with it), rows whose prefix
+    /// filter rules it out are left out; returns how many were.
+    pub fn add_iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>, prefix: Option<&[u8]>) -> usize {
+        let hash = prefix.map(prefix_hash);
+        let mut skipped = 0;
         for r in &self.rows {
+            if hash.is_some_and(|h| !r.may_hold_prefix(h)) {
+                skipped += 1;
+                continue;
+            }
             out.push(Box::new(iter::RowIter::with_fences(r.row.clone(), r.start, r.row.len(), r.fences.clone())));
         }
+        skipped
     }
 
     /// Log bytes of data not yet compacted.
@@ -698,9 +740,13 @@ impl MatrixView {
         self.rows.iter().map(|r| r.remaining_data_bytes()).sum()
     }
 
-    /// DRAM held by the rows' hash indexes or filters, fences and segment filters.
+    /// DRAM held by the rows' hash indexes or filters, fences, prefix filters and segment filters.
     pub fn dram_bytes(&self) -> u64 {
-        let rows: usize = self.rows.iter().map(|r| r.probe.bytes() + r.fences.bytes()).sum();
+        let rows: usize = self
+            .rows
+            .iter()
+            .map(|r| r.probe.bytes() + r.fences.bytes() + r.prefixes.as_ref().map_or(0, |f| f.bytes()))
+            .sum();
         let segs: usize = self.groups.iter().filter_map(|g| g.filter.as_ref()).map(|f| f.bytes()).sum();
         (rows + segs) as u64
     }

@@ -168,7 +168,9 @@ fn build_matrix_with(
         let older = state.rows.first().map(|l| l.row.clone());
         let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes: bytes, logs: vec![log] };
         let row = build_row(&region, &path, spec).unwrap();
-        state.push_newest(LiveRow::new(row, 0, false, 1000 + r as u64, 1000 + r as u64, shape.hash_index).unwrap());
+        state.push_newest(
+            LiveRow::new(row, 0, false, 1000 + r as u64, 1000 + r as u64, shape.hash_index, None).unwrap(),
+        );
     }
     (region, state)
 }
