@@ -326,7 +326,15 @@ impl Fences {
         let nf = self.words.len();
         let below = partition(nf, |i| self.cmp(i, word, tail) == Ordering::Less) as u32;
         let lo = if below == 0 { 0 } else { (below - 1) * FENCE_EVERY + 1 };
-        let above = partition(nf, |i| self.cmp(i, word, tail) != Ordering::Greater);
+        // Fences equal to the probe follow `below` and are usually none:
+        // step over a few, and search only if there are more.
+        let mut above = below as usize;
+        while above < nf && above < below as usize + 4 && self.cmp(above, word, tail) == Ordering::Equal {
+            above += 1;
+        }
+        if above == below as usize + 4 {
+            above += partition(nf - above, |i| self.cmp(above + i, word, tail) == Ordering::Equal);
+        }
         let hi = if above == nf { n } else { above as u32 * FENCE_EVERY };
         (lo.min(n), hi.min(n))
     }

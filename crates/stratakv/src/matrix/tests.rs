@@ -102,6 +102,13 @@ fn tagged_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     }
 }
 
+/// Keys of a few groups whose members agree on far more than a fence
+/// keeps (`FENCE_BYTES`): long runs of fences in a row are equal.
+fn long_shared_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
+    let n = rng.gen_range(0..space);
+    format!("g{}-{}-{n:06}", n % 3, "x".repeat(40)).into_bytes()
+}
+
 /// Builds `n_rows` rows of random data; seqs grow with row age (newest = highest).
 fn build_matrix(seed: u64, n_rows: usize, per_row: usize, space: u32) -> (Region, MatrixState) {
     build_matrix_with(random_key, seed, n_rows, per_row, space, Shape::default())
@@ -267,7 +274,7 @@ fn fenced_seeks_land_where_full_searches_do() {
     // long prefix (and on plain random keys), with part of each row already
     // compacted, every seek must land on the element a search of the whole
     // live range finds, and step on from there the same way.
-    let key_fns: [fn(&mut StdRng, u32) -> Vec<u8>; 3] = [shared_prefix_key, random_key, tagged_key];
+    let key_fns: [fn(&mut StdRng, u32) -> Vec<u8>; 4] = [shared_prefix_key, random_key, tagged_key, long_shared_key];
     for (seed, key_fn) in key_fns.into_iter().enumerate() {
         let (_region, mut state) = build_matrix_with(key_fn, 60 + seed as u64, 4, 600, 4000, Shape::default());
         let mut rng = StdRng::seed_from_u64(66 + seed as u64);
@@ -285,6 +292,7 @@ fn fenced_seeks_land_where_full_searches_do() {
                     0 => b"user:".to_vec(),
                     1 => b"a".to_vec(),
                     2 => b"zz".to_vec(),
+                    3 => format!("g{}-{}", i % 3, "x".repeat(40)).into_bytes(),
                     _ => key_fn(&mut rng, 4400),
                 };
                 let target = internal_key(&k, rng.gen_range(0..=max_seq), KIND_FOR_SEEK);
