@@ -372,13 +372,13 @@ impl Fences {
 /// once from PM; keys are sorted, so equal prefixes are adjacent).
 fn prefix_filter(row: &Row, extractor: &dyn PrefixExtractor) -> Result<BlockedBloom> {
     let mut hashes = Vec::new();
-    let mut last: Option<Vec<u8>> = None;
+    let mut last: Option<&[u8]> = None;
     for i in 0..row.len() {
         let key = row.user_key(&row.elem(i)?)?;
         if let Some(p) = extractor.prefix(key) {
-            if last.as_deref() != Some(p) {
+            if last != Some(p) {
                 hashes.push(prefix_hash(p));
-                last = Some(p.to_vec());
+                last = Some(p);
             }
         }
     }
