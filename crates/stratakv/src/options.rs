@@ -122,9 +122,10 @@ pub struct Options {
     /// Receiver rows that trigger merging the oldest segment of them into one
     /// row. Default: 0 = 4 × `rows_per_segment`.
     pub max_receiver_rows: usize,
-    /// Point lookups find a key in a row through a DRAM hash index (about
-    /// 5.3 bytes per key) instead of the thesis' bloom filter and hint-guided
-    /// binary search (1.25 bytes per key, several PM reads). Default: true.
+    /// Point lookups find a key's elements in all rows of a segment through
+    /// one DRAM hash index (about 5.3 bytes per key and row) instead of the
+    /// thesis' segment and row bloom filters and hint-guided binary search
+    /// (2.5 bytes per key, a filter probe per row, several PM reads). Default: true.
     pub matrix_hash_index: bool,
     /// Names each key's prefix group (see [`PrefixExtractor`]). When set,
     /// every matrix row keeps a bloom filter of its keys' prefixes, and an

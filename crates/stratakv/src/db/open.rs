@@ -136,7 +136,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             opts.prefix_extractor.as_deref(),
         )?);
     }
-    let matrix = MatrixState::recovered(record.next_row_id, live_rows, opts.rows_per_segment);
+    let matrix = MatrixState::recovered(record.next_row_id, live_rows, opts.rows_per_segment, opts.matrix_hash_index);
 
     // Rebuild the memtable from the live log extents, in log order. The
     // records are collected first and inserted in key order: sorted inserts

@@ -1,41 +1,88 @@
-//! A DRAM hash index over one row: key hash → index of the row's first
-//! element of that key, so a point lookup reads PM only for the element it
-//! wants (one element, one key) instead of binary-searching the row.
+//! A DRAM hash index over one segment of rows: key hash → the element that
+//! begins the key's run in each row of the segment, so a point lookup
+//! probes one table per segment and reads PM only for the elements it
+//! names, instead of a segment filter and then one probe per row.
 //!
-//! It is rebuilt from the key hashes the row stores, like the filters.
-//! A slot is a `u32`: the element index plus one in the low `idx_bits`
-//! bits (0 = empty), and a fingerprint of the hash in the bits above, so
-//! most probes of absent keys end without touching PM. Linear probing at
-//! a load of at most `MAX_LOAD` keeps a probe inside one or two cache lines.
+//! It is rebuilt from the key hashes the rows store, like the filters.
+//! Rows are entered oldest first and number their elements consecutively
+//! (a row's elements follow those of the rows entered before it). A slot is
+//! a `u32`: that element number plus one in the low `idx_bits` bits
+//! (0 = empty), and a fingerprint of the hash in the bits above, so most
+//! probes of absent keys end without touching PM. Linear probing at a load
+//! of at most `MAX_LOAD` keeps a probe inside one or two cache lines.
 
 /// Highest share of occupied slots.
 const MAX_LOAD: f64 = 0.75;
 
-/// Hash index of one row.
-#[derive(Debug, Default)]
+/// Hash index of one segment.
+#[derive(Clone, Debug, Default)]
 pub struct HashIndex {
     slots: Vec<u32>,
     idx_bits: u32,
+    /// Rows entered, oldest first: (row id, number of its first element).
+    rows: Vec<(u64, u32)>,
+    /// Element numbers handed out (the next row's first number).
+    elems: u64,
+    /// Occupied slots.
+    keys: usize,
+}
+
+/// Distinct runs of equal hashes in `hashes` (the keys of a row).
+fn runs(hashes: &[u64]) -> usize {
+    hashes.windows(2).filter(|w| w[0] != w[1]).count() + usize::from(!hashes.is_empty())
 }
 
 impl HashIndex {
-    /// An index of `hashes`, the row's stored key hashes in element order.
-    /// Versions of one key are adjacent and share a hash: only the first
-    /// element of each run of equal hashes is entered.
-    pub fn build(hashes: &[u64]) -> HashIndex {
-        let n = hashes.len();
-        let keys = hashes.iter().zip(hashes.iter().skip(1)).filter(|(a, b)| a != b).count() + usize::from(n > 0);
-        let idx_bits = u32::BITS - (n as u32).leading_zeros();
+    /// An empty index with room for `keys` keys over `elems` elements.
+    pub fn with_capacity(keys: usize, elems: u64) -> HashIndex {
+        // The largest element number plus one must fit in the index bits.
+        let idx_bits = (u64::BITS - elems.saturating_add(1).leading_zeros()).min(32);
         let cap = ((keys as f64 / MAX_LOAD) as usize + 1).max(8);
-        let mut ix = HashIndex { slots: vec![0; cap], idx_bits };
+        HashIndex { slots: vec![0; cap], idx_bits, ..HashIndex::default() }
+    }
+
+    /// An index of `rows` (row id and stored key hashes in element order), oldest first.
+    pub fn build(rows: &[(u64, &[u64])]) -> HashIndex {
+        let keys = rows.iter().map(|(_, h)| runs(h)).sum();
+        let elems = rows.iter().map(|(_, h)| h.len() as u64).sum();
+        let mut ix = HashIndex::with_capacity(keys, elems);
+        for (id, hashes) in rows {
+            // Sized for exactly these rows, so every row fits.
+            ix.add_row(*id, hashes);
+        }
+        ix
+    }
+
+    /// Enters a row newer than every row entered so far, from its stored
+    /// key hashes in element order. Versions of one key are adjacent and
+    /// share a hash: only the first element of each run of equal hashes is
+    /// entered. Returns false, entering nothing, if the row does not fit
+    /// (then build a bigger index).
+    pub fn add_row(&mut self, id: u64, hashes: &[u64]) -> bool {
+        let new_keys = runs(hashes);
+        let max_elems = if self.idx_bits >= 32 { u64::from(u32::MAX) - 1 } else { (1u64 << self.idx_bits) - 2 };
+        let fits = self.elems + hashes.len() as u64 <= max_elems + 1
+            && (self.keys + new_keys) as f64 <= self.slots.len() as f64 * MAX_LOAD;
+        if !fits {
+            return false;
+        }
+        let base = self.elems as u32;
+        self.rows.push((id, base));
         let mut prev = None;
         for (i, &h) in hashes.iter().enumerate() {
             if prev != Some(h) {
-                ix.insert(h, i as u32);
+                self.insert(h, base + i as u32);
             }
             prev = Some(h);
         }
-        ix
+        self.elems += hashes.len() as u64;
+        self.keys += new_keys;
+        true
+    }
+
+    /// Keys entered and the slots they could fill before a rebuild.
+    pub fn load(&self) -> (usize, usize) {
+        (self.keys, (self.slots.len() as f64 * MAX_LOAD) as usize)
     }
 
     fn home(&self, h: u64) -> usize {
@@ -52,10 +99,10 @@ impl HashIndex {
         1u32.checked_shl(self.idx_bits).map(|b| b - 1).unwrap_or(u32::MAX)
     }
 
-    fn insert(&mut self, h: u64, idx: u32) {
+    fn insert(&mut self, h: u64, num: u32) {
         let cap = self.slots.len();
         let mut pos = self.home(h);
-        let slot = self.fingerprint(h) | (idx + 1);
+        let slot = self.fingerprint(h) | (num + 1);
         // The load bound leaves empty slots, so the walk ends.
         while let Some(s) = self.slots.get_mut(pos) {
             if *s == 0 {
@@ -66,44 +113,40 @@ impl HashIndex {
         }
     }
 
-    /// Element indexes that may begin the run of key hash `h`, in probe
-    /// order. Every key of the row is among its hash's candidates; a
-    /// candidate may belong to another key (same fingerprint).
-    pub fn candidates(&self, h: u64) -> Candidates<'_> {
-        Candidates { ix: self, pos: self.home(h), fp: self.fingerprint(h), left: self.slots.len() }
+    /// Candidates for key hash `h` as (row id, element index in the row),
+    /// newest row first. Every run start of the key in every entered row is
+    /// among them; a candidate may belong to another key (same fingerprint).
+    /// `out` is cleared first.
+    pub fn candidates(&self, h: u64, out: &mut Vec<(u64, u32)>) {
+        out.clear();
+        let mask = self.idx_mask();
+        let fp = self.fingerprint(h);
+        let n = self.slots.len();
+        let mut pos = self.home(h);
+        for _ in 0..n {
+            let Some(&s) = self.slots.get(pos) else { break };
+            if s == 0 {
+                break;
+            }
+            if s & !mask == fp {
+                let num = (s & mask) - 1;
+                // The row whose numbers include `num`: the last one starting at or before it.
+                let r = self.rows.partition_point(|(_, base)| *base <= num);
+                if let Some((id, base)) = r.checked_sub(1).and_then(|r| self.rows.get(r)) {
+                    out.push((*id, num - base));
+                }
+            }
+            pos = if pos + 1 == n { 0 } else { pos + 1 };
+        }
+        // Slots of equal hashes lie in insertion order (oldest row first);
+        // a row's own candidates keep their order under a stable sort.
+        let newness = |id: u64| self.rows.iter().position(|(r, _)| *r == id);
+        out.sort_by_key(|(id, _)| std::cmp::Reverse(newness(*id)));
     }
 
     /// DRAM bytes used.
     pub fn bytes(&self) -> usize {
-        self.slots.len() * 4
-    }
-}
-
-/// Iterator of [`HashIndex::candidates`].
-pub struct Candidates<'a> {
-    ix: &'a HashIndex,
-    pos: usize,
-    fp: u32,
-    left: usize,
-}
-
-impl Iterator for Candidates<'_> {
-    type Item = u32;
-
-    fn next(&mut self) -> Option<u32> {
-        let mask = self.ix.idx_mask();
-        while self.left > 0 {
-            let s = *self.ix.slots.get(self.pos)?;
-            if s == 0 {
-                return None;
-            }
-            self.left -= 1;
-            self.pos = if self.pos + 1 == self.ix.slots.len() { 0 } else { self.pos + 1 };
-            if s & !mask == self.fp {
-                return Some((s & mask) - 1);
-            }
-        }
-        None
+        self.slots.len() * 4 + self.rows.len() * 12
     }
 }
 
@@ -114,34 +157,63 @@ mod tests {
 
     #[test]
     fn every_run_start_is_a_candidate_and_absent_keys_rarely_are() {
-        // Runs of 1-3 versions per key, as a row holds them.
-        let mut hashes = Vec::new();
+        // Two rows with runs of 1-3 versions per key, as rows hold them.
+        let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
         let mut starts = Vec::new();
-        for k in 0..50_000u32 {
-            let h = key_hash(&k.to_be_bytes());
-            starts.push((h, hashes.len() as u32));
-            hashes.extend(std::iter::repeat_n(h, 1 + (k % 3) as usize));
+        for (id, keys) in [(7u64, 0..30_000u32), (9u64, 20_000..50_000u32)] {
+            let mut hashes = Vec::new();
+            for k in keys {
+                let h = key_hash(&k.to_be_bytes());
+                starts.push((h, id, hashes.len() as u32));
+                hashes.extend(std::iter::repeat_n(h, 1 + (k % 3) as usize));
+            }
+            rows.push((id, hashes));
         }
-        let ix = HashIndex::build(&hashes);
-        for (h, first) in &starts {
-            assert!(ix.candidates(*h).any(|c| c == *first), "run at {first} not found");
-            assert!(ix.candidates(*h).all(|c| (c as usize) < hashes.len()));
+        let refs: Vec<(u64, &[u64])> = rows.iter().map(|(id, h)| (*id, &h[..])).collect();
+        let ix = HashIndex::build(&refs);
+        let mut out = Vec::new();
+        for (h, id, first) in &starts {
+            ix.candidates(*h, &mut out);
+            assert!(out.contains(&(*id, *first)), "run at {id}/{first} not found");
+            // Newest row first: keys in both rows name row 9 before row 7.
+            let ids: Vec<u64> = out.iter().map(|c| c.0).collect();
+            assert!(ids.windows(2).all(|w| !(w[0] == 7 && w[1] == 9)), "{ids:?}");
         }
-        let fp: usize = (50_000..150_000u32).map(|k| ix.candidates(key_hash(&k.to_be_bytes())).count()).sum();
-        // 100k absent keys, 15 fingerprint bits: about 100k * probe length / 32768.
-        assert!(fp < 1_000, "{fp} false candidates");
-        assert!(ix.bytes() <= starts.len() * 4 * 4 / 3 + 64, "{} bytes", ix.bytes());
+        let mut fp = 0;
+        for k in 50_000..150_000u32 {
+            ix.candidates(key_hash(&k.to_be_bytes()), &mut out);
+            fp += out.len();
+        }
+        // 100k absent keys, 12 fingerprint bits: about 100k * probe length / 4096.
+        assert!(fp < 100_000 * 4 / 4096 + 200, "{fp} false candidates");
+        assert!(ix.bytes() <= (starts.len() * 4 * 4 / 3) + 64, "{} bytes", ix.bytes());
+    }
+
+    #[test]
+    fn rows_that_do_not_fit_are_refused_whole() {
+        let a: Vec<u64> = (0..100).map(|k| key_hash(&[k])).collect();
+        let mut ix = HashIndex::with_capacity(150, 150);
+        assert!(ix.add_row(1, &a));
+        // 100 more keys pass the load bound and 200 elements the index bits.
+        assert!(!ix.add_row(2, &a));
+        assert_eq!(ix.load().0, 100);
+        let mut out = Vec::new();
+        ix.candidates(a[5], &mut out);
+        assert_eq!(out, vec![(1, 5)]);
     }
 
     #[test]
     fn colliding_hashes_and_tiny_rows() {
         // Equal hashes everywhere: every run start is still reachable.
         let hashes = [7u64, 7, 9, 7, 7, 7, 9];
-        let ix = HashIndex::build(&hashes);
-        let c7: Vec<u32> = ix.candidates(7).collect();
-        assert!(c7.contains(&0) && c7.contains(&3), "{c7:?}");
-        let c9: Vec<u32> = ix.candidates(9).collect();
-        assert!(c9.contains(&2) && c9.contains(&6), "{c9:?}");
-        assert_eq!(HashIndex::build(&[]).candidates(7).count(), 0);
+        let ix = HashIndex::build(&[(4, &hashes[..]), (5, &hashes[..2])]);
+        let mut c = Vec::new();
+        ix.candidates(7, &mut c);
+        assert_eq!(c.first(), Some(&(5, 0)), "{c:?}");
+        assert!(c.contains(&(4, 0)) && c.contains(&(4, 3)), "{c:?}");
+        ix.candidates(9, &mut c);
+        assert!(c.contains(&(4, 2)) && c.contains(&(4, 6)), "{c:?}");
+        HashIndex::build(&[]).candidates(7, &mut c);
+        assert!(c.is_empty());
     }
 }

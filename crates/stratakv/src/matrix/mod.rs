@@ -3,12 +3,13 @@
 //!
 //! A sealed memtable becomes a *row*: a sorted array of elements pointing
 //! at its log entries, with cross-row hints into the next-older row (see
-//! [`row`]). Rows are grouped into segments with one DRAM bloom filter
-//! each. Lookups search rows newest first. By default each row has a DRAM
-//! hash index ([`hash_index`]) that names the element of a key outright;
-//! without it (`Options::matrix_hash_index = false`, the thesis' design)
-//! a per-row bloom filter skips rows and each older row's binary search
-//! is narrowed to the window the hints give. Column compaction moves key
+//! [`row`]). Rows are grouped into segments. Lookups search segments and
+//! their rows newest first. By default each segment has a DRAM hash index
+//! ([`hash_index`]) that names the elements of a key in all its rows
+//! outright; without it (`Options::matrix_hash_index = false`, the thesis'
+//! design) each segment has a bloom filter, a per-row bloom filter skips
+//! rows and each older row's binary search is narrowed to the window the
+//! hints give. Column compaction moves key
 //! ranges of the oldest rows (the *compactor* group) into L1 tables, one
 //! column at a time, while new rows (the *receiver* group) keep arriving.
 //!
@@ -120,8 +121,9 @@ impl MatrixRecord {
 /// How point lookups find a key in one row.
 #[derive(Clone, Debug)]
 pub enum RowProbe {
-    /// A hash index naming the key's first element.
-    Index(Arc<HashIndex>),
+    /// Through the hash index of the row's segment (if the segment has
+    /// none, by a search inside the fence window).
+    Segment,
     /// A bloom filter; the row is then searched inside the fence and hint window.
     Bloom(Arc<BlockedBloom>),
 }
@@ -130,8 +132,26 @@ impl RowProbe {
     /// DRAM bytes used.
     pub fn bytes(&self) -> usize {
         match self {
-            RowProbe::Index(ix) => ix.bytes(),
+            RowProbe::Segment => 0,
             RowProbe::Bloom(f) => f.bytes(),
+        }
+    }
+}
+
+/// How point lookups skip or search one segment.
+#[derive(Clone, Debug)]
+enum SegProbe {
+    /// A bloom filter of the segment's keys (rows are then probed one by one).
+    Bloom(Arc<BlockedBloom>),
+    /// A hash index naming the key's elements in every row of the segment.
+    Index(Arc<HashIndex>),
+}
+
+impl SegProbe {
+    fn bytes(&self) -> usize {
+        match self {
+            SegProbe::Bloom(f) => f.bytes(),
+            SegProbe::Index(ix) => ix.bytes(),
         }
     }
 }
@@ -151,7 +171,7 @@ pub struct LiveRow {
     pub last_log: u64,
     /// Segment the row belongs to.
     pub seg: u64,
-    /// The row's hash index or bloom filter.
+    /// How a point lookup finds keys in the row.
     pub probe: RowProbe,
     /// Fences: a lookup narrows its binary search with these, in DRAM,
     /// before touching PM.
@@ -225,8 +245,8 @@ fn found(row: &Row, e: &row::Elem) -> Result<Lookup> {
 }
 
 impl LiveRow {
-    /// A live row for `row`, building its hash index (with `hash_index`)
-    /// or bloom filter from the stored hashes.
+    /// A live row for `row`, found through its segment's hash index (with
+    /// `hash_index`) or else through a bloom filter built from the stored hashes.
     pub fn new(
         row: Row,
         start: u32,
@@ -236,10 +256,10 @@ impl LiveRow {
         hash_index: bool,
         prefix_extractor: Option<&dyn PrefixExtractor>,
     ) -> Result<LiveRow> {
-        let hashes = row.hashes()?;
         let probe = if hash_index {
-            RowProbe::Index(Arc::new(HashIndex::build(&hashes)))
+            RowProbe::Segment
         } else {
+            let hashes = row.hashes()?;
             RowProbe::Bloom(Arc::new(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS)))
         };
         let fences = Fences::of(&row)?;
@@ -385,13 +405,14 @@ fn prefix_filter(row: &Row, extractor: &dyn PrefixExtractor) -> Result<BlockedBl
     Ok(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS))
 }
 
-/// The filter of a segment that is still taking rows: sized for a full
+/// The probe of a segment that is still taking rows: sized for a full
 /// segment of rows like its first, and copied on every new row (readers
 /// hold the old copy).
 #[derive(Clone, Debug)]
-struct GrowingFilter {
+struct Growing {
     seg: u64,
-    filter: Arc<BlockedBloom>,
+    probe: SegProbe,
+    /// Keys the bloom filter was sized for (the hash index checks its own room).
     capacity: usize,
     keys: usize,
 }
@@ -404,12 +425,15 @@ pub struct MatrixState {
     /// Live rows, newest first.
     pub rows: Vec<LiveRow>,
     next_seg: u64,
-    /// Filters of full (sealed) segments, built once from all their rows.
-    seg_filters: HashMap<u64, Arc<BlockedBloom>>,
-    /// The filter of the newest segment while it fills, so a lookup of an
-    /// absent key skips its rows with one probe instead of one per row.
-    growing: Option<GrowingFilter>,
+    /// Probes of sealed segments, built once from all their rows: every
+    /// segment but the growing one with hash indexes, full ones with filters.
+    seg_probes: HashMap<u64, SegProbe>,
+    /// The probe of the newest segment while it fills, so a lookup skips
+    /// or searches its rows with one probe instead of one per row.
+    growing: Option<Growing>,
     rows_per_segment: usize,
+    /// Segments get hash indexes rather than bloom filters.
+    hash_index: bool,
     /// When the current compaction round started (not persisted).
     round_started: Option<std::time::Instant>,
     /// Compactor data bytes when the round started.
@@ -418,15 +442,33 @@ pub struct MatrixState {
     pub last_round_secs: f64,
 }
 
+/// Reads the stored key hashes of `rows`, oldest first, with their ids.
+fn row_hashes<'a>(rows: impl Iterator<Item = &'a Arc<Row>>) -> Result<Vec<(u64, Vec<u64>)>> {
+    rows.map(|r| Ok((r.id(), r.hashes()?))).collect()
+}
+
+/// A hash index of `rows` (oldest first) with room for at least
+/// `room_keys` keys and `room_elems` elements.
+fn index_of(rows: &[(u64, Vec<u64>)], room_keys: usize, room_elems: u64) -> HashIndex {
+    let keys: usize = rows.iter().map(|(_, h)| h.len()).sum();
+    let elems: u64 = rows.iter().map(|(_, h)| h.len() as u64).sum();
+    let mut ix = HashIndex::with_capacity(keys.max(room_keys), elems.max(room_elems));
+    for (id, h) in rows {
+        // Sized above for every element as a key, so each row fits.
+        ix.add_row(*id, h);
+    }
+    ix
+}
+
 impl MatrixState {
-    /// An empty matrix.
-    pub fn new(rows_per_segment: usize) -> MatrixState {
-        MatrixState { next_row_id: 1, rows_per_segment: rows_per_segment.max(1), ..Default::default() }
+    /// An empty matrix; segments get hash indexes with `hash_index`, else bloom filters.
+    pub fn new(rows_per_segment: usize, hash_index: bool) -> MatrixState {
+        MatrixState { next_row_id: 1, rows_per_segment: rows_per_segment.max(1), hash_index, ..Default::default() }
     }
 
     /// A matrix made of recovered rows (newest first).
-    pub fn recovered(next_row_id: u64, rows: Vec<LiveRow>, rows_per_segment: usize) -> MatrixState {
-        let mut m = MatrixState::new(rows_per_segment);
+    pub fn recovered(next_row_id: u64, rows: Vec<LiveRow>, rows_per_segment: usize, hash_index: bool) -> MatrixState {
+        let mut m = MatrixState::new(rows_per_segment, hash_index);
         m.next_row_id = next_row_id.max(1);
         for r in rows.into_iter().rev() {
             m.push_newest(r);
@@ -451,7 +493,7 @@ impl MatrixState {
         let cur = self.rows.first().map(|x| x.seg);
         let in_cur = cur.map(|s| self.rows.iter().take_while(|x| x.seg == s).count()).unwrap_or(0);
         r.seg = match cur {
-            Some(s) if in_cur < self.rows_per_segment && !self.seg_filters.contains_key(&s) => s,
+            Some(s) if in_cur < self.rows_per_segment && !self.seg_probes.contains_key(&s) => s,
             _ => {
                 self.next_seg += 1;
                 self.next_seg
@@ -459,74 +501,112 @@ impl MatrixState {
         };
         let seg = r.seg;
         self.rows.insert(0, r);
-        self.grow_filter(seg);
-        self.seal_full_segments();
+        self.grow(seg);
+        self.seal_segments();
     }
 
-    /// Adds the newest row's keys to the filter of its (unsealed) segment.
-    fn grow_filter(&mut self, seg: u64) {
+    /// Adds the newest row's keys to the probe of its (unsealed) segment.
+    fn grow(&mut self, seg: u64) {
         let Some(row) = self.rows.first().map(|r| r.row.clone()) else { return };
         let Ok(hashes) = row.hashes() else {
-            // Unreadable hashes: no filter, so lookups probe every row.
+            // Unreadable hashes: no probe, so lookups search every row.
             self.growing = None;
             return;
         };
-        let mut g = match self.growing.take() {
-            Some(g) if g.seg == seg && g.keys + hashes.len() <= g.capacity => g,
-            _ => {
-                // A new segment, or more keys than planned: start over from
-                // the segment's rows with room for a full segment.
-                let rows: Vec<Arc<Row>> = self.rows.iter().filter(|r| r.seg == seg).map(|r| r.row.clone()).collect();
-                let keys: usize = rows.iter().map(|r| r.len() as usize).sum();
-                let capacity = keys.max(hashes.len() * self.rows_per_segment);
-                let mut f = BlockedBloom::with_capacity(capacity, FILTER_BITS);
-                for r in rows.iter().skip(1) {
-                    match r.hashes() {
-                        Ok(hs) => hs.iter().for_each(|h| f.insert(*h)),
-                        Err(_) => return,
-                    }
-                }
-                GrowingFilter { seg, filter: Arc::new(f), capacity, keys: keys - hashes.len() }
-            }
+        let g = match self.growing.take() {
+            Some(g) if g.seg == seg => self.grow_by(g, row.id(), &hashes),
+            _ => None,
         };
-        let f = Arc::make_mut(&mut g.filter);
-        hashes.iter().for_each(|h| f.insert(*h));
-        g.keys += hashes.len();
-        self.growing = Some(g);
+        // A new segment, or more keys than planned: start over from the
+        // segment's rows with room for a full segment.
+        let g = match g {
+            Some(g) => Some(g),
+            None => self.start_growing(seg, hashes.len()),
+        };
+        self.growing = g;
     }
 
-    /// Builds the shared filter of every full segment that lacks one.
-    fn seal_full_segments(&mut self) {
+    /// `g` with the newest row added, or None if it has no room left.
+    fn grow_by(&self, mut g: Growing, id: u64, hashes: &[u64]) -> Option<Growing> {
+        match &mut g.probe {
+            SegProbe::Index(ix) => {
+                if !Arc::make_mut(ix).add_row(id, hashes) {
+                    return None;
+                }
+            }
+            SegProbe::Bloom(f) => {
+                if g.keys + hashes.len() > g.capacity {
+                    return None;
+                }
+                let f = Arc::make_mut(f);
+                hashes.iter().for_each(|h| f.insert(*h));
+            }
+        }
+        g.keys += hashes.len();
+        Some(g)
+    }
+
+    /// A probe of every row of `seg`, with room for a full segment of rows
+    /// of `newest_len` elements.
+    fn start_growing(&self, seg: u64, newest_len: usize) -> Option<Growing> {
+        let rows = row_hashes(self.rows.iter().rev().filter(|r| r.seg == seg).map(|r| &r.row)).ok()?;
+        let keys: usize = rows.iter().map(|(_, h)| h.len()).sum();
+        let capacity = keys.max(newest_len * self.rows_per_segment);
+        let probe = if self.hash_index {
+            SegProbe::Index(Arc::new(index_of(&rows, capacity, capacity as u64)))
+        } else {
+            let mut f = BlockedBloom::with_capacity(capacity, FILTER_BITS);
+            rows.iter().for_each(|(_, hs)| hs.iter().for_each(|h| f.insert(*h)));
+            SegProbe::Bloom(Arc::new(f))
+        };
+        Some(Growing { seg, probe, capacity, keys })
+    }
+
+    /// Seals every segment that lacks a probe and will take no more rows:
+    /// full ones, and with hash indexes also any but the growing one (a
+    /// merged row's, say), so a lookup never probes rows one by one.
+    fn seal_segments(&mut self) {
+        // Rows of each segment, newest first (a segment's rows are adjacent
+        // but collecting by id keeps it right even if they were not).
         let mut by_seg: Vec<(u64, Vec<&LiveRow>)> = Vec::new();
         for r in &self.rows {
-            match by_seg.last_mut() {
-                Some((s, v)) if *s == r.seg => v.push(r),
-                _ => by_seg.push((r.seg, vec![r])),
+            match by_seg.iter_mut().find(|(s, _)| *s == r.seg) {
+                Some((_, v)) => v.push(r),
+                None => by_seg.push((r.seg, vec![r])),
             }
         }
+        let growing = self.growing.as_ref().map(|g| g.seg);
+        let newest = self.rows.first().map(|r| r.seg);
         let mut built = Vec::new();
         for (seg, rows) in by_seg {
-            if rows.len() < self.rows_per_segment || self.seg_filters.contains_key(&seg) {
+            let full = rows.len() >= self.rows_per_segment;
+            // The newest segment still takes rows unless it is full.
+            let open = !full && newest == Some(seg) && growing == Some(seg);
+            if self.seg_probes.contains_key(&seg) || open || !(full || self.hash_index) {
                 continue;
             }
-            // The growing filter already holds every row of its segment.
+            // The growing probe already holds every row of its segment.
             if let Some(g) = self.growing.as_ref().filter(|g| g.seg == seg) {
-                built.push((seg, g.filter.clone()));
+                built.push((seg, g.probe.clone()));
                 continue;
             }
-            let total: usize = rows.iter().map(|r| r.row.len() as usize).sum();
-            let mut f = BlockedBloom::with_capacity(total, FILTER_BITS);
             // A row whose hashes cannot be read would leave its keys out of
-            // the filter: then the segment gets none and lookups probe its rows.
-            let complete = rows.iter().all(|r| r.row.hashes().map(|hs| hs.iter().for_each(|h| f.insert(*h))).is_ok());
-            if complete {
-                built.push((seg, Arc::new(f)));
-            }
+            // the probe: then the segment gets none and lookups search its rows.
+            let Ok(hashes) = row_hashes(rows.iter().rev().map(|r| &r.row)) else { continue };
+            let probe = if self.hash_index {
+                SegProbe::Index(Arc::new(index_of(&hashes, 0, 0)))
+            } else {
+                let total: usize = hashes.iter().map(|(_, h)| h.len()).sum();
+                let mut f = BlockedBloom::with_capacity(total, FILTER_BITS);
+                hashes.iter().for_each(|(_, hs)| hs.iter().for_each(|h| f.insert(*h)));
+                SegProbe::Bloom(Arc::new(f))
+            };
+            built.push((seg, probe));
         }
-        self.seg_filters.extend(built);
+        self.seg_probes.extend(built);
         let live: std::collections::HashSet<u64> = self.rows.iter().map(|r| r.seg).collect();
-        self.seg_filters.retain(|s, _| live.contains(s));
-        if self.growing.as_ref().is_some_and(|g| self.seg_filters.contains_key(&g.seg) || !live.contains(&g.seg)) {
+        self.seg_probes.retain(|s, _| live.contains(s));
+        if self.growing.as_ref().is_some_and(|g| self.seg_probes.contains_key(&g.seg) || !live.contains(&g.seg)) {
             self.growing = None;
         }
     }
@@ -602,7 +682,7 @@ impl MatrixState {
                 self.last_round_secs = t.elapsed().as_secs_f64();
             }
         }
-        self.seal_full_segments();
+        self.seal_segments();
     }
 
     /// Replaces the rows `ids` (adjacent, receivers) with `merged`.
@@ -612,7 +692,7 @@ impl MatrixState {
         self.next_seg += 1;
         merged.seg = self.next_seg;
         self.rows.insert(pos.min(self.rows.len()), merged);
-        self.seal_full_segments();
+        self.seal_segments();
     }
 
     /// An immutable view for readers.
@@ -622,8 +702,8 @@ impl MatrixState {
         while i < self.rows.len() {
             let seg = self.rows[i].seg;
             let n = self.rows[i..].iter().take_while(|r| r.seg == seg).count();
-            let growing = self.growing.as_ref().filter(|g| g.seg == seg).map(|g| g.filter.clone());
-            groups.push(Group { first: i, len: n, filter: self.seg_filters.get(&seg).cloned().or(growing) });
+            let growing = self.growing.as_ref().filter(|g| g.seg == seg).map(|g| g.probe.clone());
+            groups.push(Group { first: i, len: n, probe: self.seg_probes.get(&seg).cloned().or(growing) });
             i += n;
         }
         Arc::new(MatrixView { rows: self.rows.clone(), groups })
@@ -634,7 +714,7 @@ impl MatrixState {
 struct Group {
     first: usize,
     len: usize,
-    filter: Option<Arc<BlockedBloom>>,
+    probe: Option<SegProbe>,
 }
 
 /// What readers see of the matrix: rows newest first, grouped in segments.
@@ -666,27 +746,38 @@ impl MatrixView {
         let prefix = key_prefix(ukey);
         // Window in the next row, valid if that row is `hint_row`: [lo, hi).
         let mut hint: Option<(u64, u32, u32)> = None;
+        let mut cands = Vec::new();
         for g in &self.groups {
-            if let Some(f) = &g.filter {
-                if !f.may_contain(hash) {
+            let rows = self.rows.get(g.first..g.first + g.len).unwrap_or_default();
+            match &g.probe {
+                Some(SegProbe::Bloom(f)) if !f.may_contain(hash) => {
+                    hint = None;
+                    continue;
+                }
+                Some(SegProbe::Bloom(_)) | None => {}
+                Some(SegProbe::Index(ix)) => {
+                    // Candidates come newest row first, so the first version
+                    // visible at `seq` is the newest. Candidates before a
+                    // row's `start` are keys already moved to L1 (columns
+                    // end at user-key boundaries, in every compactor row).
+                    ix.candidates(hash, &mut cands);
+                    for &(id, c) in &cands {
+                        let Some(lr) = rows.iter().find(|r| r.row.id() == id) else { continue };
+                        if c < lr.start {
+                            continue;
+                        }
+                        if let Some(e) = lr.row.find_in_run(ukey, hash, seq, c)? {
+                            return found(&lr.row, &e);
+                        }
+                    }
                     hint = None;
                     continue;
                 }
             }
-            for lr in self.rows.iter().skip(g.first).take(g.len) {
+            for lr in rows {
                 let row = &lr.row;
                 match &lr.probe {
-                    RowProbe::Index(ix) => {
-                        hint = None;
-                        // Candidates before `start` are keys already moved
-                        // to L1 (columns end at user-key boundaries).
-                        for c in ix.candidates(hash).filter(|c| *c >= lr.start) {
-                            if let Some(e) = row.find_in_run(ukey, hash, seq, c)? {
-                                return found(row, &e);
-                            }
-                        }
-                        continue;
-                    }
+                    RowProbe::Segment => {}
                     RowProbe::Bloom(f) if !f.may_contain(hash) => {
                         hint = None;
                         continue;
@@ -748,14 +839,14 @@ impl MatrixView {
         self.rows.iter().map(|r| r.remaining_data_bytes()).sum()
     }
 
-    /// DRAM held by the rows' hash indexes or filters, fences, prefix filters and segment filters.
+    /// DRAM held by the rows' filters, fences and prefix filters and by the segments' indexes or filters.
     pub fn dram_bytes(&self) -> u64 {
         let rows: usize = self
             .rows
             .iter()
             .map(|r| r.probe.bytes() + r.fences.bytes() + r.prefixes.as_ref().map_or(0, |f| f.bytes()))
             .sum();
-        let segs: usize = self.groups.iter().filter_map(|g| g.filter.as_ref()).map(|f| f.bytes()).sum();
+        let segs: usize = self.groups.iter().filter_map(|g| g.probe.as_ref()).map(|f| f.bytes()).sum();
         (rows + segs) as u64
     }
 }

@@ -13,7 +13,7 @@ use super::build::{build_row, RowEntry, RowSpec};
 use super::column::pick_column;
 use super::iter::RowIter;
 use super::row::{key_prefix, Elem, Row};
-use super::{LiveRow, MatrixRecord, MatrixState, RowMeta};
+use super::{LiveRow, MatrixRecord, MatrixState, RowMeta, SegProbe};
 use crate::coding::put_varint;
 use crate::iterator::InternalIterator;
 use crate::key::{internal_key, Kind, KIND_FOR_SEEK};
@@ -151,7 +151,7 @@ fn build_matrix_with(
 ) -> (Region, MatrixState) {
     let mut rng = StdRng::seed_from_u64(seed);
     let (region, path) = region();
-    let mut state = MatrixState::new(3);
+    let mut state = MatrixState::new(3, shape.hash_index);
     let mut seq = 1u64;
     for r in 0..n_rows {
         let mut keys = BTreeSet::new();
@@ -371,18 +371,31 @@ fn columns_end_on_l1_bounds_and_cover_everything() {
     assert!(state.rows.is_empty());
 }
 
+/// Whether a segment's probe may hold key hash `h`.
+fn admits(p: &SegProbe, h: u64, cands: &mut Vec<(u64, u32)>) -> bool {
+    match p {
+        SegProbe::Bloom(f) => f.may_contain(h),
+        SegProbe::Index(ix) => {
+            ix.candidates(h, cands);
+            !cands.is_empty()
+        }
+    }
+}
+
 #[test]
 fn segment_filters_keep_a_low_false_positive_rate() {
     // The filling segment's filter is sized for a full segment like its
     // first row; rows that grow 3x each overflow that plan, and the filter
     // must then be rebuilt bigger rather than overfilled.
-    for (n_rows, grow) in [(9, false), (11, false), (5, true), (6, true)] {
-        let shape = Shape { grow, ..Shape::default() };
+    let cases = [(9, false), (11, false), (5, true), (6, true)];
+    for ((n_rows, grow), hash_index) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
+        let shape = Shape { grow, hash_index, ..Shape::default() };
         let (_region, state) = build_matrix_with(random_key, 33, n_rows, 40, 1_000_000, shape);
         let view = state.view();
         let mut rng = StdRng::seed_from_u64(7);
+        let mut cands = Vec::new();
         for g in &view.groups {
-            let f = g.filter.as_ref().expect("every segment has a filter");
+            let f = g.probe.as_ref().expect("every segment has a probe");
             let mut present = HashSet::new();
             for lr in view.rows.iter().skip(g.first).take(g.len) {
                 present.extend(lr.row.hashes().unwrap().iter().copied());
@@ -394,10 +407,11 @@ fn segment_filters_keep_a_low_false_positive_rate() {
                     continue;
                 }
                 probes += 1;
-                false_hits += u32::from(f.may_contain(h));
+                false_hits += u32::from(admits(f, h, &mut cands));
             }
             let rate = f64::from(false_hits) / f64::from(probes);
-            // 10 bits per key: about 1% for a blocked bloom filter.
+            // 10 bits per key: about 1% for a blocked bloom filter; far less
+            // for a hash index's fingerprints.
             assert!(rate < 0.03, "rows {n_rows} grow {grow}: {} keys, false-positive rate {rate}", present.len());
         }
     }
@@ -409,17 +423,29 @@ fn every_segment_has_a_filter_that_admits_its_keys() {
     // 10 and 11 leave a newest segment still filling (its filter grows
     // with each row); rows that grow 3x each overflow the growing filter's
     // planned size, which rebuilds it.
+    // With hash indexes, every run start of every row is a candidate.
     let cases = [(9, false, 3), (10, false, 4), (11, false, 4), (5, true, 2)];
-    for (n_rows, grow, groups) in cases {
-        let shape = Shape { grow, ..Shape::default() };
+    let mut cands = Vec::new();
+    for ((n_rows, grow, groups), hash_index) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
+        let shape = Shape { grow, hash_index, versions: true };
         let (_region, state) = build_matrix_with(random_key, 21, n_rows, 40, 1_000_000, shape);
         let view = state.view();
         assert_eq!(view.groups.len(), groups, "{:?}", view.groups.iter().map(|g| g.len).collect::<Vec<_>>());
         for g in &view.groups {
-            let f = g.filter.as_ref().expect("every segment has a filter");
+            let f = g.probe.as_ref().expect("every segment has a probe");
+            assert_eq!(matches!(f, SegProbe::Index(_)), hash_index);
             for lr in view.rows.iter().skip(g.first).take(g.len) {
-                for h in lr.row.hashes().unwrap() {
-                    assert!(f.may_contain(h), "rows {n_rows} grow {grow}: a key of the segment is filtered out");
+                let hashes = lr.row.hashes().unwrap();
+                for (i, h) in hashes.iter().enumerate() {
+                    let run_start = i == 0 || hashes[i - 1] != *h;
+                    let ok = match f {
+                        SegProbe::Bloom(b) => b.may_contain(*h),
+                        SegProbe::Index(ix) => {
+                            ix.candidates(*h, &mut cands);
+                            !run_start || cands.contains(&(lr.row.id(), i as u32))
+                        }
+                    };
+                    assert!(ok, "rows {n_rows} grow {grow}: element {i} of row {} is not found", lr.row.id());
                 }
             }
         }
