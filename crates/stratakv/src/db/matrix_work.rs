@@ -24,7 +24,7 @@ use crate::matrix::build::{build_row, compare_elems, RowEntry, RowSpec};
 use crate::matrix::column::{pick_column, ColumnTask};
 use crate::matrix::iter::RowIter;
 use crate::matrix::row::{key_prefix, Elem, Row};
-use crate::matrix::{LiveRow, MatrixState};
+use crate::matrix::{LiveRow, MatrixState, SoloProbe};
 use crate::memtable::Memtable;
 use crate::sstable::key_hash;
 use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
@@ -249,6 +249,7 @@ impl DbInner {
             self.opts.matrix_hash_index,
             self.opts.prefix_extractor.as_deref(),
         )?;
+        let probe = SoloProbe::of(&merged.row, self.opts.matrix_hash_index)?;
         let mut vs = self.versions.lock();
         let mut m = self.matrix.lock();
         // A compaction round may have started meanwhile and claimed these
@@ -259,7 +260,7 @@ impl DbInner {
         }
         let mut next = m.clone();
         let pin: Box<dyn std::any::Any + Send> = Box::new(merged.row.clone());
-        next.replace(&ids, merged);
+        next.replace(&ids, merged, probe);
         vs.log_and_apply_pinned(VersionEdit { matrix: Some(next.record().encode()), ..Default::default() }, Some(pin))?;
         *m = next;
         let mut st = self.state.lock();

@@ -405,6 +405,22 @@ fn prefix_filter(row: &Row, extractor: &dyn PrefixExtractor) -> Result<BlockedBl
     Ok(BlockedBloom::from_hashes(&hashes, hashes.len(), FILTER_BITS))
 }
 
+/// The probe of a row that will form a segment of its own (a merged row),
+/// built before taking the matrix lock: a big row's index takes a while.
+pub struct SoloProbe(SegProbe);
+
+impl SoloProbe {
+    /// The probe `row` needs as a segment of its own: a hash index with
+    /// `hash_index`, else none (a segment short of full has no filter).
+    pub fn of(row: &Row, hash_index: bool) -> Result<Option<SoloProbe>> {
+        if !hash_index {
+            return Ok(None);
+        }
+        let rows = row_hashes(std::iter::once(row))?;
+        Ok(Some(SoloProbe(SegProbe::Index(Arc::new(index_of(&rows, 0, 0))))))
+    }
+}
+
 /// The probe of a segment that is still taking rows: sized for a full
 /// segment of rows like its first, and copied on every new row (readers
 /// hold the old copy).
@@ -443,7 +459,7 @@ pub struct MatrixState {
 }
 
 /// Reads the stored key hashes of `rows`, oldest first, with their ids.
-fn row_hashes<'a>(rows: impl Iterator<Item = &'a Arc<Row>>) -> Result<Vec<(u64, Vec<u64>)>> {
+fn row_hashes<'a>(rows: impl Iterator<Item = &'a Row>) -> Result<Vec<(u64, Vec<u64>)>> {
     rows.map(|r| Ok((r.id(), r.hashes()?))).collect()
 }
 
@@ -549,7 +565,7 @@ impl MatrixState {
     /// A probe of every row of `seg`, with room for a full segment of rows
     /// of `newest_len` elements.
     fn start_growing(&self, seg: u64, newest_len: usize) -> Option<Growing> {
-        let rows = row_hashes(self.rows.iter().rev().filter(|r| r.seg == seg).map(|r| &r.row)).ok()?;
+        let rows = row_hashes(self.rows.iter().rev().filter(|r| r.seg == seg).map(|r| r.row.as_ref())).ok()?;
         let keys: usize = rows.iter().map(|(_, h)| h.len()).sum();
         let capacity = keys.max(newest_len * self.rows_per_segment);
         let probe = if self.hash_index {
@@ -592,7 +608,7 @@ impl MatrixState {
             }
             // A row whose hashes cannot be read would leave its keys out of
             // the probe: then the segment gets none and lookups search its rows.
-            let Ok(hashes) = row_hashes(rows.iter().rev().map(|r| &r.row)) else { continue };
+            let Ok(hashes) = row_hashes(rows.iter().rev().map(|r| r.row.as_ref())) else { continue };
             let probe = if self.hash_index {
                 SegProbe::Index(Arc::new(index_of(&hashes, 0, 0)))
             } else {
@@ -685,12 +701,16 @@ impl MatrixState {
         self.seal_segments();
     }
 
-    /// Replaces the rows `ids` (adjacent, receivers) with `merged`.
-    pub fn replace(&mut self, ids: &[u64], mut merged: LiveRow) {
+    /// Replaces the rows `ids` (adjacent, receivers) with `merged`, which
+    /// forms a segment of its own with `probe` (if built ahead).
+    pub fn replace(&mut self, ids: &[u64], mut merged: LiveRow, probe: Option<SoloProbe>) {
         let Some(pos) = self.rows.iter().position(|r| ids.contains(&r.row.id())) else { return };
         self.rows.retain(|r| !ids.contains(&r.row.id()));
         self.next_seg += 1;
         merged.seg = self.next_seg;
+        if let Some(SoloProbe(p)) = probe {
+            self.seg_probes.insert(merged.seg, p);
+        }
         self.rows.insert(pos.min(self.rows.len()), merged);
         self.seal_segments();
     }
