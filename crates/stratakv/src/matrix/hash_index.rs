@@ -41,14 +41,15 @@ impl HashIndex {
         HashIndex { slots: vec![0; cap], idx_bits, ..HashIndex::default() }
     }
 
-    /// An index of `rows` (row id and stored key hashes in element order), oldest first.
-    pub fn build(rows: &[(u64, &[u64])]) -> HashIndex {
-        let keys = rows.iter().map(|(_, h)| runs(h)).sum();
-        let elems = rows.iter().map(|(_, h)| h.len() as u64).sum();
-        let mut ix = HashIndex::with_capacity(keys, elems);
+    /// An index of `rows` (row id and stored key hashes in element order),
+    /// oldest first, with room for at least `room` keys and elements.
+    pub fn build<H: AsRef<[u64]>>(rows: &[(u64, H)], room: usize) -> HashIndex {
+        let keys: usize = rows.iter().map(|(_, h)| runs(h.as_ref())).sum();
+        let elems: u64 = rows.iter().map(|(_, h)| h.as_ref().len() as u64).sum();
+        let mut ix = HashIndex::with_capacity(keys.max(room), elems.max(room as u64));
         for (id, hashes) in rows {
-            // Sized for exactly these rows, so every row fits.
-            ix.add_row(*id, hashes);
+            // Sized for at least these rows, so every row fits.
+            ix.add_row(*id, hashes.as_ref());
         }
         ix
     }
@@ -170,7 +171,7 @@ mod tests {
             rows.push((id, hashes));
         }
         let refs: Vec<(u64, &[u64])> = rows.iter().map(|(id, h)| (*id, &h[..])).collect();
-        let ix = HashIndex::build(&refs);
+        let ix = HashIndex::build(&refs, 0);
         let mut out = Vec::new();
         for (h, id, first) in &starts {
             ix.candidates(*h, &mut out);
@@ -206,14 +207,14 @@ mod tests {
     fn colliding_hashes_and_tiny_rows() {
         // Equal hashes everywhere: every run start is still reachable.
         let hashes = [7u64, 7, 9, 7, 7, 7, 9];
-        let ix = HashIndex::build(&[(4, &hashes[..]), (5, &hashes[..2])]);
+        let ix = HashIndex::build(&[(4, &hashes[..]), (5, &hashes[..2])], 0);
         let mut c = Vec::new();
         ix.candidates(7, &mut c);
         assert_eq!(c.first(), Some(&(5, 0)), "{c:?}");
         assert!(c.contains(&(4, 0)) && c.contains(&(4, 3)), "{c:?}");
         ix.candidates(9, &mut c);
         assert!(c.contains(&(4, 2)) && c.contains(&(4, 6)), "{c:?}");
-        HashIndex::build(&[]).candidates(7, &mut c);
+        HashIndex::build::<&[u64]>(&[], 0).candidates(7, &mut c);
         assert!(c.is_empty());
     }
 }

@@ -417,7 +417,7 @@ impl SoloProbe {
             return Ok(None);
         }
         let rows = row_hashes(std::iter::once(row))?;
-        Ok(Some(SoloProbe(SegProbe::Index(Arc::new(index_of(&rows, 0, 0))))))
+        Ok(Some(SoloProbe(probe_of(&rows, 0, true))))
     }
 }
 
@@ -463,17 +463,16 @@ fn row_hashes<'a>(rows: impl Iterator<Item = &'a Row>) -> Result<Vec<(u64, Vec<u
     rows.map(|r| Ok((r.id(), r.hashes()?))).collect()
 }
 
-/// A hash index of `rows` (oldest first) with room for at least
-/// `room_keys` keys and `room_elems` elements.
-fn index_of(rows: &[(u64, Vec<u64>)], room_keys: usize, room_elems: u64) -> HashIndex {
-    let keys: usize = rows.iter().map(|(_, h)| h.len()).sum();
-    let elems: u64 = rows.iter().map(|(_, h)| h.len() as u64).sum();
-    let mut ix = HashIndex::with_capacity(keys.max(room_keys), elems.max(room_elems));
-    for (id, h) in rows {
-        // Sized above for every element as a key, so each row fits.
-        ix.add_row(*id, h);
+/// The probe of a segment made of `rows` (oldest first), with room for at
+/// least `room` keys: a hash index with `hash_index`, else a bloom filter.
+fn probe_of(rows: &[(u64, Vec<u64>)], room: usize, hash_index: bool) -> SegProbe {
+    if hash_index {
+        return SegProbe::Index(Arc::new(HashIndex::build(rows, room)));
     }
-    ix
+    let keys: usize = rows.iter().map(|(_, h)| h.len()).sum();
+    let mut f = BlockedBloom::with_capacity(keys.max(room), FILTER_BITS);
+    rows.iter().for_each(|(_, hs)| hs.iter().for_each(|h| f.insert(*h)));
+    SegProbe::Bloom(Arc::new(f))
 }
 
 impl MatrixState {
@@ -535,11 +534,7 @@ impl MatrixState {
         };
         // A new segment, or more keys than planned: start over from the
         // segment's rows with room for a full segment.
-        let g = match g {
-            Some(g) => Some(g),
-            None => self.start_growing(seg, hashes.len()),
-        };
-        self.growing = g;
+        self.growing = g.or_else(|| self.start_growing(seg, hashes.len()));
     }
 
     /// `g` with the newest row added, or None if it has no room left.
@@ -568,14 +563,7 @@ impl MatrixState {
         let rows = row_hashes(self.rows.iter().rev().filter(|r| r.seg == seg).map(|r| r.row.as_ref())).ok()?;
         let keys: usize = rows.iter().map(|(_, h)| h.len()).sum();
         let capacity = keys.max(newest_len * self.rows_per_segment);
-        let probe = if self.hash_index {
-            SegProbe::Index(Arc::new(index_of(&rows, capacity, capacity as u64)))
-        } else {
-            let mut f = BlockedBloom::with_capacity(capacity, FILTER_BITS);
-            rows.iter().for_each(|(_, hs)| hs.iter().for_each(|h| f.insert(*h)));
-            SegProbe::Bloom(Arc::new(f))
-        };
-        Some(Growing { seg, probe, capacity, keys })
+        Some(Growing { seg, probe: probe_of(&rows, capacity, self.hash_index), capacity, keys })
     }
 
     /// Seals every segment that lacks a probe and will take no more rows:
@@ -609,15 +597,7 @@ impl MatrixState {
             // A row whose hashes cannot be read would leave its keys out of
             // the probe: then the segment gets none and lookups search its rows.
             let Ok(hashes) = row_hashes(rows.iter().rev().map(|r| r.row.as_ref())) else { continue };
-            let probe = if self.hash_index {
-                SegProbe::Index(Arc::new(index_of(&hashes, 0, 0)))
-            } else {
-                let total: usize = hashes.iter().map(|(_, h)| h.len()).sum();
-                let mut f = BlockedBloom::with_capacity(total, FILTER_BITS);
-                hashes.iter().for_each(|(_, hs)| hs.iter().for_each(|h| f.insert(*h)));
-                SegProbe::Bloom(Arc::new(f))
-            };
-            built.push((seg, probe));
+            built.push((seg, probe_of(&hashes, 0, self.hash_index)));
         }
         self.seg_probes.extend(built);
         let live: std::collections::HashSet<u64> = self.rows.iter().map(|r| r.seg).collect();
