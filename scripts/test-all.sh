@@ -11,11 +11,16 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 export RUST_BACKTRACE=1
 export DEBIAN_FRONTEND=noninteractive
+# A one-shot build gains nothing from incremental state, which is large.
+export CARGO_INCREMENTAL=0
 
 step() { printf '\n=== %s ===\n' "$*"; }
 
 step "toolchain"
 cargo --version
+# Free disk shown up front: a full disk fails builds with odd errors
+# (a linker bus error, 'IO failure on output stream').
+df -h . /tmp 2>/dev/null || true
 
 step "cargo test --workspace"
 cargo test --workspace --no-fail-fast
