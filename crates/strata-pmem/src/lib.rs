@@ -42,12 +42,14 @@ mod error;
 mod flush;
 mod layout;
 mod map;
+mod prefetch;
 mod region;
 mod sim;
 
 pub use alloc::{Extent, ExtentHead, ExtentWriter, Slot};
 pub use error::PmError;
 pub use layout::{ROOT_WORDS, SUPERBLOCK_BYTES};
+pub use prefetch::prefetch;
 pub use region::{Backing, OpenOutcome, Placement, Region, RegionOptions, RegionStats};
 pub use sim::{CrashModel, CrashState, SimPm};
 

@@ -22,6 +22,11 @@ use strata_server::store::memory::{MemoryPersistence, MemoryStore};
 use strata_server::store::Backend;
 use strata_server::{expiry, server, shutdown};
 
+/// mimalloc: a server allocates and frees small buffers (keys, values,
+/// replies) for every command; glibc malloc showed ~5% of a SET profile.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
     std::fs::create_dir_all(&cfg.dir).with_context(|| format!("creating {}", cfg.dir.display()))?;
     Ok(match cfg.storage {

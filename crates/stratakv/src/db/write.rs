@@ -13,6 +13,9 @@ use crate::log::{clear_commit_word, entry_len, write_entry, EXTENT_KIND_LOG, HEA
 use crate::memtable::Memtable;
 use crate::options::L0Kind;
 
+/// Most records indexed in the memtable as one side-by-side batch.
+const INDEX_CHUNK: usize = 64;
+
 /// Space and sequence numbers handed to one writer.
 struct Reserved {
     slot: Slot,
@@ -80,9 +83,21 @@ impl DbInner {
     fn fill(&self, r: &mut Reserved, body: &[u8], count: u32) -> Result<()> {
         write_entry(&mut r.slot, r.log_number, r.seq, count, body).map_err(|e| Error::from_pm(&self.region_path, e))?;
         let base = r.slot.offset() + HEADER_LEN as u64;
-        for (i, rec) in Records::new(body, base).enumerate() {
+        // Index in chunks: a chunk's skiplist searches overlap their cache
+        // misses, and a bounded chunk keeps the splice state small.
+        let mut chunk = Vec::with_capacity((count as usize).min(INDEX_CHUNK));
+        let mut seq = r.seq;
+        for rec in Records::new(body, base) {
             let rec = rec.map_err(|at| Error::corruption(&self.region_path, at, "batch does not decode"))?;
-            r.mem.add(r.seq + i as u64, rec.kind, rec.key, rec.value_off, rec.value.len() as u32)?;
+            chunk.push((rec.kind, rec.key, rec.value_off, rec.value.len() as u32));
+            if chunk.len() == INDEX_CHUNK {
+                r.mem.add_batch(seq, &chunk)?;
+                seq += chunk.len() as u64;
+                chunk.clear();
+            }
+        }
+        if !chunk.is_empty() {
+            r.mem.add_batch(seq, &chunk)?;
         }
         Ok(())
     }

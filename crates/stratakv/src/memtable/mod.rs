@@ -183,6 +183,46 @@ impl Memtable {
         Ok(())
     }
 
+    /// Indexes the records of one batch, the first at sequence `first_seq`
+    /// and the rest after it in order; each is (kind, key, value offset in
+    /// PM, value length). Same result as [`Memtable::add`] for each, but
+    /// the skiplist searches of the whole batch run side by side (see
+    /// `SkipList::insert_batch`).
+    pub fn add_batch(&self, first_seq: SeqNo, records: &[(Kind, &[u8], u64, u32)]) -> Result<()> {
+        if let [(kind, key, off, len)] = records {
+            return self.add(first_seq, *kind, key, *off, *len);
+        }
+        let mut keys = Vec::with_capacity(records.iter().map(|r| r.1.len() + 8).sum());
+        for (i, (kind, key, _, _)) in records.iter().enumerate() {
+            keys.extend_from_slice(key);
+            keys.extend_from_slice(&crate::key::trailer(first_seq + i as u64, *kind).to_le_bytes());
+        }
+        let mut items = Vec::with_capacity(records.len());
+        let mut at = 0;
+        for (_, key, off, len) in records {
+            let end = at + key.len() + 8;
+            items.push((keys.get(at..end).unwrap_or_default(), *off, *len));
+            at = end;
+        }
+        let Some(nodes) = self.list.insert_batch(&items) else {
+            return Err(Error::Pm(format!("memtable {} index is full ({} entries)", self.id, self.list.len())));
+        };
+        for (i, ((_, key, _, _), node)) in records.iter().zip(nodes).enumerate() {
+            let seq = first_seq + i as u64;
+            let hash = crate::sstable::key_hash(key);
+            self.filter.insert(hash);
+            self.bytes.fetch_add(key.len() + 8 + 96, Ordering::Relaxed);
+            self.index.record(hash, node, |old| {
+                self.list
+                    .with_node(old, |k, _, _| {
+                        ParsedKey::parse(k).and_then(|p| (p.user_key == *key).then_some(p.seq < seq))
+                    })
+                    .flatten()
+            });
+        }
+        Ok(())
+    }
+
     /// The newest version of `key` (whose hash is `hash`) with sequence <= `seq`.
     pub fn get(&self, key: &[u8], hash: u64, seq: SeqNo) -> Result<Lookup> {
         if !self.filter.may_contain(hash) {
