@@ -211,6 +211,12 @@ fn run_group(
 ) -> usize {
     shared.stats.total_commands.fetch_add(group.len() as u64, Ordering::Relaxed);
     let keys: Vec<&[u8]> = group.iter().flat_map(|(spec, _, args)| keys_of(spec, args)).collect();
+    // Every command reads its key's meta first: start all those reads'
+    // cache misses now, so they overlap instead of coming one by one.
+    if keys.len() > 1 {
+        let metas: Vec<Vec<u8>> = keys.iter().map(|k| crate::keyspace::meta_key(k)).collect();
+        shared.store.prefetch(&metas);
+    }
     let (replies, failed) = {
         let _locks = shared.locks.lock(&keys);
         let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };

@@ -38,6 +38,10 @@ impl Backend for EngineStore {
         Ok(self.db.get(key)?)
     }
 
+    fn prefetch(&self, keys: &[Vec<u8>]) {
+        self.db.prefetch(keys);
+    }
+
     fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
         let range = KeyRange {
             start: Bound::Included(start.to_vec()),

@@ -54,6 +54,12 @@ pub trait Backend: Send + Sync {
     /// The value of `key`.
     fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>>;
 
+    /// Hints that `keys` are about to be read, so a store can start
+    /// fetching them; does nothing unless a store overrides it.
+    fn prefetch(&self, keys: &[Vec<u8>]) {
+        let _ = keys;
+    }
+
     /// Up to `limit` pairs with `start <= key < end` (no end: to the last
     /// key), in key order.
     fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>>;

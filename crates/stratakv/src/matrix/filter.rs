@@ -63,6 +63,13 @@ impl BlockedBloom {
         }
     }
 
+    /// Asks for the cache line a probe of `h` reads.
+    pub fn prefetch(&self, h: u64) {
+        if let Some(b) = self.blocks.get(self.block_of(h)) {
+            strata_pmem::prefetch(b);
+        }
+    }
+
     /// Whether a key with hash `h` may have been inserted.
     pub fn may_contain(&self, h: u64) -> bool {
         let Some(block) = self.blocks.get(self.block_of(h)) else { return true };

@@ -114,6 +114,13 @@ impl HashIndex {
         }
     }
 
+    /// Asks for the cache line of the first slot a lookup of `h` reads.
+    pub fn prefetch(&self, h: u64) {
+        if let Some(s) = self.slots.get(self.home(h)) {
+            strata_pmem::prefetch(s);
+        }
+    }
+
     /// Candidates for key hash `h` as (row id, element index in the row),
     /// newest row first. Every run start of the key in every entered row is
     /// among them; a candidate may belong to another key (same fingerprint).

@@ -736,6 +736,18 @@ impl MatrixView {
         self.rows.is_empty()
     }
 
+    /// Asks for the cache lines a lookup of a key with hash `hash` reads
+    /// first: each segment's index slot or filter block.
+    pub fn prefetch(&self, hash: u64) {
+        for g in &self.groups {
+            match &g.probe {
+                Some(SegProbe::Bloom(f)) => f.prefetch(hash),
+                Some(SegProbe::Index(ix)) => ix.prefetch(hash),
+                None => {}
+            }
+        }
+    }
+
     /// The newest version of `ukey` with sequence <= `seq` (`hash` = its key hash).
     pub fn get(&self, ukey: &[u8], seq: SeqNo, hash: u64) -> Result<Lookup> {
         if self.rows.is_empty() {

@@ -35,6 +35,13 @@ impl AtomicBloom {
         self.blocks.get((((h >> 32) * self.blocks.len() as u64) >> 32) as usize).map(|b| &b.0)
     }
 
+    /// Asks for the cache line a probe of `h` reads (see [`crate::Db::prefetch`]).
+    pub fn prefetch(&self, h: u64) {
+        if let Some(b) = self.block(h) {
+            strata_pmem::prefetch(b);
+        }
+    }
+
     /// Adds a key hash.
     pub fn insert(&self, h: u64) {
         let Some(b) = self.block(h) else { return };

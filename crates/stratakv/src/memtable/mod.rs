@@ -223,6 +223,13 @@ impl Memtable {
         Ok(())
     }
 
+    /// Asks for the cache lines a lookup of a key with hash `hash` reads
+    /// first (filter block, index bucket).
+    pub fn prefetch(&self, hash: u64) {
+        self.filter.prefetch(hash);
+        self.index.prefetch(hash);
+    }
+
     /// The newest version of `key` (whose hash is `hash`) with sequence <= `seq`.
     pub fn get(&self, key: &[u8], hash: u64, seq: SeqNo) -> Result<Lookup> {
         if !self.filter.may_contain(hash) {

@@ -47,6 +47,13 @@ impl PointIndex {
         self.buckets.get(bucket_of(hash, self.buckets.len()))
     }
 
+    /// Asks for the cache line of the bucket of `hash`.
+    pub fn prefetch(&self, hash: u64) {
+        if let Some(b) = self.bucket(hash) {
+            strata_pmem::prefetch(b);
+        }
+    }
+
     /// What the bucket of a key hash holds.
     pub fn probe(&self, hash: u64) -> Probe {
         match self.bucket(hash).map(|b| b.load(Ordering::Acquire)) {
