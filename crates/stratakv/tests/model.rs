@@ -130,6 +130,10 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
             }
             620..=819 => {
                 let k = key(&mut rng, space);
+                if rng.gen_bool(0.3) {
+                    // A hint only: it must leave every answer unchanged.
+                    db.prefetch(&[k.clone(), key(&mut rng, space), Vec::new()]);
+                }
                 assert_eq!(
                     db.get(&k).unwrap(),
                     model.get(&k).cloned(),
