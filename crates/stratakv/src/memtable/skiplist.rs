@@ -417,13 +417,18 @@ impl SkipList {
     /// The successor of `x` at `level` if its key is < the probe.
     fn step(&self, probe: &[u8], pp: u64, x: u32, level: usize) -> Option<u32> {
         let w = self.link_word(x, level);
+        self.links_below(w, probe, pp).then_some(w as u32)
+    }
+
+    /// Whether link word `w` leads to a node whose key is < the probe
+    /// (decided from the prefix half in the link when it differs).
+    fn links_below(&self, w: u64, probe: &[u8], pp: u64) -> bool {
         let n = w as u32;
-        let less = n != NIL
+        n != NIL
             && match ((w >> 32) as u32).cmp(&((pp >> 32) as u32)) {
                 CmpOrdering::Equal => self.cmp(n, probe, pp) == CmpOrdering::Less,
                 o => o == CmpOrdering::Less,
-            };
-        less.then_some(n)
+            }
     }
 
     /// From `start` (whose key is < the probe, or the head), the last node at
@@ -432,14 +437,8 @@ impl SkipList {
         let mut x = start;
         loop {
             let w = self.link_word(x, level);
-            let n = w as u32;
-            let less = n != NIL
-                && match ((w >> 32) as u32).cmp(&((pp >> 32) as u32)) {
-                    CmpOrdering::Equal => self.cmp(n, probe, pp) == CmpOrdering::Less,
-                    o => o == CmpOrdering::Less,
-                };
-            if less {
-                x = n;
+            if self.links_below(w, probe, pp) {
+                x = w as u32;
             } else {
                 return (x, w);
             }
@@ -517,6 +516,17 @@ mod tests {
     use crate::key::compare_internal;
     use crate::key::{internal_key, Kind};
     use std::sync::Arc;
+
+    /// Runs `f(list, t)` on `n` threads at once; their results in thread order.
+    fn on_threads<R: Send + 'static>(l: &Arc<SkipList>, n: u64, f: fn(&SkipList, u64) -> R) -> Vec<R> {
+        let threads: Vec<_> = (0..n)
+            .map(|t| {
+                let l = l.clone();
+                std::thread::spawn(move || f(&l, t))
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    }
 
     fn keys_in_order(l: &SkipList) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
@@ -634,20 +644,12 @@ mod tests {
     #[test]
     fn concurrent_inserts_are_all_present_and_ordered() {
         let l = Arc::new(SkipList::new(1 << 20));
-        let threads: Vec<_> = (0..4u64)
-            .map(|t| {
-                let l = l.clone();
-                std::thread::spawn(move || {
-                    for i in 0..2000u64 {
-                        let k = internal_key(format!("{:08}", i * 4 + t).as_bytes(), i, Kind::Put);
-                        l.insert(&k, i, 0);
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
+        on_threads(&l, 4, |l, t| {
+            for i in 0..2000u64 {
+                let k = internal_key(format!("{:08}", i * 4 + t).as_bytes(), i, Kind::Put);
+                l.insert(&k, i, 0);
+            }
+        });
         let got = keys_in_order(&l);
         assert_eq!(got.len(), 8000);
         assert!(got.windows(2).all(|w| compare_internal(&w[0], &w[1]) == CmpOrdering::Less));
@@ -659,24 +661,19 @@ mod tests {
         // Random leading bytes make the prefix halves carried in links differ,
         // so searches decide most steps from the link word alone.
         let l = Arc::new(SkipList::new(1 << 20));
-        let threads: Vec<_> = (0..4u64)
-            .map(|t| {
-                let l = l.clone();
-                std::thread::spawn(move || {
-                    let mut rng = rand::rngs::StdRng::seed_from_u64(t);
-                    let mut mine = Vec::new();
-                    for i in 0..3000u64 {
-                        let mut uk = vec![rng.gen_range(0..4u8), rng.gen::<u8>(), rng.gen::<u8>()];
-                        uk.extend((0..rng.gen_range(0..6)).map(|_| rng.gen::<u8>()));
-                        let k = internal_key(&uk, i * 4 + t, Kind::Put);
-                        l.insert(&k, i, 0);
-                        mine.push(k);
-                    }
-                    mine
-                })
-            })
-            .collect();
-        let mut want: Vec<Vec<u8>> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let mut want: Vec<Vec<u8>> = on_threads(&l, 4, |l, t| {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(t);
+            let mut mine = Vec::new();
+            for i in 0..3000u64 {
+                let mut uk = vec![rng.gen_range(0..4u8), rng.gen::<u8>(), rng.gen::<u8>()];
+                uk.extend((0..rng.gen_range(0..6)).map(|_| rng.gen::<u8>()));
+                let k = internal_key(&uk, i * 4 + t, Kind::Put);
+                l.insert(&k, i, 0);
+                mine.push(k);
+            }
+            mine
+        })
+        .concat();
         want.sort_by(|a, b| compare_internal(a, b));
         assert_eq!(keys_in_order(&l), want);
         let mut rng = rand::rngs::StdRng::seed_from_u64(99);
@@ -697,36 +694,31 @@ mod tests {
         // keys linked earlier in a batch sit inside later keys' splices);
         // a third inserts one key at a time.
         let l = Arc::new(SkipList::new(1 << 20));
-        let threads: Vec<_> = (0..3u64)
-            .map(|t| {
-                let l = l.clone();
-                std::thread::spawn(move || {
-                    let mut rng = rand::rngs::StdRng::seed_from_u64(t + 10);
-                    let mut mine: Vec<(Vec<u8>, u64)> = Vec::new();
-                    let mut seq = t;
-                    while mine.len() < 4000 {
-                        let n = if t == 2 { 1 } else { rng.gen_range(1..=80) };
-                        let batch: Vec<(Vec<u8>, u64)> = (0..n)
-                            .map(|_| {
-                                seq += 3;
-                                let uk: Vec<u8> = (0..rng.gen_range(0..4)).map(|_| rng.gen_range(0..6u8)).collect();
-                                (internal_key(&uk, seq, Kind::Put), seq)
-                            })
-                            .collect();
-                        let items: Vec<(&[u8], u64, u32)> = batch.iter().map(|(k, s)| (&k[..], *s, 7)).collect();
-                        let nodes = l.insert_batch(&items).unwrap();
-                        assert_eq!(nodes.len(), items.len());
-                        for (node, (k, s)) in nodes.iter().zip(&batch) {
-                            let got = l.node(*node).unwrap();
-                            assert_eq!((got.key(), got.value_off(), got.value_len()), (&k[..], *s, 7));
-                        }
-                        mine.extend(batch);
-                    }
-                    mine
-                })
-            })
-            .collect();
-        let mut want: Vec<Vec<u8>> = threads.into_iter().flat_map(|t| t.join().unwrap()).map(|(k, _)| k).collect();
+        let mut want: Vec<Vec<u8>> = on_threads(&l, 3, |l, t| {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(t + 10);
+            let mut mine: Vec<Vec<u8>> = Vec::new();
+            let mut seq = t;
+            while mine.len() < 4000 {
+                let n = if t == 2 { 1 } else { rng.gen_range(1..=80) };
+                let batch: Vec<(Vec<u8>, u64)> = (0..n)
+                    .map(|_| {
+                        seq += 3;
+                        let uk: Vec<u8> = (0..rng.gen_range(0..4)).map(|_| rng.gen_range(0..6u8)).collect();
+                        (internal_key(&uk, seq, Kind::Put), seq)
+                    })
+                    .collect();
+                let items: Vec<(&[u8], u64, u32)> = batch.iter().map(|(k, s)| (&k[..], *s, 7)).collect();
+                let nodes = l.insert_batch(&items).unwrap();
+                assert_eq!(nodes.len(), items.len());
+                for (node, (k, s)) in nodes.iter().zip(&batch) {
+                    let got = l.node(*node).unwrap();
+                    assert_eq!((got.key(), got.value_off(), got.value_len()), (&k[..], *s, 7));
+                }
+                mine.extend(batch.into_iter().map(|(k, _)| k));
+            }
+            mine
+        })
+        .concat();
         want.sort_by(|a, b| compare_internal(a, b));
         assert_eq!(l.len(), want.len());
         assert_eq!(keys_in_order(&l), want);
