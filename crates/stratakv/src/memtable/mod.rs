@@ -158,11 +158,8 @@ impl Memtable {
 
     /// Indexes one record whose value sits at `value_off` in PM.
     pub fn add(&self, seq: SeqNo, kind: Kind, key: &[u8], value_off: u64, value_len: u32) -> Result<()> {
-        let hash = crate::sstable::key_hash(key);
-        self.filter.insert(hash);
         let mut buf = [0u8; 64];
         let n = key.len() + 8;
-        self.bytes.fetch_add(n + 96, Ordering::Relaxed);
         let node = if let Some(b) = buf.get_mut(..n) {
             b[..key.len()].copy_from_slice(key);
             b[key.len()..].copy_from_slice(&crate::key::trailer(seq, kind).to_le_bytes());
@@ -172,15 +169,28 @@ impl Memtable {
             make_internal_key(&mut ik, key, seq, kind);
             self.list.insert(&ik, value_off, value_len)
         };
-        let Some(node) = node else {
-            return Err(Error::Pm(format!("memtable {} index is full ({} entries)", self.id, self.list.len())));
-        };
+        let node = node.ok_or_else(|| self.full())?;
+        self.note_linked(seq, key, node);
+        Ok(())
+    }
+
+    /// The error for a skiplist arena with no room left.
+    fn full(&self) -> Error {
+        Error::Pm(format!("memtable {} index is full ({} entries)", self.id, self.list.len()))
+    }
+
+    /// Book-keeping for node `node`, just linked, holding version `seq` of
+    /// `key`: the filter, the byte count and the point index. Readers see
+    /// the record only once its sequence is published, after all of this.
+    fn note_linked(&self, seq: SeqNo, key: &[u8], node: u32) {
+        let hash = crate::sstable::key_hash(key);
+        self.filter.insert(hash);
+        self.bytes.fetch_add(key.len() + 8 + 96, Ordering::Relaxed);
         self.index.record(hash, node, |old| {
             self.list
                 .with_node(old, |k, _, _| ParsedKey::parse(k).and_then(|p| (p.user_key == key).then_some(p.seq < seq)))
                 .flatten()
         });
-        Ok(())
     }
 
     /// Indexes the records of one batch, the first at sequence `first_seq`
@@ -204,21 +214,9 @@ impl Memtable {
             items.push((keys.get(at..end).unwrap_or_default(), *off, *len));
             at = end;
         }
-        let Some(nodes) = self.list.insert_batch(&items) else {
-            return Err(Error::Pm(format!("memtable {} index is full ({} entries)", self.id, self.list.len())));
-        };
+        let nodes = self.list.insert_batch(&items).ok_or_else(|| self.full())?;
         for (i, ((_, key, _, _), node)) in records.iter().zip(nodes).enumerate() {
-            let seq = first_seq + i as u64;
-            let hash = crate::sstable::key_hash(key);
-            self.filter.insert(hash);
-            self.bytes.fetch_add(key.len() + 8 + 96, Ordering::Relaxed);
-            self.index.record(hash, node, |old| {
-                self.list
-                    .with_node(old, |k, _, _| {
-                        ParsedKey::parse(k).and_then(|p| (p.user_key == *key).then_some(p.seq < seq))
-                    })
-                    .flatten()
-            });
+            self.note_linked(first_seq + i as u64, key, node);
         }
         Ok(())
     }

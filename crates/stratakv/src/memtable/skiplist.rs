@@ -227,9 +227,14 @@ impl SkipList {
         self.link_word(i, level) as u32
     }
 
+    /// The arena word holding node `i`'s link at `level`.
+    fn link_slot(&self, i: u32, level: usize) -> Option<&AtomicU64> {
+        self.arena.word(i + (HEADER_WORDS + level) as u32)
+    }
+
     /// The whole link word (next index and the top half of its prefix).
     fn link_word(&self, i: u32, level: usize) -> u64 {
-        match self.arena.word(i + (HEADER_WORDS + level) as u32) {
+        match self.link_slot(i, level) {
             Some(w) => w.load(Ordering::Acquire),
             None => NIL as u64,
         }
@@ -346,7 +351,7 @@ impl SkipList {
                     match self.step(key, pp, *x, level) {
                         Some(n) => {
                             *x = n;
-                            if let Some(w) = self.arena.word(n + (HEADER_WORDS + level) as u32) {
+                            if let Some(w) = self.link_slot(n, level) {
                                 strata_pmem::prefetch(w);
                             }
                             true
@@ -400,8 +405,8 @@ impl SkipList {
             let mut from = start;
             loop {
                 let (p, n) = self.find_splice_at(key, pp, from, level);
-                self.arena.store(idx + (HEADER_WORDS + level) as u32, n);
-                let Some(link) = self.arena.word(p + (HEADER_WORDS + level) as u32) else { break };
+                let (Some(own), Some(link)) = (self.link_slot(idx, level), self.link_slot(p, level)) else { break };
+                own.store(n, Ordering::Relaxed);
                 // Release: the node's words, written above and in new_node,
                 // are visible to whoever follows this link.
                 if link.compare_exchange(n, to_self, Ordering::Release, Ordering::Acquire).is_ok() {
