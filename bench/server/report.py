@@ -133,6 +133,11 @@ def main():
          "redis-everysec-P16", "strata-loops2-P16"),
         ("redis-benchmark, durable: strata --durability sync vs redis appendfsync always (-P 1)",
          "redis-always-P1", "strata-sync-P1"),
+        ("redis-benchmark, durable with PM emulated on /dev/shm (process-crash durability only): "
+         "strata --durability sync --pm-dir /dev/shm/... vs redis appendfsync always (-P 1)",
+         "redis-always-P1", "strata-sync-shm-P1"),
+        ("ceiling for the durable ratio: strata default (replies never wait for a sync) vs redis appendfsync always "
+         "(-P 1); no sync mode can beat this ratio with this client", "redis-always-P1", "strata-default-P1"),
     ]))
     print(ycsb_table(out))
     print(study_table(out))

@@ -66,12 +66,14 @@ STRATA="$(cd "$TARGET/release" && pwd)/strata-server"
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
-    rm -rf "$WORK"
+    rm -rf "$WORK" "${SHM_DIR:-}"
 }
 trap cleanup EXIT
 
 port=17400
-next_port() { port=$((port + 1)); echo "$port"; }
+# Sets p to a port no earlier server of this run used (a plain function, not
+# $(...), so the counter advances in this shell).
+next_port() { port=$((port + 1)); p=$port; }
 
 wait_ready() { # port
     for _ in $(seq 1 600); do
@@ -82,10 +84,10 @@ wait_ready() { # port
     return 1
 }
 
-SERVER_PID=""
+SERVER_PID="" SERVER_DIR=""
 start_redis() { # port args...
     local p="$1"; shift
-    local d="$WORK/redis-$p"; mkdir -p "$d"
+    local d="$WORK/redis-$p"; mkdir -p "$d"; SERVER_DIR="$d"
     redis-server --port "$p" --bind 127.0.0.1 --dir "$d" --save "" "$@" >"$d/log" 2>&1 &
     SERVER_PID=$!; PIDS+=("$SERVER_PID")
     wait_ready "$p"
@@ -93,15 +95,23 @@ start_redis() { # port args...
 
 start_strata() { # port args...
     local p="$1"; shift
-    local d="$WORK/strata-$p"; mkdir -p "$d"
+    local d="$WORK/strata-$p"; mkdir -p "$d"; SERVER_DIR="$d"
     "$STRATA" --port "$p" --dir "$d/data" "$@" >"$d/log" 2>&1 &
     SERVER_PID=$!; PIDS+=("$SERVER_PID")
     wait_ready "$p"
 }
 
+# Each server's files are deleted once it stops (its log kept in $OUT), so
+# the page cache's writeback of one run's gigabytes does not land on the
+# disk while the next server is measured.
 stop_server() {
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
+    if [ -n "$SERVER_DIR" ]; then
+        cp "$SERVER_DIR/log" "$OUT/log-$(basename "$SERVER_DIR")" 2>/dev/null || true
+        rm -rf "$SERVER_DIR"
+    fi
+    rm -rf "${SHM_DIR:-}"; SHM_DIR=""
 }
 
 rb() { # name port pipeline
@@ -113,19 +123,27 @@ rb() { # name port pipeline
 
 if [ "$DO_RB" = 1 ]; then
     for P in 1 16; do
-        p=$(next_port); start_redis "$p" --appendonly yes --appendfsync everysec
+        next_port; start_redis "$p" --appendonly yes --appendfsync everysec
         rb "redis-everysec-P$P" "$p" "$P"; stop_server
-        p=$(next_port); start_strata "$p" --durability default
+        next_port; start_strata "$p" --durability default
         rb "strata-default-P$P" "$p" "$P"; stop_server
         # A tuning, not the default: two event loops (the trade-off is in
         # the summary: more throughput, longer tails when cores are short).
-        p=$(next_port); start_strata "$p" --durability default --event-loops 2
+        next_port; start_strata "$p" --durability default --event-loops 2
         rb "strata-loops2-P$P" "$p" "$P"; stop_server
     done
-    p=$(next_port); start_redis "$p" --appendonly yes --appendfsync always
+    next_port; start_redis "$p" --appendonly yes --appendfsync always
     rb "redis-always-P1" "$p" 1; stop_server
-    p=$(next_port); start_strata "$p" --durability sync
+    next_port; start_strata "$p" --durability sync
     rb "strata-sync-P1" "$p" 1; stop_server
+    # The same with the PM file on /dev/shm: PM emulated with DRAM as the
+    # papers did (survives a process crash, not a power loss; DESIGN.md §3),
+    # i.e. what sync costs when persisting is a cache-line flush.
+    if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+        SHM_DIR="$(mktemp -d /dev/shm/strata-server-bench.XXXXXX)"
+        next_port; start_strata "$p" --durability sync --pm-dir "$SHM_DIR"
+        rb "strata-sync-shm-P1" "$p" 1; stop_server
+    fi
 fi
 
 YCSB_DIR="$ROOT/bench/server/ycsb"
@@ -145,7 +163,7 @@ fi
 
 if [ "$DO_YCSB" = 1 ]; then
     for server in redis strata; do
-        p=$(next_port)
+        next_port
         if [ "$server" = redis ]; then start_redis "$p" --appendonly yes --appendfsync everysec
         else start_strata "$p" --durability default; fi
         echo "== YCSB $server"
@@ -168,12 +186,12 @@ if [ "$DO_STUDY" = 1 ]; then
         [engine-sync]="--storage engine --durability sync"
     )
     # Warm-up (page cache, jars, CPU frequency) so the first mode is not penalized.
-    p=$(next_port); start_strata "$p" --storage memory
+    next_port; start_strata "$p" --storage memory
     ycsb load study-read90 "$p" "$WORK/warmup-load.txt" >/dev/null
     ycsb run study-write90 "$p" "$WORK/warmup-run.txt" >/dev/null
     stop_server
     for mode in ideal log-always log-everysec snapshot engine engine-sync; do
-        p=$(next_port)
+        next_port
         # shellcheck disable=SC2086
         start_strata "$p" ${MODES[$mode]}
         echo "== study $mode"
