@@ -23,6 +23,7 @@ use crate::key::{Kind, ParsedKey};
 use crate::matrix::build::{build_row, compare_elems, RowEntry, RowSpec};
 use crate::matrix::column::{pick_column, ColumnTask};
 use crate::matrix::iter::RowIter;
+use crate::matrix::merge::{pick_merge, MergeCandidate};
 use crate::matrix::row::{key_prefix, Elem, Row};
 use crate::matrix::{LiveRow, MatrixState, SoloProbe};
 use crate::memtable::Memtable;
@@ -176,25 +177,27 @@ impl DbInner {
         self.throttle_rate.store(rate, Ordering::Relaxed);
     }
 
-    /// Merges the oldest segment of receiver rows into one row when there
-    /// are too many receiver rows (fewer rows to search, shadowed versions gone).
+    /// Merges adjacent receiver rows into one row when there are too many
+    /// receiver rows (fewer rows to search, shadowed versions gone); which
+    /// rows, `pick_merge` says.
     pub(crate) fn maybe_merge_rows(&self) -> Result<()> {
-        let k = self.opts.rows_per_segment.max(2);
         let (group, older) = {
             let m = self.matrix.lock();
-            let receivers: Vec<&LiveRow> = m.rows.iter().filter(|r| !r.compactor).collect();
-            if receivers.len() <= self.opts.merge_trigger() || receivers.len() < k {
+            let cands: Vec<MergeCandidate> = m
+                .rows
+                .iter()
+                .map(|r| MergeCandidate { seg: r.seg, elems: u64::from(r.remaining()), receiver: !r.compactor })
+                .collect();
+            let Some(w) = pick_merge(&cands, self.opts.rows_per_segment, self.opts.merge_trigger()) else {
                 return Ok(());
-            }
-            let group: Vec<LiveRow> = receivers[receivers.len() - k..].iter().map(|r| (*r).clone()).collect();
-            let last_id = group.last().map(|r| r.row.id()).unwrap_or(0);
-            let pos = m.rows.iter().position(|r| r.row.id() == last_id).unwrap_or(m.rows.len());
-            (group, m.rows.get(pos + 1).map(|r| r.row.clone()))
+            };
+            let older = m.rows.get(w.end).map(|r| r.row.clone());
+            (m.rows[w].to_vec(), older)
         };
         let oldest = self.oldest_snapshot();
         let mut dropper = Dropper::new(oldest, |_| true);
         let mut cursors: Vec<(Arc<Row>, u32)> = group.iter().map(|r| (r.row.clone(), r.start)).collect();
-        let mut entries = Vec::new();
+        let mut entries = Vec::with_capacity(group.iter().map(|r| r.remaining() as usize).sum());
         let mut ikey = Vec::new();
         loop {
             // The smallest current element across the group (rows are newest first).

@@ -10,14 +10,44 @@
 //! (0 = empty), and a fingerprint of the hash in the bits above, so most
 //! probes of absent keys end without touching PM. Linear probing at a load
 //! of at most `MAX_LOAD` keeps a probe inside one or two cache lines.
+//!
+//! The slot array of a growing segment is shared, not copied, between the
+//! index readers hold and the one the flush adds the next row to: adding
+//! only fills empty slots, and each index ignores element numbers past its
+//! own rows. So a reader's probe finds every key of its rows (slots filled
+//! since only lengthen probe paths) and sealing a row costs its keys, not
+//! a copy of the whole segment's table.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Highest share of occupied slots.
 const MAX_LOAD: f64 = 0.75;
 
+/// `Slots::owner` while an index is entering a row.
+const BUSY: u64 = u64::MAX;
+
+/// The slot array, shared by an index and its clones.
+#[derive(Debug, Default)]
+struct Slots {
+    words: Box<[AtomicU32]>,
+    /// Element numbers entered so far: only the index whose own count
+    /// equals this may enter more (`BUSY` while one does); any other
+    /// clone copies the array first, so clones that diverged never mix
+    /// their rows in one array.
+    owner: AtomicU64,
+}
+
+impl Slots {
+    fn zeroed(n: usize) -> Slots {
+        Slots { words: (0..n).map(|_| AtomicU32::new(0)).collect(), owner: AtomicU64::new(0) }
+    }
+}
+
 /// Hash index of one segment.
 #[derive(Clone, Debug, Default)]
 pub struct HashIndex {
-    slots: Vec<u32>,
+    slots: Arc<Slots>,
     idx_bits: u32,
     /// Rows entered, oldest first: (row id, number of its first element).
     rows: Vec<(u64, u32)>,
@@ -38,7 +68,7 @@ impl HashIndex {
         // The largest element number plus one must fit in the index bits.
         let idx_bits = (u64::BITS - elems.saturating_add(1).leading_zeros()).min(32);
         let cap = ((keys as f64 / MAX_LOAD) as usize + 1).max(8);
-        HashIndex { slots: vec![0; cap], idx_bits, ..HashIndex::default() }
+        HashIndex { slots: Arc::new(Slots::zeroed(cap)), idx_bits, ..HashIndex::default() }
     }
 
     /// An index of `rows` (row id and stored key hashes in element order),
@@ -63,9 +93,15 @@ impl HashIndex {
         let new_keys = runs(hashes);
         let max_elems = if self.idx_bits >= 32 { u64::from(u32::MAX) - 1 } else { (1u64 << self.idx_bits) - 2 };
         let fits = self.elems + hashes.len() as u64 <= max_elems + 1
-            && (self.keys + new_keys) as f64 <= self.slots.len() as f64 * MAX_LOAD;
+            && (self.keys + new_keys) as f64 <= self.slots.words.len() as f64 * MAX_LOAD;
         if !fits {
             return false;
+        }
+        if self.slots.owner.compare_exchange(self.elems, BUSY, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            // Another clone entered rows this one does not have (or is
+            // entering them now): continue on a copy holding only ours.
+            self.slots = Arc::new(self.own_copy());
+            self.slots.owner.store(BUSY, Ordering::Relaxed);
         }
         let base = self.elems as u32;
         self.rows.push((id, base));
@@ -78,16 +114,35 @@ impl HashIndex {
         }
         self.elems += hashes.len() as u64;
         self.keys += new_keys;
+        self.slots.owner.store(self.elems, Ordering::Release);
         true
+    }
+
+    /// A copy of the slot array with only the entries of this index's rows.
+    fn own_copy(&self) -> Slots {
+        let mask = self.idx_mask();
+        let words = self
+            .slots
+            .words
+            .iter()
+            .map(|w| {
+                let s = w.load(Ordering::Relaxed);
+                AtomicU32::new(if s != 0 && u64::from((s & mask) - 1) < self.elems { s } else { 0 })
+            })
+            .collect();
+        // Entries are never moved, so dropping the others leaves every probe
+        // path of ours unbroken: a path ends at the first empty slot, and no
+        // entry of ours sat behind one of theirs that it could not pass.
+        Slots { words, owner: AtomicU64::new(self.elems) }
     }
 
     /// Keys entered and the slots they could fill before a rebuild.
     pub fn load(&self) -> (usize, usize) {
-        (self.keys, (self.slots.len() as f64 * MAX_LOAD) as usize)
+        (self.keys, (self.slots.words.len() as f64 * MAX_LOAD) as usize)
     }
 
     fn home(&self, h: u64) -> usize {
-        (((h >> 32) * self.slots.len() as u64) >> 32) as usize
+        (((h >> 32) * self.slots.words.len() as u64) >> 32) as usize
     }
 
     fn fingerprint(&self, h: u64) -> u32 {
@@ -100,14 +155,18 @@ impl HashIndex {
         1u32.checked_shl(self.idx_bits).map(|b| b - 1).unwrap_or(u32::MAX)
     }
 
+    /// Call only while owning the slots (see `add_row`).
     fn insert(&mut self, h: u64, num: u32) {
-        let cap = self.slots.len();
+        let cap = self.slots.words.len();
         let mut pos = self.home(h);
         let slot = self.fingerprint(h) | (num + 1);
-        // The load bound leaves empty slots, so the walk ends.
-        while let Some(s) = self.slots.get_mut(pos) {
-            if *s == 0 {
-                *s = slot;
+        // The load bound leaves empty slots, so the walk ends. Readers may
+        // load a slot while it is stored: a relaxed atomic suffices, since
+        // they ignore numbers past their rows and learn of new rows only
+        // through a later (release/acquire) publication of a newer index.
+        while let Some(s) = self.slots.words.get(pos) {
+            if s.load(Ordering::Relaxed) == 0 {
+                s.store(slot, Ordering::Relaxed);
                 return;
             }
             pos = if pos + 1 == cap { 0 } else { pos + 1 };
@@ -116,7 +175,7 @@ impl HashIndex {
 
     /// Asks for the cache line of the first slot a lookup of `h` reads.
     pub fn prefetch(&self, h: u64) {
-        if let Some(s) = self.slots.get(self.home(h)) {
+        if let Some(s) = self.slots.words.get(self.home(h)) {
             strata_pmem::prefetch(s);
         }
     }
@@ -129,14 +188,15 @@ impl HashIndex {
         out.clear();
         let mask = self.idx_mask();
         let fp = self.fingerprint(h);
-        let n = self.slots.len();
+        let n = self.slots.words.len();
         let mut pos = self.home(h);
         for _ in 0..n {
-            let Some(&s) = self.slots.get(pos) else { break };
+            let Some(s) = self.slots.words.get(pos).map(|w| w.load(Ordering::Relaxed)) else { break };
             if s == 0 {
                 break;
             }
-            if s & !mask == fp {
+            // Past our rows: entered into the shared slots after this index.
+            if s & !mask == fp && u64::from((s & mask) - 1) < self.elems {
                 let num = (s & mask) - 1;
                 // The row whose numbers include `num`: the last one starting at or before it.
                 let r = self.rows.partition_point(|(_, base)| *base <= num);
@@ -154,7 +214,7 @@ impl HashIndex {
 
     /// DRAM bytes used.
     pub fn bytes(&self) -> usize {
-        self.slots.len() * 4 + self.rows.len() * 12
+        self.slots.words.len() * 4 + self.rows.len() * 12
     }
 }
 
@@ -223,5 +283,47 @@ mod tests {
         assert!(c.contains(&(4, 2)) && c.contains(&(4, 6)), "{c:?}");
         HashIndex::build::<&[u64]>(&[], 0).candidates(7, &mut c);
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn clones_share_slots_but_see_only_their_own_rows() {
+        let keys = |r: std::ops::Range<u32>| -> Vec<u64> { r.map(|k| key_hash(&k.to_be_bytes())).collect() };
+        let (r1, r2, r3) = (keys(0..1000), keys(1000..2000), keys(2000..3000));
+        let mut a = HashIndex::with_capacity(4000, 4000);
+        assert!(a.add_row(1, &r1));
+        // `b` is what a reader holds; `a` goes on growing in the same slots.
+        let b = a.clone();
+        assert!(a.add_row(2, &r2));
+        assert!(Arc::ptr_eq(&a.slots, &b.slots), "entering a row copied the slots");
+        let mut out = Vec::new();
+        for (i, h) in r2.iter().enumerate() {
+            b.candidates(*h, &mut out);
+            assert!(out.iter().all(|c| c.0 == 1 && c.1 < 1000), "old clone sees row 2: {out:?}");
+            a.candidates(*h, &mut out);
+            assert!(out.contains(&(2, i as u32)), "{out:?}");
+        }
+        // A clone that fell behind and enters a row of its own continues on
+        // a copy: neither sees the other's newest row, both keep row 1.
+        let mut c = b.clone();
+        assert!(c.add_row(3, &r3));
+        assert!(!Arc::ptr_eq(&a.slots, &c.slots));
+        for (i, h) in r3.iter().enumerate() {
+            c.candidates(*h, &mut out);
+            assert!(out.contains(&(3, i as u32)), "{out:?}");
+            a.candidates(*h, &mut out);
+            assert!(out.iter().all(|x| x.0 != 3 && (x.0 != 2 || x.1 < 1000)), "{out:?}");
+        }
+        for (i, h) in r1.iter().enumerate() {
+            for ix in [&a, &b, &c] {
+                ix.candidates(*h, &mut out);
+                assert!(out.contains(&(1, i as u32)), "{out:?}");
+            }
+        }
+        for h in &r2 {
+            c.candidates(*h, &mut out);
+            assert!(out.iter().all(|x| (x.0 == 1 || x.0 == 3) && x.1 < 1000), "{out:?}");
+        }
+        assert!(a.add_row(4, &keys(3000..3100)), "the owner goes on in place");
+        assert_eq!(c.load().0, 2000);
     }
 }

@@ -24,6 +24,7 @@ pub mod column;
 pub mod filter;
 pub mod hash_index;
 pub mod iter;
+pub mod merge;
 pub mod row;
 
 use std::cmp::Ordering;
