@@ -68,6 +68,10 @@ pub struct Flags {
     /// commands inline, like Redis's main thread). Default 1.
     #[arg(long = "event-loops")]
     pub event_loops: Option<usize>,
+    /// Nice value (0-19) of the engine's flush and compaction threads, so
+    /// they give way to the event loops when cores are short. Default 10.
+    #[arg(long = "background-nice")]
+    pub background_nice: Option<u32>,
     /// Largest bulk argument (e.g. 512mb). Default 512 MiB.
     #[arg(long = "proto-max-bulk-len")]
     pub proto_max_bulk_len: Option<String>,
@@ -83,6 +87,11 @@ pub const DEFAULT_EVENT_LOOPS: usize = 1;
 /// hash index per matrix segment (more rows cost reads little), 8 MiB took
 /// about 14% less CPU per SET than 16 MiB and the same per GET.
 pub const DEFAULT_WRITE_BUFFER: u64 = 8 << 20;
+/// Default nice value of the engine's background threads: measured with
+/// redis-benchmark -P 16 on 2 cores (server, client and background work
+/// competing), nice 10 cut SET/INCR/HSET/MSET p99 by 10-30% against 0,
+/// with throughput the same or higher.
+pub const DEFAULT_BACKGROUND_NICE: u32 = 10;
 
 /// Where the server keeps data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +133,8 @@ pub struct Config {
     pub timeout: u64,
     /// Event-loop threads (at least 1).
     pub event_loops: usize,
+    /// Nice value of the engine's background threads.
+    pub background_nice: u32,
     /// Request limits.
     pub limits: Limits,
 }
@@ -193,6 +204,7 @@ impl Config {
             "proto-max-bulk-len",
             "client-query-buffer-limit",
             "event-loops",
+            "background-nice",
         ];
         if let Some(bad) = file.keys().find(|k| !known.contains(&k.as_str())) {
             bail!("unknown configuration setting '{bad}'");
@@ -257,6 +269,12 @@ impl Config {
         if !(1..=64).contains(&event_loops) {
             bail!("event-loops must be between 1 and 64");
         }
+        let background_nice =
+            num(pick(f.background_nice.map(|n| n.to_string()), "background-nice"), "background-nice")?
+                .unwrap_or(u64::from(DEFAULT_BACKGROUND_NICE));
+        if background_nice > 19 {
+            bail!("background-nice must be between 0 and 19");
+        }
         let mut limits = Limits::default();
         if let Some(b) = bytes(pick(f.proto_max_bulk_len, "proto-max-bulk-len"), "proto-max-bulk-len")? {
             limits.max_bulk_len = b as usize;
@@ -281,6 +299,7 @@ impl Config {
             maxclients,
             timeout,
             event_loops: event_loops as usize,
+            background_nice: background_nice as u32,
             limits,
         })
     }
@@ -298,6 +317,7 @@ impl Config {
             ("maxclients", self.maxclients.to_string()),
             ("timeout", self.timeout.to_string()),
             ("event-loops", self.event_loops.to_string()),
+            ("background-nice", self.background_nice.to_string()),
             ("databases", "1".into()),
             ("maxmemory", "0".into()),
             ("maxmemory-policy", "noeviction".into()),
@@ -343,6 +363,14 @@ mod tests {
         assert_eq!(c.requirepass.as_deref(), Some("s e"));
         std::fs::write(&p, "bogus 1\n").unwrap();
         assert!(Config::from_flags(Flags { config: Some(p), ..Flags::default() }).is_err());
+    }
+
+    #[test]
+    fn background_nice_defaults_to_10_and_stays_in_range() {
+        assert_eq!(Config::from_flags(Flags::default()).unwrap().background_nice, DEFAULT_BACKGROUND_NICE);
+        let f = Flags { background_nice: Some(0), ..Flags::default() };
+        assert_eq!(Config::from_flags(f).unwrap().background_nice, 0);
+        assert!(Config::from_flags(Flags { background_nice: Some(20), ..Flags::default() }).is_err());
     }
 
     #[test]

@@ -34,6 +34,7 @@ fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
             let mut opts = stratakv::Options {
                 pm_dir: cfg.pm_dir.clone(),
                 write_buffer_size: cfg.write_buffer_size as usize,
+                background_nice: cfg.background_nice as i32,
                 ..stratakv::Options::default()
             };
             if let Some(size) = cfg.pm_size {

@@ -97,6 +97,12 @@ pub struct Options {
     pub level_size_multiplier: u64,
     /// Background compaction threads (a flush thread runs besides). Default: 1.
     pub background_compactions: usize,
+    /// Nice value (0-19) of the engine's background threads on Linux, like
+    /// RocksDB's lowered thread-pool CPU priority: above 0, flushes and
+    /// compactions give way to the threads serving requests when cores are
+    /// short (shorter request tails, background work done in the gaps).
+    /// Best effort; other systems ignore it. Default: 0.
+    pub background_nice: i32,
     /// How often unsynced PM log data is msynced on an ordinary-file region,
     /// in milliseconds; 0 = only on sync writes and close. Default: 1000.
     pub pm_sync_interval_ms: u64,
@@ -164,6 +170,7 @@ impl Default for Options {
             max_bytes_for_level_base: 256 << 20,
             level_size_multiplier: 10,
             background_compactions: 1,
+            background_nice: 0,
             pm_sync_interval_ms: 1000,
             pm_full_timeout_ms: 30_000,
             disable_auto_compaction: false,
@@ -243,6 +250,9 @@ impl Options {
         let mut bad = Vec::new();
         if self.write_buffer_size < 4096 {
             bad.push("write_buffer_size must be at least 4096".to_string());
+        }
+        if !(0..=19).contains(&self.background_nice) {
+            bad.push("background_nice must be between 0 and 19".to_string());
         }
         if self.max_write_buffer_number < 2 {
             bad.push("max_write_buffer_number must be at least 2".into());

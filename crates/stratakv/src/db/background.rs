@@ -20,10 +20,30 @@ use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
 /// unless a caller waiting on it asks for a retry sooner.
 const BACK_OFF: Duration = Duration::from_millis(250);
 
+/// Sets the calling thread's nice value, if `nice` > 0. Linux keeps one per
+/// thread and threads inherit it, so the column-compaction helpers a
+/// compaction thread starts run at its priority too. Best effort: a failure
+/// leaves the thread at normal priority, which is only slower.
+fn lower_thread_priority(nice: i32) {
+    #[cfg(target_os = "linux")]
+    if nice > 0 {
+        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), nice);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = nice;
+}
+
 impl DbInner {
     pub(crate) fn start_threads(self: &Arc<Self>) -> Result<()> {
+        let nice = self.opts.background_nice;
         let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new().name(name).spawn(f).map_err(|e| Error::io(&self.dir, "spawn thread", e))
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(move || {
+                    lower_thread_priority(nice);
+                    f()
+                })
+                .map_err(|e| Error::io(&self.dir, "spawn thread", e))
         };
         let mut threads = self.threads.lock();
         let me = self.clone();
