@@ -192,7 +192,10 @@ impl DbInner {
                 return Ok(());
             };
             let older = m.rows.get(w.end).map(|r| r.row.clone());
-            (m.rows[w].to_vec(), older)
+            match m.rows.get(w) {
+                Some(group) => (group.to_vec(), older),
+                None => return Ok(()),
+            }
         };
         let oldest = self.oldest_snapshot();
         let mut dropper = Dropper::new(oldest, |_| true);
