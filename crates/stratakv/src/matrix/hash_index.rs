@@ -127,7 +127,7 @@ impl HashIndex {
             .iter()
             .map(|w| {
                 let s = w.load(Ordering::Relaxed);
-                AtomicU32::new(if s != 0 && u64::from((s & mask) - 1) < self.elems { s } else { 0 })
+                AtomicU32::new(if self.own_elem(s, mask).is_some() { s } else { 0 })
             })
             .collect();
         // Entries are never moved, so dropping the others leaves every probe
@@ -149,6 +149,13 @@ impl HashIndex {
         // The bits above the index; with 32 index bits there are none and
         // every occupied slot on the probe path is a candidate.
         (h as u32).checked_shl(self.idx_bits).unwrap_or(0)
+    }
+
+    /// The element number in occupied slot value `s`, if it is one of this
+    /// index's rows (not entered into the shared slots after this index).
+    fn own_elem(&self, s: u32, mask: u32) -> Option<u32> {
+        let num = (s & mask).checked_sub(1)?;
+        (u64::from(num) < self.elems).then_some(num)
     }
 
     fn idx_mask(&self) -> u32 {
@@ -195,9 +202,8 @@ impl HashIndex {
             if s == 0 {
                 break;
             }
-            // Past our rows: entered into the shared slots after this index.
-            if s & !mask == fp && u64::from((s & mask) - 1) < self.elems {
-                let num = (s & mask) - 1;
+            let candidate = if s & !mask == fp { self.own_elem(s, mask) } else { None };
+            if let Some(num) = candidate {
                 // The row whose numbers include `num`: the last one starting at or before it.
                 let r = self.rows.partition_point(|(_, base)| *base <= num);
                 if let Some((id, base)) = r.checked_sub(1).and_then(|r| self.rows.get(r)) {
