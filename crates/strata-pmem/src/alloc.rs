@@ -334,6 +334,10 @@ impl Region {
         let head_off = geo.head_off(start);
         self.inner.store_u64(head_off, head.encode())?;
         self.inner.persist(head_off, 8);
+        // On an ordinary file, make the head (and the cleared words) durable
+        // now: data written into the extent is lost at a power cut without
+        // it, and a stale head left in the file could claim these slots.
+        self.inner.sync(head_off, geo.head_off(start + slots - 1) + 8 - head_off)?;
         Ok(ExtentWriter { extent, tail: 0 })
     }
 
@@ -354,6 +358,8 @@ impl Region {
         }
         self.inner.store_u64(off, 0)?;
         self.inner.persist(off, 8);
+        // Durable before the slots are leased again (see allocate).
+        self.inner.sync(off, 8)?;
         drop(map);
         Ok(())
     }

@@ -158,7 +158,9 @@ impl Region {
             Backing::Sim(sim) => {
                 let base = sim.buf().ptr();
                 let len = sim.len() as u64;
-                Self::finish_open(Mem::Sim(sim), base, len, Placement::Sim, opts)
+                // A simulated ordinary file behaves as the real one does.
+                let placement = if sim.is_file_like() { Placement::File } else { Placement::Sim };
+                Self::finish_open(Mem::Sim(sim), base, len, placement, opts)
             }
         }
     }
@@ -532,12 +534,20 @@ impl Inner {
         self.fence();
     }
 
-    fn sync(&self, off: u64, len: u64) -> Result<(), PmError> {
+    pub(crate) fn sync(&self, off: u64, len: u64) -> Result<(), PmError> {
         match &self.mem {
             Mem::Mapped { map, path, .. } if self.placement == Placement::File => {
                 self.syncs.fetch_add(1, Ordering::Relaxed);
                 map.msync(off as usize, len as usize).map_err(|source| PmError::Io {
                     path: path.clone(),
+                    op: "msync",
+                    source,
+                })
+            }
+            Mem::Sim(sim) if sim.is_file_like() => {
+                self.syncs.fetch_add(1, Ordering::Relaxed);
+                sim.sync(off, len).map_err(|source| PmError::Io {
+                    path: PathBuf::from("<simulated file>"),
                     op: "msync",
                     source,
                 })
@@ -616,8 +626,13 @@ impl Inner {
             self.store_u64(off, v)?;
         }
         self.persist(0, geo.data_off);
+        // On an ordinary file persist only orders: msync the superblock and
+        // the cleared head table before the magic, and the magic before the
+        // caller records this region's id anywhere (its MANIFEST).
+        self.sync(0, geo.data_off)?;
         self.store_u64(OFF_MAGIC, MAGIC)?;
         self.persist(OFF_MAGIC, 8);
+        self.sync(OFF_MAGIC, 8)?;
         self.geo = geo;
         self.id = id;
         Ok(())

@@ -11,6 +11,11 @@
 //!   pending stores, in program order (stores to one line reach PM in order).
 //! * `WordSubset`: each 8-byte word independently keeps a prefix of the
 //!   stores that touched it, the conservative 8-byte failure-atomicity model.
+//!
+//! A device made with [`SimPm::new_file`] models an ordinary file mapped
+//! shared instead: cache-line flushes and fences make nothing durable, only
+//! `sync` (msync) does, for whole pages; so the region opens with
+//! file placement and the engine must msync whatever it relies on.
 
 use std::collections::BTreeMap;
 
@@ -72,6 +77,10 @@ impl SimView<'_> {
 pub struct SimPm {
     buf: HeapBuf,
     state: Mutex<SimState>,
+    /// Ordinary-file semantics: only `sync` makes stores durable.
+    file_like: bool,
+    /// Every `sync` fails with EIO (and makes nothing durable).
+    fail_syncs: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for SimPm {
@@ -88,8 +97,36 @@ impl SimPm {
 
     /// A device whose durable and visible content is `image` (a crash image).
     pub fn from_image(image: Vec<u8>) -> SimPm {
+        Self::build(image, false)
+    }
+
+    /// A zero-filled simulated ordinary file of `len` bytes: only
+    /// [`crate::Region::sync`] (msync) makes its stores durable.
+    pub fn new_file(len: usize) -> SimPm {
+        Self::build(vec![0; len], true)
+    }
+
+    /// A simulated ordinary file whose durable and visible content is `image`.
+    pub fn file_from_image(image: Vec<u8>) -> SimPm {
+        Self::build(image, true)
+    }
+
+    /// Whether this device models an ordinary file (see [`SimPm::new_file`]).
+    pub fn is_file_like(&self) -> bool {
+        self.file_like
+    }
+
+    /// Makes every later msync of a file-like device fail with EIO (or
+    /// succeed again), as a failing disk does.
+    pub fn fail_syncs(&self, fail: bool) {
+        self.fail_syncs.store(fail, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn build(image: Vec<u8>, file_like: bool) -> SimPm {
         let buf = HeapBuf::from_bytes(&image);
         SimPm {
+            file_like,
+            fail_syncs: std::sync::atomic::AtomicBool::new(false),
             buf,
             state: Mutex::new(SimState {
                 persisted: image,
@@ -169,6 +206,11 @@ impl SimPm {
             return;
         }
         let mut st = self.state.lock();
+        if self.file_like {
+            // clwb on a page-cache page makes nothing durable.
+            st.event();
+            return;
+        }
         let first = off / CACHE_LINE;
         let last = (off + len - 1) / CACHE_LINE;
         let lines: Vec<u64> = st.pending.range(first..=last).map(|(l, _)| *l).collect();
@@ -185,6 +227,10 @@ impl SimPm {
 
     pub(crate) fn fence(&self) {
         let mut st = self.state.lock();
+        if self.file_like {
+            st.event();
+            return;
+        }
         let lines = std::mem::take(&mut st.flushed_lines);
         for line in lines {
             let Some(mut stores) = st.pending.remove(&line) else { continue };
@@ -201,7 +247,35 @@ impl SimPm {
         }
         st.event();
     }
+
+    /// msync: every store to a page overlapping `[off, off+len)` becomes
+    /// durable (the kernel writes whole pages back).
+    pub(crate) fn sync(&self, off: u64, len: u64) -> std::io::Result<()> {
+        if self.fail_syncs.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(std::io::Error::from_raw_os_error(5));
+        }
+        if len == 0 {
+            return Ok(());
+        }
+        let mut st = self.state.lock();
+        let start = off - off % PAGE;
+        let end = (off + len).div_ceil(PAGE) * PAGE;
+        let lines: Vec<u64> = st.pending.range(start / CACHE_LINE..end / CACHE_LINE).map(|(l, _)| *l).collect();
+        for line in lines {
+            if let Some(stores) = st.pending.remove(&line) {
+                for s in &stores {
+                    apply(&mut st.persisted, s);
+                }
+            }
+        }
+        st.flushed_lines.retain(|l| !(start / CACHE_LINE..end / CACHE_LINE).contains(l));
+        st.event();
+        Ok(())
+    }
 }
+
+/// The page size msync works in.
+const PAGE: u64 = 4096;
 
 impl SimState {
     fn event(&mut self) {

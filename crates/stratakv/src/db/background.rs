@@ -122,10 +122,9 @@ impl DbInner {
                 let mut st = self.state.lock();
                 self.state_cv.wait_for(&mut st, every);
             }
-            if let Err(e) = self.sync_log() {
-                // msync failed: the kernel may have dropped the dirty pages;
-                // retrying could report success without the data (fsyncgate).
-                self.poison(&e);
+            if self.sync_log().is_err() {
+                // sync_log poisoned the database: retrying could report
+                // success without the data (fsyncgate).
                 return;
             }
         }

@@ -101,6 +101,12 @@ impl DbInner {
             )?),
             None => None,
         };
+        // The row points into the log, and the edit raises log_number: on an
+        // ordinary file the log entries must be msynced before the MANIFEST
+        // relies on them (the row itself was msynced by build_row).
+        if self.needs_msync() {
+            self.sync_log()?;
+        }
         let mut vs = self.versions.lock();
         let mut m = self.matrix.lock();
         let mut next = m.clone();

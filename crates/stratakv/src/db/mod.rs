@@ -117,6 +117,16 @@ pub(crate) struct Counters {
     pub prefix_skipped_rows: AtomicU64,
 }
 
+/// A log extent that may hold data not yet msynced (file placement only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UnsyncedLog {
+    pub off: u64,
+    pub len: u64,
+    /// The first sequence number reserved in it: every write reserved in
+    /// the extent before it is lower.
+    pub first_seq: u64,
+}
+
 pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub opts: Options,
@@ -136,10 +146,9 @@ pub(crate) struct DbInner {
     pub matrix: Mutex<MatrixState>,
     pub sv: ArcSwap<SuperVersion>,
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
-    /// Log extents that may hold data not yet msynced.
-    /// (offset, length) of log extents that may hold data not yet msynced.
+    /// Log extents that may hold data not yet msynced, oldest first.
     /// Ranges, not leases: msyncing a range that was freed meanwhile is harmless.
-    pub unsynced: Mutex<Vec<(u64, u64)>>,
+    pub unsynced: Mutex<Vec<UnsyncedLog>>,
     pub shutting_down: AtomicBool,
     /// Mirrors `state.poisoned.is_some()` for a lock-free check on the write path.
     pub poisoned_flag: AtomicBool,
@@ -321,7 +330,11 @@ impl Db {
     }
 
     /// Makes every write so far durable against power loss (msync of the log).
+    /// Fails once an msync has failed: that data may never reach the disk.
     pub fn sync(&self) -> Result<()> {
+        if self.inner.poisoned_flag.load(Ordering::Acquire) {
+            self.inner.check_writable()?;
+        }
         self.inner.sync_log()
     }
 
@@ -420,16 +433,36 @@ impl DbInner {
         snaps.keys().next().copied().map(|s| s.min(visible)).unwrap_or(visible)
     }
 
+    /// msyncs the log so every write published so far is durable.
     pub(crate) fn sync_log(&self) -> Result<()> {
-        let list: Vec<(u64, u64)> = self.unsynced.lock().clone();
-        for (off, len) in &list {
-            self.region.sync(*off, *len).map_err(|err| Error::from_pm(&self.region_path, err))?;
+        self.sync_log_upto(self.pipeline.visible())
+    }
+
+    /// msyncs every log extent that may hold unsynced data; every write up
+    /// to sequence `filled` must already be in PM. An extent leaves the list
+    /// only when a newer one exists and all writes reserved in it are
+    /// `<= filled`: a writer that reserved space in an older extent may
+    /// still be copying into it after a newer extent was allocated, and a
+    /// later sync must cover its bytes.
+    ///
+    /// A failed msync poisons the database before this returns: the kernel
+    /// may have dropped the dirty pages, so a later sync that succeeds would
+    /// not mean the data is durable (fsyncgate), and writers acknowledged
+    /// after this call returns check for poison.
+    pub(crate) fn sync_log_upto(&self, filled: u64) -> Result<()> {
+        let list: Vec<UnsyncedLog> = self.unsynced.lock().clone();
+        for e in &list {
+            if let Err(err) = self.region.sync(e.off, e.len) {
+                let err = Error::from_pm(&self.region_path, err);
+                self.poison(&err);
+                return Err(err);
+            }
         }
-        // Keep only what may still receive writes (the newest extent).
-        let mut u = self.unsynced.lock();
-        let keep_from = list.len().saturating_sub(1);
-        let done: Vec<(u64, u64)> = list.iter().take(keep_from).copied().collect();
-        u.retain(|r| !done.contains(r));
+        let done: Vec<UnsyncedLog> =
+            list.windows(2).filter(|w| w[1].first_seq <= filled.saturating_add(1)).map(|w| w[0]).collect();
+        if !done.is_empty() {
+            self.unsynced.lock().retain(|e| !done.contains(e));
+        }
         Ok(())
     }
 

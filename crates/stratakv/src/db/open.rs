@@ -88,6 +88,14 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     };
     let heads = region.heads().map_err(|e| Error::from_pm(&region_path, e))?;
     let max_number = heads.iter().filter(|h| h.kind == EXTENT_KIND_LOG).map(|h| h.number).max().unwrap_or(0);
+    // Recovery below may erase log heads (extents with no entry that
+    // continues the log). Their numbers must never be handed out again: a
+    // reused number would make their stale entries look like a valid
+    // continuation of a later log. So record the high-water mark first.
+    let next_log_number = (max_number + 1).max(vs.log_number).max(vs.next_log_number);
+    if next_log_number > vs.next_log_number {
+        vs.log_and_apply(VersionEdit { next_log_number: Some(next_log_number), ..Default::default() })?;
+    }
     let pm = |e| Error::from_pm(&region_path, e);
     let mut row_extents = Vec::new();
     for m in &record.rows {
@@ -206,7 +214,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         mem: mem.clone(),
         writer: None,
         log_number: 0,
-        next_log_number: (max_number + 1).max(vs.log_number),
+        next_log_number,
         next_seq: last_seq + 1,
         next_mem_id: 2,
     };

@@ -52,9 +52,12 @@ impl Pipeline {
     }
 
     /// Publishes the finished write `[first, last]` in order. If `sync` is
-    /// set, `syncer` makes the log durable before the group is published.
+    /// set, `syncer(end)` makes the log durable before the group is
+    /// published; every write up to `end` is in PM when it is called. It
+    /// must record a failure (poison) before it returns: the group becomes
+    /// visible right after, and its members check for poison then.
     /// Returns the syncer's error if the sync covering this write failed.
-    pub fn publish(&self, first: u64, last: u64, sync: bool, syncer: &dyn Fn() -> Result<()>) -> Result<()> {
+    pub fn publish(&self, first: u64, last: u64, sync: bool, syncer: &dyn Fn(u64) -> Result<()>) -> Result<()> {
         let mut st = self.state.lock();
         if !sync && !st.syncing && st.done.is_empty() && self.visible() + 1 == first {
             self.visible.store(last, Ordering::Release);
@@ -80,7 +83,7 @@ impl Pipeline {
                 if need_sync {
                     st.syncing = true;
                     drop(st);
-                    result = syncer();
+                    result = syncer(end);
                     st = self.state.lock();
                     st.syncing = false;
                 }
@@ -121,7 +124,7 @@ mod tests {
             let p = p.clone();
             let syncs = syncs.clone();
             hs.push(std::thread::spawn(move || {
-                p.publish(i, i, i % 5 == 0, &|| {
+                p.publish(i, i, i % 5 == 0, &|_| {
                     syncs.fetch_add(1, Ordering::Relaxed);
                     Ok(())
                 })
@@ -142,10 +145,10 @@ mod tests {
     #[test]
     fn multi_sequence_writes_chain() {
         let p = Pipeline::new(10);
-        p.publish(11, 15, false, &|| Ok(())).unwrap();
-        p.publish(16, 16, true, &|| Ok(())).unwrap();
+        p.publish(11, 15, false, &|_| Ok(())).unwrap();
+        p.publish(16, 16, true, &|_| Ok(())).unwrap();
         assert_eq!(p.visible(), 16);
-        assert!(p.publish(17, 20, true, &|| Err(crate::error::Error::Closed)).is_err());
+        assert!(p.publish(17, 20, true, &|_| Err(crate::error::Error::Closed)).is_err());
         assert_eq!(p.visible(), 20);
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use strata_pmem::{Placement, PmError, Slot};
 
-use super::{DbInner, WriteState};
+use super::{DbInner, UnsyncedLog, WriteState};
 use crate::batch::{Records, WriteBatch};
 use crate::error::{Error, Result};
 use crate::log::{clear_commit_word, entry_len, write_entry, EXTENT_KIND_LOG, HEADER_LEN};
@@ -63,10 +63,10 @@ impl DbInner {
             self.poison(e);
         }
         drop(r);
-        let published = self.pipeline.publish(first, last, sync && self.needs_msync(), &|| self.sync_log());
-        if let Err(e) = &published {
-            self.poison(e);
-        }
+        // A failed msync poisons inside sync_log_upto, before the group
+        // turns visible: its other members must not acknowledge their writes.
+        let syncer = |end: u64| self.sync_log_upto(end);
+        let published = self.pipeline.publish(first, last, sync && self.needs_msync(), &syncer);
         filled?;
         published?;
         if self.poisoned_flag.load(Ordering::Acquire) {
@@ -214,10 +214,11 @@ impl DbInner {
                     w.mem.hold_extent(writer.extent().clone());
                     self.prefault(writer.extent().offset(), writer.extent().len());
                     if self.needs_msync() {
-                        let r = (writer.extent().offset(), writer.extent().len());
+                        let (off, len) = (writer.extent().offset(), writer.extent().len());
                         let mut u = self.unsynced.lock();
-                        u.retain(|x| *x != r);
-                        u.push(r);
+                        u.retain(|x| (x.off, x.len) != (off, len));
+                        // The reservation after this allocation is the extent's first.
+                        u.push(UnsyncedLog { off, len, first_seq: w.next_seq });
                     }
                     w.writer = Some(writer);
                 }
@@ -268,5 +269,71 @@ impl DbInner {
         st.mem = new;
         self.install_sv(&st);
         self.state_cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rand::rngs::StdRng;
+    use rand::SeedableRng;
+    use strata_pmem::SimPm;
+
+    use super::*;
+    use crate::fs::{FsCrashMode, MemFs};
+    use crate::{Db, Options};
+
+    /// Regression (review of stop 18): writer X reserves space in log
+    /// extent A and is preempted before copying; writer Y allocates extent
+    /// B; a sync runs. That sync must not forget A, or X's bytes (written
+    /// after it) are never msynced and a power cut loses X and every write
+    /// after it, although `Db::sync` returned.
+    #[test]
+    fn a_sync_keeps_an_older_extent_that_a_writer_is_still_filling() {
+        let sim = Arc::new(SimPm::new_file(4 << 20));
+        let mem = MemFs::new();
+        let mut o = Options::for_tests();
+        o.pm_size = 4 << 20;
+        o.pm_slot_bytes = 64 << 10;
+        o.write_buffer_size = 1 << 20;
+        o.pm_sim = Some(sim.clone());
+        o.fs = Arc::new(mem.clone());
+        let db = Db::open("/db", o.clone()).unwrap();
+        let inner = db.inner.clone();
+
+        let mut bx = WriteBatch::new();
+        bx.put(b"x", b"value of x");
+        let mut x = inner.reserve(entry_len(bx.rep().len()), bx.count()).unwrap();
+        assert_eq!(inner.unsynced.lock().len(), 1, "X's reservation allocated extent A");
+
+        // Y does not fit in the rest of A: it allocates B, then waits for X to publish.
+        let y = {
+            let db = db.clone();
+            std::thread::spawn(move || db.put(b"y", vec![b'y'; 100 << 10]))
+        };
+        let start = std::time::Instant::now();
+        while inner.unsynced.lock().len() < 2 {
+            assert!(start.elapsed() < Duration::from_secs(20), "Y never allocated extent B");
+            std::thread::yield_now();
+        }
+        inner.sync_log().unwrap();
+
+        inner.fill(&mut x, bx.rep(), bx.count()).unwrap();
+        let seq = x.seq;
+        drop(x);
+        inner.pipeline.publish(seq, seq, false, &|_| Ok(())).unwrap();
+        y.join().unwrap().unwrap();
+        db.sync().unwrap();
+
+        // Power cut: only msynced pages of the region, only fsynced files.
+        let (snap, cs) = mem.snapshot_with(|| sim.crash_state());
+        let fs = snap.restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(1));
+        drop(db);
+        o.pm_sim = Some(Arc::new(SimPm::file_from_image(cs.minimal_image())));
+        o.fs = Arc::new(fs);
+        let db = Db::open("/db", o).unwrap();
+        assert_eq!(db.get(b"x").unwrap().as_deref(), Some(&b"value of x"[..]), "X lost after Db::sync");
+        assert_eq!(db.get(b"y").unwrap().map(|v| v.len()), Some(100 << 10), "Y lost after Db::sync");
     }
 }

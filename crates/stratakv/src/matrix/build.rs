@@ -103,6 +103,9 @@ pub fn build_row(region: &Region, path: &Arc<PathBuf>, spec: RowSpec<'_>) -> Res
     slot.write(HEADER_LEN + elems.len() as u64, &hashes).map_err(pm)?;
     slot.write(0, &header.encode(body_crc(&elems, &hashes))).map_err(pm)?;
     slot.persist(0, total).map_err(pm)?;
+    // On an ordinary file persist only orders: msync the row before the
+    // caller names it in the MANIFEST (a no-op on DAX, tmpfs and the simulator).
+    region.sync(slot.offset(), total).map_err(pm)?;
     let extent = writer.extent().clone();
     drop(slot);
     drop(writer);

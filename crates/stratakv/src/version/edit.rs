@@ -18,6 +18,7 @@ const TAG_DELETED_FILE: u64 = 6;
 const TAG_NEW_FILE: u64 = 7;
 const TAG_L0_KIND: u64 = 8;
 const TAG_MATRIX: u64 = 9;
+const TAG_NEXT_LOG: u64 = 10;
 
 /// A change to the file layout and counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,6 +41,9 @@ pub struct VersionEdit {
     pub l0_kind: Option<u8>,
     /// Opaque record of the matrix container (see matrix::root).
     pub matrix: Option<Vec<u8>>,
+    /// Log numbers below this may have been handed out already and are
+    /// never used again, even after recovery erased their extents' heads.
+    pub next_log_number: Option<u64>,
 }
 
 impl VersionEdit {
@@ -98,6 +102,9 @@ impl VersionEdit {
         if let Some(m) = &self.matrix {
             field(TAG_MATRIX, m);
         }
+        if let Some(v) = self.next_log_number {
+            field(TAG_NEXT_LOG, &varint(v));
+        }
         out
     }
 
@@ -144,6 +151,7 @@ impl VersionEdit {
                     e.added.push((level, f));
                 }
                 TAG_MATRIX => e.matrix = Some(payload.to_vec()),
+                TAG_NEXT_LOG => e.next_log_number = Some(p.varint().ok_or_else(short)?),
                 other => return Err(format!("unknown field tag {other} (written by a newer version?)")),
             }
         }
@@ -163,6 +171,7 @@ mod tests {
             next_file_number: Some(9),
             last_sequence: Some(1000),
             pm_region_id: Some(0xdead_beef),
+            next_log_number: Some(77),
             compact_pointers: vec![(1, b"k".to_vec())],
             deleted: vec![(0, 4), (1, 5)],
             added: vec![(

@@ -32,6 +32,8 @@ pub struct VersionSet {
     pub log_number: u64,
     /// Highest sequence number persisted in tables (or the matrix).
     pub last_sequence: u64,
+    /// Log numbers below this may have been used (see [`VersionEdit::next_log_number`]).
+    pub next_log_number: u64,
     /// Id of the PM region in use.
     pub pm_region_id: Option<u64>,
     /// L0 kind the database was created with.
@@ -72,6 +74,7 @@ impl VersionSet {
             next_file_number: 2,
             log_number: 0,
             last_sequence: 0,
+            next_log_number: 0,
             pm_region_id: None,
             l0_kind: None,
             matrix: None,
@@ -140,6 +143,9 @@ impl VersionSet {
         }
         if let Some(v) = e.last_sequence {
             self.last_sequence = v;
+        }
+        if let Some(v) = e.next_log_number {
+            self.next_log_number = self.next_log_number.max(v);
         }
         if let Some(v) = e.pm_region_id {
             self.pm_region_id = Some(v);
@@ -235,6 +241,7 @@ impl VersionSet {
             log_number: Some(self.log_number),
             next_file_number: Some(self.next_file_number),
             last_sequence: Some(self.last_sequence),
+            next_log_number: (self.next_log_number > 0).then_some(self.next_log_number),
             pm_region_id: self.pm_region_id,
             l0_kind: self.l0_kind,
             matrix: self.matrix.clone(),
