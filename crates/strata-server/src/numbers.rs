@@ -32,7 +32,14 @@ pub fn parse_f64(s: &[u8]) -> Option<f64> {
             if lower.contains("nan") || lower.contains("inf") {
                 return None;
             }
-            lower.parse::<f64>().ok()?
+            let v = lower.parse::<f64>().ok()?;
+            // strtod's ERANGE, which Redis refuses: an overflow to infinity
+            // (1e309), or an underflow to zero of a non-zero number (1e-400).
+            let mantissa = lower.split('e').next().unwrap_or_default();
+            if v.is_infinite() || (v == 0.0 && mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b))) {
+                return None;
+            }
+            v
         }
     };
     (!v.is_nan()).then_some(v)
@@ -98,6 +105,13 @@ mod tests {
         assert_eq!(parse_f64(b"Infinity"), Some(f64::INFINITY));
         assert_eq!(parse_f64(b"3"), Some(3.0));
         assert_eq!(parse_f64(b".5"), Some(0.5));
+        // strtod's ERANGE is refused, as Redis does; subnormals and zero are fine.
+        assert_eq!(parse_f64(b"1e309"), None);
+        assert_eq!(parse_f64(b"-1e400"), None);
+        assert_eq!(parse_f64(b"1e-400"), None);
+        assert_eq!(parse_f64(b"5e-324"), Some(5e-324));
+        assert_eq!(parse_f64(b"0e-400"), Some(0.0));
+        assert_eq!(parse_f64(b"0.000"), Some(0.0));
         for bad in [&b""[..], b"nan", b"NaN", b" 1", b"1x", b"inff"] {
             assert_eq!(parse_f64(bad), None);
         }

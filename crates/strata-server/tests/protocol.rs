@@ -139,3 +139,63 @@ fn data_survives_restart_and_kill() {
         b"$1\r\n1\r\n*2\r\n$1\r\nx\r\n$1\r\ny\r\n:1\r\n:3\r\n",
     );
 }
+
+/// Differences from Redis 7 found by differential testing (stop 18), each
+/// checked against redis-server 7.0's reply bytes.
+#[test]
+fn edge_cases_match_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    // SPOP with a count of 0 removes nothing.
+    roundtrip(&mut s, b"SADD s a b c\r\nSPOP s 0\r\nSCARD s\r\n", b":3\r\n*0\r\n:3\r\n");
+    // A stop index before the first element is an empty range, not element 0.
+    roundtrip(&mut s, b"RPUSH l a b c d e\r\nLRANGE l 0 -6\r\nLRANGE l -7 -7\r\n", b":5\r\n*0\r\n*0\r\n");
+    roundtrip(
+        &mut s,
+        b"LRANGE l -100 1\r\nLRANGE l 3 100\r\n",
+        b"*2\r\n$1\r\na\r\n$1\r\nb\r\n*2\r\n$1\r\nd\r\n$1\r\ne\r\n",
+    );
+    roundtrip(
+        &mut s,
+        b"ZADD z 1 a 2 b 3 c\r\nZRANGE z 0 -4\r\nZRANGE z -2 -1\r\n",
+        b":3\r\n*0\r\n*2\r\n$1\r\nb\r\n$1\r\nc\r\n",
+    );
+    // Pop counts: Redis's message for a non-integer too; LPOP's arity error.
+    let positive = b"-ERR value is out of range, must be positive\r\n";
+    roundtrip(&mut s, b"LPOP l x\r\n", positive);
+    roundtrip(&mut s, b"SPOP s -1\r\n", positive);
+    roundtrip(&mut s, b"ZPOPMIN z x\r\n", positive);
+    roundtrip(&mut s, b"LPOP l 1 2\r\n", b"-ERR wrong number of arguments for 'lpop' command\r\n");
+    // Expire times whose conversion to ms overflows are refused; the key stays.
+    roundtrip(
+        &mut s,
+        b"SET e v\r\nEXPIRE e -9223372036854775808\r\n",
+        b"+OK\r\n-ERR invalid expire time in 'expire' command\r\n",
+    );
+    roundtrip(
+        &mut s,
+        b"EXPIREAT e -9223372036854776\r\nEXISTS e\r\n",
+        b"-ERR invalid expire time in 'expireat' command\r\n:1\r\n",
+    );
+    // Scores that overflow or underflow strtod are not floats.
+    let not_float = b"-ERR value is not a valid float\r\n";
+    roundtrip(&mut s, b"ZADD z 1e309 m\r\n", not_float);
+    roundtrip(&mut s, b"ZADD z 1e-400 m\r\nZADD z inf m\r\n", &[&not_float[..], b":1\r\n"].concat());
+    // UNWATCH inside MULTI is queued: the watch still guards this EXEC.
+    let mut other = connect(srv.port);
+    roundtrip(&mut s, b"SET w 1\r\nWATCH w\r\nMULTI\r\nUNWATCH\r\n", b"+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n");
+    roundtrip(&mut other, b"SET w 2\r\n", b"+OK\r\n");
+    roundtrip(&mut s, b"SET w 3\r\nEXEC\r\nGET w\r\n", b"+QUEUED\r\n*-1\r\n$1\r\n2\r\n");
+    roundtrip(&mut s, b"MULTI\r\nUNWATCH\r\nEXEC\r\n", b"+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n");
+    // A watched key that expires before EXEC aborts it, even unread.
+    roundtrip(&mut s, b"SET t 1 PX 30\r\nWATCH t\r\n", b"+OK\r\n+OK\r\n");
+    std::thread::sleep(Duration::from_millis(80));
+    roundtrip(&mut s, b"MULTI\r\nSET u 1\r\nEXEC\r\nEXISTS u\r\n", b"+OK\r\n+QUEUED\r\n*-1\r\n:0\r\n");
+    // ... but one with a TTL that has not passed does not.
+    roundtrip(
+        &mut s,
+        b"SET t 1 EX 100\r\nWATCH t\r\nMULTI\r\nSET u 1\r\nEXEC\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n",
+    );
+}

@@ -123,7 +123,7 @@ pub(crate) fn quit(_: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
 pub(crate) fn reset(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     sess.multi = None;
     sess.multi_failed = false;
-    sess.watched.clear();
+    sess.unwatch();
     sess.proto = 2;
     sess.name = None;
     sess.authed = shared.config.requirepass.is_none();

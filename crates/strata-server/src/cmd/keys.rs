@@ -174,7 +174,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit_ms: i128, absolute: bo
     }
     let now = i128::from(ctx.txn.now_ms);
     let when = n * unit_ms + if absolute { 0 } else { now };
-    if when > i128::from(i64::MAX) || (!absolute && n * unit_ms > i128::from(i64::MAX)) {
+    // Redis refuses a time whose conversion to ms overflows either way, and
+    // one whose sum with now overflows upwards.
+    let bounds = i128::from(i64::MIN)..=i128::from(i64::MAX);
+    if when > i128::from(i64::MAX) || !bounds.contains(&(n * unit_ms)) {
         return Err(CmdError::Msg(format!("ERR invalid expire time in '{name}' command")));
     }
     let Some(meta) = ctx.txn.meta_for_write(key)? else { return Ok(Reply::Int(0)) };

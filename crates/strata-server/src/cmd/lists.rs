@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 
-use super::{arg, int_arg, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use super::{arg, index_range, int_arg, pop_count, read_typed, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{list_key, KeyType, Meta, LIST_MID};
 use crate::resp::Reply;
 
@@ -37,18 +37,10 @@ pub(crate) fn rpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
     let key = arg(args, 1);
     if args.len() > 3 {
-        return Err(CmdError::Syntax);
+        let name = if left { "lpop" } else { "rpop" };
+        return Err(CmdError::Msg(format!("ERR wrong number of arguments for '{name}' command")));
     }
-    let count = match args.get(2) {
-        None => None,
-        Some(c) => {
-            let n = int_arg(c)?;
-            if n < 0 {
-                return Err(CmdError::Msg("ERR value is out of range, must be positive".into()));
-            }
-            Some(n as u64)
-        }
-    };
+    let count = args.get(2).map(|c| pop_count(c)).transpose()?;
     let Some(old) = write_typed(ctx, key, KeyType::List)? else {
         return Ok(if count.is_some() { Reply::NilArray } else { Reply::Nil });
     };
@@ -92,11 +84,7 @@ pub(crate) fn lrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some(meta) = read_typed(ctx, key, KeyType::List)? else { return Ok(Reply::Array(Vec::new())) };
     let (head, tail) = meta.list_bounds();
     let len = tail.saturating_sub(head) as i64;
-    let norm = |i: i64| if i < 0 { (len + i).max(0) } else { i };
-    let (start, stop) = (norm(start), norm(stop).min(len - 1));
-    if start > stop || start >= len {
-        return Ok(Reply::Array(Vec::new()));
-    }
+    let Some((start, stop)) = index_range(start, stop, len) else { return Ok(Reply::Array(Vec::new())) };
     let from = list_key(key, head.saturating_add(start as u64));
     let to = list_key(key, head.saturating_add(stop as u64 + 1));
     let want = (stop - start + 1) as usize;

@@ -126,7 +126,8 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         return Some(Reply::err("NOAUTH Authentication required."));
     }
     if let Some(queue) = sess.multi.as_mut() {
-        if !matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "unwatch" | "quit" | "reset") {
+        // UNWATCH is queued, as in Redis: the watch still guards this EXEC.
+        if !matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
             queue.push(args.to_vec());
             return Some(Reply::Simple("QUEUED"));
         }
@@ -308,6 +309,25 @@ pub(crate) fn write_typed(
 /// Parses an integer argument or fails with the standard error.
 pub(crate) fn int_arg(b: &[u8]) -> Result<i64, CmdError> {
     crate::numbers::parse_i64(b).ok_or(CmdError::NotInt)
+}
+
+/// A pop count (LPOP, SPOP, ZPOPMIN): a non-negative integer, with
+/// Redis's message for anything else, non-integers included.
+pub(crate) fn pop_count(b: &[u8]) -> Result<u64, CmdError> {
+    match crate::numbers::parse_i64(b) {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(CmdError::Msg("ERR value is out of range, must be positive".into())),
+    }
+}
+
+/// Redis's start/stop index pair (LRANGE, ZRANGE) over `len` elements:
+/// negative indexes count from the end, a start before the first element
+/// is clamped to it, a stop past the last to it; `None` when the range is
+/// empty (including a stop that is still negative after counting back).
+pub(crate) fn index_range(start: i64, stop: i64, len: i64) -> Option<(i64, i64)> {
+    let start = if start < 0 { len.saturating_add(start).max(0) } else { start };
+    let stop = if stop < 0 { len.saturating_add(stop) } else { stop.min(len - 1) };
+    (start <= stop && start < len).then_some((start, stop))
 }
 
 /// Argument `i` (the table's arity check guarantees presence; this

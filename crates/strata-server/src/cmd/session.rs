@@ -32,6 +32,10 @@ pub struct Session {
     pub addr: String,
     /// WATCHed lock stripes and their versions at WATCH time.
     pub watched: Vec<(usize, u64)>,
+    /// The earliest expiry time (ms) of the WATCHed keys that were live
+    /// with a TTL at WATCH time: EXEC aborts once it has passed, as Redis 7
+    /// does for a watched key that expired.
+    pub watch_deadline: Option<u64>,
 }
 
 impl Session {
@@ -49,6 +53,13 @@ impl Session {
             lib: (None, None),
             addr,
             watched: Vec::new(),
+            watch_deadline: None,
         }
+    }
+
+    /// Forgets every WATCHed key.
+    pub fn unwatch(&mut self) {
+        self.watched.clear();
+        self.watch_deadline = None;
     }
 }

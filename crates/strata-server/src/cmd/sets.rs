@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use rand::Rng;
 
-use super::{arg, int_arg, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use super::{arg, pop_count, read_typed, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{member_key, member_prefix, prefix_end, KeyType, Meta};
 use crate::resp::Reply;
 
@@ -52,19 +52,14 @@ pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() > 3 {
         return Err(CmdError::Syntax);
     }
-    let count = match args.get(2) {
-        None => None,
-        Some(c) => {
-            let n = int_arg(c)?;
-            if n < 0 {
-                return Err(CmdError::Msg("ERR value is out of range, must be positive".into()));
-            }
-            Some(n as usize)
-        }
-    };
+    let count = args.get(2).map(|c| pop_count(c).map(|n| n as usize)).transpose()?;
     let Some(old) = write_typed(ctx, key, KeyType::Set)? else {
         return Ok(if count.is_some() { Reply::Set(Vec::new()) } else { Reply::Nil });
     };
+    if count == Some(0) {
+        // A scan for 0 items still returns one; SPOP key 0 removes nothing.
+        return Ok(Reply::Set(Vec::new()));
+    }
     let want = count.unwrap_or(1);
     let prefix = member_prefix(b'S', key);
     let end = prefix_end(&prefix);

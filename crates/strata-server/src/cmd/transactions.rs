@@ -26,7 +26,7 @@ pub(crate) fn discard(_: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
         return Reply::err("ERR DISCARD without MULTI");
     }
     sess.multi_failed = false;
-    sess.watched.clear();
+    sess.unwatch();
     Reply::ok()
 }
 
@@ -34,23 +34,33 @@ pub(crate) fn watch(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
     if sess.multi.is_some() {
         return Reply::err("ERR WATCH inside MULTI is not allowed");
     }
+    let mut txn = Txn::new(shared.store.as_ref(), now_ms());
     for k in args.iter().skip(1) {
         let stripe = stripe_of(k);
         if !sess.watched.iter().any(|(s, _)| *s == stripe) {
             sess.watched.push((stripe, shared.locks.version(stripe)));
+        }
+        // Expiring is a change nobody writes: remember when it happens.
+        match txn.meta(k) {
+            Ok(Some(m)) if m.expire_ms != 0 => {
+                sess.watch_deadline = Some(sess.watch_deadline.map_or(m.expire_ms, |d| d.min(m.expire_ms)));
+            }
+            Ok(_) => {}
+            Err(e) => return CmdError::Store(e).into_reply(),
         }
     }
     Reply::ok()
 }
 
 pub(crate) fn unwatch(_: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
-    sess.watched.clear();
+    sess.unwatch();
     Reply::ok()
 }
 
 pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     let Some(queue) = sess.multi.take() else { return Reply::err("ERR EXEC without MULTI") };
     let watched = std::mem::take(&mut sess.watched);
+    let deadline = sess.watch_deadline.take();
     if std::mem::take(&mut sess.multi_failed) {
         return Reply::err("EXECABORT Transaction discarded because of previous errors.");
     }
@@ -65,10 +75,11 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
             stripes.extend(watched.iter().map(|(s, _)| *s));
             shared.locks.lock_stripes(stripes)
         };
-        if watched.iter().any(|&(s, v)| shared.locks.version(s) != v) {
+        let now = now_ms();
+        if watched.iter().any(|&(s, v)| shared.locks.version(s) != v) || deadline.is_some_and(|d| d <= now) {
             return Reply::NilArray;
         }
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto: sess.proto };
+        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now), shared, proto: sess.proto };
         let mut replies = Vec::with_capacity(cmds.len());
         for (spec, args) in cmds {
             replies.push(match spec.run {

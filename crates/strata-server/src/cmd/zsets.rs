@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 
-use super::{arg, int_arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use super::{arg, index_range, int_arg, is, pop_count, read_typed, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{
     member_key, member_prefix, prefix_end, score_from_sortable, sortable_score, zindex_key, KeyType, Meta,
 };
@@ -302,11 +302,7 @@ pub(crate) fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let Some(meta) = read_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Array(Vec::new())) };
     let len = meta.count() as i64;
-    let norm = |i: i64| if i < 0 { (len + i).max(0) } else { i };
-    let (start, stop) = (norm(start), norm(stop).min(len - 1));
-    if start > stop || start >= len {
-        return Ok(Reply::Array(Vec::new()));
-    }
+    let Some((start, stop)) = index_range(start, stop, len) else { return Ok(Reply::Array(Vec::new())) };
     let mut items = Vec::new();
     let mut idx = 0i64;
     walk(ctx, key, ALL.0, ALL.1, |m, s| {
@@ -324,23 +320,14 @@ pub(crate) fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if args.len() > 3 {
         return Err(CmdError::Syntax);
     }
-    let count = match args.get(2) {
-        None => None,
-        Some(c) => {
-            let n = int_arg(c)?;
-            if n < 0 {
-                return Err(CmdError::Msg("ERR value is out of range, must be positive".into()));
-            }
-            Some(n)
-        }
-    };
+    let count = args.get(2).map(|c| pop_count(c)).transpose()?;
     let Some(old) = write_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Array(Vec::new())) };
     let want = count.unwrap_or(1);
     let mut items = Vec::new();
     if want > 0 {
         walk(ctx, key, ALL.0, ALL.1, |m, s| {
             items.push((m.to_vec(), s));
-            (items.len() as i64) < want
+            (items.len() as u64) < want
         })?;
     }
     for (m, s) in &items {
