@@ -144,7 +144,9 @@ impl RowHeader {
 
 /// Total bytes of a row with `count` elements.
 pub fn row_bytes(count: u64) -> u64 {
-    HEADER_LEN + count * (ELEM_LEN + HASH_LEN)
+    // Saturating: `count` may come from a damaged header, and an overflow
+    // must fail the size check in `Row::open`, not panic or wrap.
+    HEADER_LEN.saturating_add(count.saturating_mul(ELEM_LEN + HASH_LEN))
 }
 
 /// A published row, readable through its extent lease. Holds leases on

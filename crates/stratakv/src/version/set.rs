@@ -53,6 +53,8 @@ pub struct VersionSet {
     /// kept until a new MANIFEST replaces the damaged one (see
     /// [`VersionSet::log_and_apply_pinned`]).
     pinned: Vec<Box<dyn Any + Send>>,
+    /// A MANIFEST larger than this is rewritten as a fresh snapshot.
+    roll_bytes: u64,
 }
 
 impl std::fmt::Debug for VersionSet {
@@ -84,6 +86,7 @@ impl VersionSet {
             manifest_damaged: false,
             manifest_bytes_written: 0,
             pinned: Vec::new(),
+            roll_bytes: MANIFEST_ROLL_BYTES,
         }
     }
 
@@ -230,8 +233,13 @@ impl VersionSet {
         self.manifest_bytes_written += rec.len() as u64;
         self.absorb(&edit);
         self.current = Arc::new(version);
-        if self.manifest.as_ref().map(|m| m.size()).unwrap_or(0) > MANIFEST_ROLL_BYTES {
-            self.roll_manifest()?;
+        if self.manifest.as_ref().map(|m| m.size()).unwrap_or(0) > self.roll_bytes && self.roll_manifest().is_err() {
+            // The edit is durable and applied: report success, or the caller
+            // would undo in memory what the MANIFEST already holds (drop a
+            // row it names, reuse its PM). A failure after the rename may
+            // leave CURRENT naming either file, so the next change starts a
+            // new MANIFEST first, as after a failed append.
+            self.manifest_damaged = true;
         }
         Ok(())
     }
@@ -339,4 +347,35 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, Strin
         }
     }
     Ok(Version { levels })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{FaultError, FaultFs, FaultOp, FaultPlan, Fs, MemFs};
+
+    /// Regression (review of stop 18): a MANIFEST roll that fails after the
+    /// edit was appended and fsynced must not report the edit as failed
+    /// (the caller would undo in memory what the MANIFEST holds).
+    #[test]
+    fn a_failed_roll_does_not_fail_a_durable_edit() {
+        // Operations only a roll makes (an edit's own append and fsync are
+        // covered by the pinning tests in tests/crash_fs.rs).
+        for op in [FaultOp::Create, FaultOp::Rename, FaultOp::SyncDir] {
+            let fault = FaultFs::over_mem(MemFs::new());
+            let dir = Path::new("/db");
+            fault.create_dir_all(dir).unwrap();
+            let mut vs = VersionSet::create(Arc::new(fault.clone()), dir, 0).unwrap();
+            let first = vs.manifest_number();
+            vs.roll_bytes = 64;
+            fault.inject(FaultPlan::nth(op, 1, FaultError::Enospc));
+            for seq in 1..=20u64 {
+                let r = vs.log_and_apply(VersionEdit { last_sequence: Some(seq), ..Default::default() });
+                assert!(r.is_ok(), "{op:?}: edit {seq} failed: {r:?}");
+            }
+            assert_ne!(vs.manifest_number(), first, "{op:?}: the roll was retried");
+            let again = VersionSet::recover(Arc::new(fault.clone()), dir).unwrap();
+            assert_eq!(again.last_sequence, 20, "{op:?}");
+        }
+    }
 }
