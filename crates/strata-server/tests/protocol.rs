@@ -192,6 +192,27 @@ fn edge_cases_match_redis() {
     roundtrip(&mut s, b"SET t 1 PX 30\r\nWATCH t\r\n", b"+OK\r\n+OK\r\n");
     std::thread::sleep(Duration::from_millis(80));
     roundtrip(&mut s, b"MULTI\r\nSET u 1\r\nEXEC\r\nEXISTS u\r\n", b"+OK\r\n+QUEUED\r\n*-1\r\n:0\r\n");
+    // Keys over the engine's key limit are absent to every read and delete.
+    let long = "k".repeat(70_000);
+    let cmd = |parts: &[&str]| {
+        let mut b = format!("*{}\r\n", parts.len()).into_bytes();
+        for p in parts {
+            b.extend_from_slice(format!("${}\r\n{p}\r\n", p.len()).as_bytes());
+        }
+        b
+    };
+    let reqs: Vec<u8> = [
+        cmd(&["GET", &long]),
+        cmd(&["EXISTS", &long]),
+        cmd(&["TYPE", &long]),
+        cmd(&["TTL", &long]),
+        cmd(&["HGETALL", &long]),
+        cmd(&["MGET", "a", &long]),
+        cmd(&["SET", "short", "v"]),
+        cmd(&["DEL", "short", &long]),
+    ]
+    .concat();
+    roundtrip(&mut s, &reqs, b"$-1\r\n:0\r\n+none\r\n:-2\r\n*0\r\n*2\r\n$-1\r\n$-1\r\n+OK\r\n:1\r\n");
     // ... but one with a TTL that has not passed does not.
     roundtrip(
         &mut s,

@@ -5,6 +5,7 @@
 use std::ops::Bound;
 use std::path::Path;
 
+use stratakv::key::MAX_KEY_LEN;
 use stratakv::{Db, KeyRange, Options, WriteBatch, WriteOptions};
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +36,11 @@ impl EngineStore {
 
 impl Backend for EngineStore {
     fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        // The engine stores no key over its limit, so such a key is absent
+        // (Redis answers reads of any key; only writes can be refused).
+        if key.len() > MAX_KEY_LEN {
+            return Ok(None);
+        }
         Ok(self.db.get(key)?)
     }
 
@@ -43,6 +49,11 @@ impl Backend for EngineStore {
     }
 
     fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        // The keyspace scans a key's own prefix range: if the prefix is
+        // already over the limit, no stored key can lie in it.
+        if start.len() > MAX_KEY_LEN {
+            return Ok(Vec::new());
+        }
         let range = KeyRange {
             start: Bound::Included(start.to_vec()),
             end: end.map(|e| Bound::Excluded(e.to_vec())).unwrap_or(Bound::Unbounded),
@@ -66,6 +77,8 @@ impl Backend for EngineStore {
         for (k, v) in &ops {
             match v {
                 Some(v) => batch.put(k, v),
+                // Nothing to delete: no key over the limit is ever stored.
+                None if k.len() > MAX_KEY_LEN => continue,
                 None => batch.delete(k),
             };
         }
