@@ -178,6 +178,10 @@ fn edge_cases_match_redis() {
         b"EXPIREAT e -9223372036854776\r\nEXISTS e\r\n",
         b"-ERR invalid expire time in 'expireat' command\r\n:1\r\n",
     );
+    // SET may repeat its expiry option (the last wins), not mix two.
+    roundtrip(&mut s, b"SET r v EX 10 EX 20\r\nTTL r\r\n", b"+OK\r\n:20\r\n");
+    roundtrip(&mut s, b"SET r v KEEPTTL KEEPTTL\r\nTTL r\r\n", b"+OK\r\n:20\r\n");
+    roundtrip(&mut s, b"SET r v EX 10 PX 100\r\nSET r v EX\r\n", b"-ERR syntax error\r\n-ERR syntax error\r\n");
     // Scores that overflow or underflow strtod are not floats.
     let not_float = b"-ERR value is not a valid float\r\n";
     roundtrip(&mut s, b"ZADD z 1e309 m\r\n", not_float);
@@ -213,6 +217,19 @@ fn edge_cases_match_redis() {
     ]
     .concat();
     roundtrip(&mut s, &reqs, b"$-1\r\n:0\r\n+none\r\n:-2\r\n*0\r\n*2\r\n$-1\r\n$-1\r\n+OK\r\n:1\r\n");
+    // In a pipeline, a write the engine refuses fails only its own command.
+    let reqs: Vec<u8> = [
+        cmd(&["SET", "a", "1"]),
+        cmd(&["GET", &long]),
+        cmd(&["GET", "a"]),
+        cmd(&["SET", "b", "2"]),
+        cmd(&["SET", &long, "x"]),
+        cmd(&["GET", "b"]),
+    ]
+    .concat();
+    let refused = format!("-ERR invalid argument: key of {} bytes exceeds the 65536-byte limit\r\n", long.len() + 5);
+    let want = ["+OK\r\n$-1\r\n$1\r\n1\r\n+OK\r\n", &refused, "$1\r\n2\r\n"].concat();
+    roundtrip(&mut s, &reqs, want.as_bytes());
     // ... but one with a TTL that has not passed does not.
     roundtrip(
         &mut s,

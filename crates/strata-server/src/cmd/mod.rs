@@ -227,8 +227,14 @@ fn run_group(
         (replies, r.is_error().then_some(r))
     };
     match failed {
-        // Nothing of the group was applied: every command gets the error.
-        Some(e) => replies.iter().for_each(|_| e.encode(proto, out)),
+        // Nothing of the group was applied. One command's write may be what
+        // the store refused (a key over the engine's limit): run them again
+        // one by one, so only that command fails, as it would in Redis.
+        Some(_) => {
+            for (spec, f, args) in &group {
+                run_data(shared, proto, spec, *f, args).encode(proto, out);
+            }
+        }
         None => replies.iter().for_each(|r| r.encode(proto, out)),
     }
     replies.len()

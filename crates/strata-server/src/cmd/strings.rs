@@ -79,35 +79,35 @@ pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (key, value) = (arg(args, 1), arg(args, 2));
     let (mut nx, mut xx, mut get) = (false, false, false);
     let mut ttl = Ttl::Clear;
-    let mut ttl_given = false;
+    // Which expiry option was given: repeating it is allowed (the last
+    // value wins), mixing two is a syntax error, as in Redis 7.
+    let mut ttl_option: Option<&'static str> = None;
     let mut i = 3;
     while i < args.len() {
         let a = arg(args, i);
         let next = args.get(i + 1);
+        let expiry = ["keepttl", "ex", "px", "exat", "pxat"].into_iter().find(|o| is(a, o));
         if is(a, "nx") && !xx {
             nx = true;
         } else if is(a, "xx") && !nx {
             xx = true;
         } else if is(a, "get") {
             get = true;
-        } else if is(a, "keepttl") && !ttl_given {
-            ttl = Ttl::Keep;
-            ttl_given = true;
-        } else if let (Some(n), false) = (next, ttl_given) {
-            let (unit, absolute) = if is(a, "ex") {
-                (1000, false)
-            } else if is(a, "px") {
-                (1, false)
-            } else if is(a, "exat") {
-                (1000, true)
-            } else if is(a, "pxat") {
-                (1, true)
+        } else if let Some(opt) = expiry.filter(|o| ttl_option.is_none_or(|t| t == *o)) {
+            ttl_option = Some(opt);
+            if opt == "keepttl" {
+                ttl = Ttl::Keep;
             } else {
-                return Err(CmdError::Syntax);
-            };
-            ttl = Ttl::At(expire_at(ctx, int_arg(n)?, unit, absolute, "set")?);
-            ttl_given = true;
-            i += 1;
+                let Some(n) = next else { return Err(CmdError::Syntax) };
+                let (unit, absolute) = match opt {
+                    "ex" => (1000, false),
+                    "px" => (1, false),
+                    "exat" => (1000, true),
+                    _ => (1, true),
+                };
+                ttl = Ttl::At(expire_at(ctx, int_arg(n)?, unit, absolute, "set")?);
+                i += 1;
+            }
         } else {
             return Err(CmdError::Syntax);
         }
