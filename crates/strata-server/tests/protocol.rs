@@ -237,3 +237,45 @@ fn edge_cases_match_redis() {
         b"+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+OK\r\n",
     );
 }
+
+/// Reverse and rank reads of sorted sets, checked byte for byte against
+/// redis-server 7.0.
+#[test]
+fn sorted_set_reverse_ranges_and_ranks_match_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(&mut s, b"ZADD z 1 a 2 b 2 bb 3 c 4 d 5 e\r\n", b":6\r\n");
+    roundtrip(&mut s, b"ZREVRANGE z 0 2\r\n", b"*3\r\n$1\r\ne\r\n$1\r\nd\r\n$1\r\nc\r\n");
+    roundtrip(&mut s, b"ZREVRANGE z -2 -1\r\nZREVRANGE z 5 10\r\n", b"*2\r\n$1\r\nb\r\n$1\r\na\r\n*1\r\n$1\r\na\r\n");
+    roundtrip(&mut s, b"ZRANGE z 0 1 REV\r\n", b"*2\r\n$1\r\ne\r\n$1\r\nd\r\n");
+    roundtrip(&mut s, b"ZRANGE z (1 3 BYSCORE\r\n", b"*3\r\n$1\r\nb\r\n$2\r\nbb\r\n$1\r\nc\r\n");
+    roundtrip(&mut s, b"ZRANGE z 3 (1 BYSCORE REV\r\n", b"*3\r\n$1\r\nc\r\n$2\r\nbb\r\n$1\r\nb\r\n");
+    roundtrip(
+        &mut s,
+        b"ZRANGE z -inf +inf BYSCORE LIMIT 1 2 WITHSCORES\r\n",
+        b"*4\r\n$1\r\nb\r\n$1\r\n2\r\n$2\r\nbb\r\n$1\r\n2\r\n",
+    );
+    roundtrip(&mut s, b"ZRANGE z +inf -inf BYSCORE REV LIMIT 1 2\r\n", b"*2\r\n$1\r\nd\r\n$1\r\nc\r\n");
+    roundtrip(
+        &mut s,
+        b"ZRANGE z 0 1 LIMIT 0 1\r\n",
+        b"-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n",
+    );
+    roundtrip(
+        &mut s,
+        b"ZREVRANGEBYSCORE z 4 2 WITHSCORES LIMIT 1 10\r\n",
+        b"*6\r\n$1\r\nc\r\n$1\r\n3\r\n$2\r\nbb\r\n$1\r\n2\r\n$1\r\nb\r\n$1\r\n2\r\n",
+    );
+    roundtrip(&mut s, b"ZREVRANGEBYSCORE z (4 (2\r\n", b"*1\r\n$1\r\nc\r\n");
+    roundtrip(
+        &mut s,
+        b"ZRANK z a\r\nZRANK z bb\r\nZRANK z e\r\nZRANK z nope\r\nZRANK nokey a\r\nZREVRANK z a\r\nZREVRANK z bb\r\n",
+        b":0\r\n:2\r\n:5\r\n$-1\r\n$-1\r\n:5\r\n:3\r\n",
+    );
+    roundtrip(
+        &mut s,
+        b"SET str x\r\nZREVRANGE str 0 1\r\n",
+        b"+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+}

@@ -137,6 +137,10 @@ static COMMANDS: &[Spec] = &[
     data("zrangebyscore", -4, First, z::zrangebyscore),
     data("zcount", 4, First, z::zcount),
     data("zrange", -4, First, z::zrange),
+    data("zrevrange", -4, First, z::zrevrange),
+    data("zrevrangebyscore", -4, First, z::zrevrangebyscore),
+    data("zrank", 3, First, z::zrank),
+    data("zrevrank", 3, First, z::zrevrank),
     data("zpopmin", -2, First, z::zpopmin),
     // lists
     data("lpush", -3, First, l::lpush),

@@ -1,5 +1,6 @@
 //! Sorted-set commands: ZADD, ZREM, ZCARD, ZSCORE, ZINCRBY, ZRANGEBYSCORE,
-//! ZCOUNT, ZRANGE, ZPOPMIN. A member's score lives under
+//! ZREVRANGEBYSCORE, ZCOUNT, ZRANGE (with BYSCORE, REV, LIMIT), ZREVRANGE,
+//! ZRANK, ZREVRANK, ZPOPMIN. A member's score lives under
 //! `Z | klen | key | member`; the score order under
 //! `z | klen | key | sortable(score) | member`.
 
@@ -234,47 +235,127 @@ fn scored(proto: u8, items: Vec<(Vec<u8>, f64)>, withscores: bool, flat: bool) -
     Reply::Array(items.into_iter().flat_map(|(m, s)| [Reply::bulk_vec(m), Reply::Double(s)]).collect())
 }
 
-fn bounds(args: &[Bytes]) -> Result<(ScoreBound, ScoreBound), CmdError> {
+/// The score bounds at argument positions `min` and `max`.
+fn bounds(args: &[Bytes], min: usize, max: usize) -> Result<(ScoreBound, ScoreBound), CmdError> {
     let e = || CmdError::Msg("ERR min or max is not a float".into());
-    Ok((ScoreBound::parse(arg(args, 2)).ok_or_else(e)?, ScoreBound::parse(arg(args, 3)).ok_or_else(e)?))
+    Ok((ScoreBound::parse(arg(args, min)).ok_or_else(e)?, ScoreBound::parse(arg(args, max)).ok_or_else(e)?))
 }
 
-pub(crate) fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let key = arg(args, 1);
-    let (min, max) = bounds(args)?;
-    let (mut withscores, mut offset, mut limit) = (false, 0i64, -1i64);
-    let mut i = 4;
+/// Which members a range command selects.
+enum RangeBy {
+    /// By rank, Redis-style start/stop indexes.
+    Index(i64, i64),
+    /// By score, between two bounds.
+    Score(ScoreBound, ScoreBound),
+}
+
+/// A parsed ZRANGE-family request.
+struct RangeQuery {
+    by: RangeBy,
+    /// Highest score first (ranks count from the highest too).
+    rev: bool,
+    /// LIMIT offset count (score ranges only; a negative count means all).
+    limit: Option<(i64, i64)>,
+    withscores: bool,
+}
+
+/// The options after a range's bounds: WITHSCORES and LIMIT, plus, for
+/// ZRANGE (`full`), BYSCORE, BYLEX and REV. Returns (withscores, limit,
+/// byscore, rev).
+fn range_options(args: &[Bytes], from: usize, full: bool) -> Result<(bool, Option<(i64, i64)>, bool, bool), CmdError> {
+    let (mut withscores, mut limit, mut byscore, mut rev) = (false, None, false, false);
+    let mut i = from;
     while let Some(a) = args.get(i) {
         if is(a, "withscores") {
             withscores = true;
-            i += 1;
         } else if is(a, "limit") && i + 2 < args.len() {
-            offset = int_arg(arg(args, i + 1))?;
-            limit = int_arg(arg(args, i + 2))?;
-            i += 3;
+            limit = Some((int_arg(arg(args, i + 1))?, int_arg(arg(args, i + 2))?));
+            i += 2;
+        } else if full && is(a, "byscore") {
+            byscore = true;
+        } else if full && is(a, "rev") {
+            rev = true;
+        } else if full && is(a, "bylex") {
+            return Err(CmdError::Msg("ERR BYLEX is not supported by this server".into()));
         } else {
             return Err(CmdError::Syntax);
         }
+        i += 1;
     }
-    if read_typed(ctx, key, KeyType::ZSet)?.is_none() || offset < 0 || limit == 0 {
-        return Ok(Reply::Array(Vec::new()));
-    }
-    let mut items = Vec::new();
-    let mut skip = offset;
-    walk(ctx, key, min, max, |m, s| {
-        if skip > 0 {
-            skip -= 1;
-            return true;
+    Ok((withscores, limit, byscore, rev))
+}
+
+fn run_range(ctx: &mut Ctx<'_>, key: &[u8], q: RangeQuery) -> CmdResult {
+    let empty = || Ok(Reply::Array(Vec::new()));
+    let Some(meta) = read_typed(ctx, key, KeyType::ZSet)? else { return empty() };
+    let items = match q.by {
+        RangeBy::Index(start, stop) => {
+            let len = meta.count() as i64;
+            let Some((start, stop)) = index_range(start, stop, len) else { return empty() };
+            // Reverse ranks count from the highest score: walk the same
+            // members in score order, then turn them round.
+            let (lo, hi) = if q.rev { (len - 1 - stop, len - 1 - start) } else { (start, stop) };
+            let mut items = Vec::new();
+            let mut idx = 0i64;
+            walk(ctx, key, ALL.0, ALL.1, |m, s| {
+                if idx >= lo {
+                    items.push((m.to_vec(), s));
+                }
+                idx += 1;
+                idx <= hi
+            })?;
+            if q.rev {
+                items.reverse();
+            }
+            items
         }
-        items.push((m.to_vec(), s));
-        limit < 0 || (items.len() as i64) < limit
-    })?;
-    Ok(scored(ctx.proto, items, withscores, false))
+        RangeBy::Score(min, max) => {
+            let (offset, count) = q.limit.unwrap_or((0, -1));
+            if offset < 0 || count == 0 {
+                return empty();
+            }
+            let take = usize::try_from(count).unwrap_or(usize::MAX);
+            let mut items = Vec::new();
+            if q.rev {
+                // The index is kept in ascending order only: collect, then reverse.
+                walk(ctx, key, min, max, |m, s| {
+                    items.push((m.to_vec(), s));
+                    true
+                })?;
+                items.reverse();
+                items.into_iter().skip(offset as usize).take(take).collect()
+            } else {
+                let mut skip = offset;
+                walk(ctx, key, min, max, |m, s| {
+                    if skip > 0 {
+                        skip -= 1;
+                        return true;
+                    }
+                    items.push((m.to_vec(), s));
+                    items.len() < take
+                })?;
+                items
+            }
+        }
+    };
+    Ok(scored(ctx.proto, items, q.withscores, false))
+}
+
+pub(crate) fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (min, max) = bounds(args, 2, 3)?;
+    let (withscores, limit, _, _) = range_options(args, 4, false)?;
+    run_range(ctx, arg(args, 1), RangeQuery { by: RangeBy::Score(min, max), rev: false, limit, withscores })
+}
+
+pub(crate) fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (min, max) = bounds(args, 3, 2)?;
+    let (withscores, limit, _, _) = range_options(args, 4, false)?;
+    run_range(ctx, arg(args, 1), RangeQuery { by: RangeBy::Score(min, max), rev: true, limit, withscores })
 }
 
 pub(crate) fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
-    let (min, max) = bounds(args)?;
+    let (min, max) = bounds(args, 2, 3)?;
     if read_typed(ctx, key, KeyType::ZSet)?.is_none() {
         return Ok(Reply::Int(0));
     }
@@ -289,30 +370,58 @@ pub(crate) fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 const ALL: (ScoreBound, ScoreBound) =
     (ScoreBound { value: f64::NEG_INFINITY, exclusive: false }, ScoreBound { value: f64::INFINITY, exclusive: false });
 
+fn limit_needs_byscore() -> CmdError {
+    CmdError::Msg("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX".into())
+}
+
 pub(crate) fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let key = arg(args, 1);
-    let (start, stop) = (int_arg(arg(args, 2))?, int_arg(arg(args, 3))?);
-    let mut withscores = false;
-    for a in args.iter().skip(4) {
-        if is(a, "withscores") {
-            withscores = true;
-        } else {
-            return Err(CmdError::Syntax);
+    let (withscores, limit, byscore, rev) = range_options(args, 4, true)?;
+    let by = if byscore {
+        // With REV the first bound is the maximum.
+        let (min, max) = if rev { bounds(args, 3, 2)? } else { bounds(args, 2, 3)? };
+        RangeBy::Score(min, max)
+    } else {
+        if limit.is_some() {
+            return Err(limit_needs_byscore());
         }
+        RangeBy::Index(int_arg(arg(args, 2))?, int_arg(arg(args, 3))?)
+    };
+    run_range(ctx, arg(args, 1), RangeQuery { by, rev, limit, withscores })
+}
+
+pub(crate) fn zrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (withscores, limit, _, _) = range_options(args, 4, false)?;
+    if limit.is_some() {
+        return Err(limit_needs_byscore());
     }
-    let Some(meta) = read_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Array(Vec::new())) };
-    let len = meta.count() as i64;
-    let Some((start, stop)) = index_range(start, stop, len) else { return Ok(Reply::Array(Vec::new())) };
-    let mut items = Vec::new();
-    let mut idx = 0i64;
-    walk(ctx, key, ALL.0, ALL.1, |m, s| {
-        if idx >= start {
-            items.push((m.to_vec(), s));
+    let by = RangeBy::Index(int_arg(arg(args, 2))?, int_arg(arg(args, 3))?);
+    run_range(ctx, arg(args, 1), RangeQuery { by, rev: true, limit: None, withscores })
+}
+
+fn rank(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult {
+    let (key, member) = (arg(args, 1), arg(args, 2));
+    let Some(meta) = read_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Nil) };
+    let Some(score) = score_of(ctx, key, member)? else { return Ok(Reply::Nil) };
+    // Members before it: lower scores, then equal scores with smaller names.
+    let mut before = 0i64;
+    let low = ScoreBound { value: f64::NEG_INFINITY, exclusive: false };
+    walk(ctx, key, low, ScoreBound { value: score, exclusive: false }, |m, s| {
+        if s < score || m < member {
+            before += 1;
+            true
+        } else {
+            false
         }
-        idx += 1;
-        idx <= stop
     })?;
-    Ok(scored(ctx.proto, items, withscores, false))
+    Ok(Reply::Int(if rev { meta.count() as i64 - 1 - before } else { before }))
+}
+
+pub(crate) fn zrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    rank(ctx, args, false)
+}
+
+pub(crate) fn zrevrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    rank(ctx, args, true)
 }
 
 pub(crate) fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -227,6 +227,12 @@ def test_sorted_sets(r):
     with pytest.raises(redis.ResponseError, match="not a valid float"):
         r.zadd("z", {"a": "x"})
     assert r.zrange("z", 0, 1) == [b"c", b"d"]
+    # Highest first: redis-py's desc=True sends ZREVRANGE, byscore=True ZRANGE ... BYSCORE.
+    assert r.zrange("z", 0, 1, desc=True) == [b"a", b"b"]
+    assert r.zrevrange("z", 0, -1) == [b"a", b"b", b"d", b"c"]
+    assert r.zrevrangebyscore("z", "+inf", "(0") == [b"a", b"b"]
+    assert r.zrange("z", "(0", "+inf", byscore=True, offset=1, num=1) == [b"a"]
+    assert r.zrank("z", "d") == 1 and r.zrevrank("z", "d") == 2 and r.zrank("z", "none") is None
     assert r.zrem("z", "c", "none") == 1
     popped = r.zpopmin("z")
     assert popped in ([(b"d", 0.0)], [b"d", 0.0])  # RESP3: flat pair, as Redis sends
