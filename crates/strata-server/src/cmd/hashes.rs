@@ -1,5 +1,5 @@
 //! Hash commands: HSET, HMSET, HSETNX, HGET, HMGET, HGETALL, HKEYS, HVALS,
-//! HDEL, HEXISTS, HLEN, HINCRBY. Fields live under `H | klen | key | field`.
+//! HDEL, HEXISTS, HLEN, HINCRBY, HINCRBYFLOAT. Fields live under `H | klen | key | field`.
 
 use bytes::Bytes;
 
@@ -149,4 +149,29 @@ pub(crate) fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         ctx.txn.put_count(key, old.as_ref(), meta, count);
     }
     Ok(Reply::Int(new))
+}
+
+pub(crate) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let by = crate::numbers::parse_f64(arg(args, 3))
+        .ok_or_else(|| CmdError::Msg("ERR value is not a valid float".into()))?;
+    let old = write_typed(ctx, key, KeyType::Hash)?;
+    let fk = member_key(b'H', key, arg(args, 2));
+    let cur = ctx.txn.get(&fk)?;
+    let base = match &cur {
+        None => 0.0,
+        Some(v) => crate::numbers::parse_f64(v).ok_or_else(|| CmdError::Msg("ERR hash value is not a float".into()))?,
+    };
+    let new = base + by;
+    if !new.is_finite() {
+        return Err(CmdError::Msg("ERR increment would produce NaN or Infinity".into()));
+    }
+    let text = format!("{new}").into_bytes();
+    ctx.txn.put(fk, text.clone());
+    if cur.is_none() {
+        let count = old.as_ref().map(Meta::count).unwrap_or(0) + 1;
+        let meta = old.clone().unwrap_or_else(|| Meta::collection(KeyType::Hash, 0, 0));
+        ctx.txn.put_count(key, old.as_ref(), meta, count);
+    }
+    Ok(Reply::bulk_vec(text))
 }

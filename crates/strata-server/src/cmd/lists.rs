@@ -1,4 +1,5 @@
-//! List commands: LPUSH, RPUSH, LPOP, RPOP, LRANGE, LLEN, LINDEX. Elements
+//! List commands: LPUSH, RPUSH, LPOP, RPOP, LRANGE, LLEN, LINDEX, LSET,
+//! LTRIM. Elements
 //! live under `L | klen | key | index u64 BE` for indexes head..tail; a push
 //! on the left decrements head, on the right increments tail.
 
@@ -114,4 +115,39 @@ pub(crate) fn lindex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Nil);
     }
     Ok(ctx.txn.get(&list_key(key, head.saturating_add(i as u64)))?.map(Reply::bulk_vec).unwrap_or(Reply::Nil))
+}
+
+pub(crate) fn lset(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let i = int_arg(arg(args, 2))?;
+    let Some(meta) = write_typed(ctx, key, KeyType::List)? else {
+        return Err(CmdError::Msg("ERR no such key".into()));
+    };
+    let (head, tail) = meta.list_bounds();
+    let len = tail.saturating_sub(head) as i64;
+    let i = if i < 0 { len.saturating_add(i) } else { i };
+    if i < 0 || i >= len {
+        return Err(CmdError::Msg("ERR index out of range".into()));
+    }
+    ctx.txn.put(list_key(key, head + i as u64), arg(args, 3).to_vec());
+    Ok(Reply::ok())
+}
+
+pub(crate) fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let (start, stop) = (int_arg(arg(args, 2))?, int_arg(arg(args, 3))?);
+    let Some(meta) = write_typed(ctx, key, KeyType::List)? else { return Ok(Reply::ok()) };
+    let (head, tail) = meta.list_bounds();
+    let len = tail.saturating_sub(head) as i64;
+    let Some((start, stop)) = index_range(start, stop, len) else {
+        // Nothing is kept: the key goes.
+        ctx.txn.delete_key(key, &meta)?;
+        return Ok(Reply::ok());
+    };
+    let (new_head, new_tail) = (head + start as u64, head + stop as u64 + 1);
+    for idx in (head..new_head).chain(new_tail..tail) {
+        ctx.txn.delete(list_key(key, idx));
+    }
+    ctx.txn.put_meta(key, Some(&meta), &Meta::list(new_head, new_tail, meta.expire_ms));
+    Ok(Reply::ok())
 }

@@ -1,5 +1,8 @@
-//! Set commands: SADD, SREM, SPOP, SCARD, SMEMBERS, SISMEMBER. Members
+//! Set commands: SADD, SREM, SPOP, SCARD, SMEMBERS, SISMEMBER, SMISMEMBER,
+//! SINTER, SUNION, SDIFF. Members
 //! live under `S | klen | key | member` with empty values.
+
+use std::collections::BTreeSet;
 
 use bytes::Bytes;
 use rand::Rng;
@@ -109,4 +112,52 @@ pub(crate) fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     Ok(Reply::Int(i64::from(ctx.txn.get(&member_key(b'S', key, arg(args, 2)))?.is_some())))
+}
+
+/// The members of the set at `key` (empty if absent), or WRONGTYPE.
+fn members(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<Vec<u8>>, CmdError> {
+    if read_typed(ctx, key, KeyType::Set)?.is_none() {
+        return Ok(Vec::new());
+    }
+    let prefix = member_prefix(b'S', key);
+    let n = prefix.len();
+    Ok(ctx.txn.scan_prefix(&prefix)?.into_iter().map(|(k, _)| k.get(n..).unwrap_or_default().to_vec()).collect())
+}
+
+/// SINTER, SUNION and SDIFF: reads every set first, so a wrong type
+/// anywhere is an error, as in Redis.
+fn combine(ctx: &mut Ctx<'_>, args: &[Bytes], op: fn(&mut BTreeSet<Vec<u8>>, BTreeSet<Vec<u8>>)) -> CmdResult {
+    let mut sets = Vec::with_capacity(args.len() - 1);
+    for k in args.iter().skip(1) {
+        sets.push(members(ctx, k)?.into_iter().collect::<BTreeSet<_>>());
+    }
+    let mut sets = sets.into_iter();
+    let mut acc = sets.next().unwrap_or_default();
+    for s in sets {
+        op(&mut acc, s);
+    }
+    Ok(Reply::Set(acc.into_iter().map(Reply::bulk_vec).collect()))
+}
+
+pub(crate) fn sinter(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    combine(ctx, args, |acc, s| acc.retain(|m| s.contains(m)))
+}
+
+pub(crate) fn sunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    combine(ctx, args, |acc, s| acc.extend(s))
+}
+
+pub(crate) fn sdiff(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    combine(ctx, args, |acc, s| acc.retain(|m| !s.contains(m)))
+}
+
+pub(crate) fn smismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let exists = read_typed(ctx, key, KeyType::Set)?.is_some();
+    let mut out = Vec::with_capacity(args.len().saturating_sub(2));
+    for m in args.iter().skip(2) {
+        let here = exists && ctx.txn.get(&member_key(b'S', key, m))?.is_some();
+        out.push(Reply::Int(i64::from(here)));
+    }
+    Ok(Reply::Array(out))
 }

@@ -1,5 +1,6 @@
 //! String commands: GET, SET, SETNX, SETEX, PSETEX, GETSET, GETDEL, MGET,
-//! MSET, MSETNX, INCR/DECR[BY], APPEND, STRLEN.
+//! MSET, MSETNX, INCR/DECR[BY], INCRBYFLOAT, APPEND, STRLEN, GETEX,
+//! GETRANGE, SETRANGE.
 
 use bytes::Bytes;
 
@@ -248,4 +249,115 @@ pub(crate) fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 pub(crate) fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(string_value(ctx, arg(args, 1))?.map(|v| v.len() as i64).unwrap_or(0)))
+}
+
+/// The longest string SETRANGE may build: the engine's value limit less
+/// the meta header, below Redis's 512 MB.
+const MAX_STRING: u64 = (256 << 20) - 64;
+
+/// A float increment's result as Redis prints it: plain digits, no exponent.
+fn float_reply(v: f64) -> Vec<u8> {
+    format!("{v}").into_bytes()
+}
+
+pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let not_float = || CmdError::Msg("ERR value is not a valid float".into());
+    let by = crate::numbers::parse_f64(arg(args, 2)).ok_or_else(not_float)?;
+    let old = ctx.txn.meta_for_write(key)?;
+    let (cur, expire) = match &old {
+        None => (0.0, 0),
+        Some(m) if m.kind != KeyType::String => return Err(CmdError::WrongType),
+        Some(m) => (crate::numbers::parse_f64(&m.body).ok_or_else(not_float)?, m.expire_ms),
+    };
+    let new = cur + by;
+    if !new.is_finite() {
+        return Err(CmdError::Msg("ERR increment would produce NaN or Infinity".into()));
+    }
+    let text = float_reply(new);
+    ctx.txn.put_meta(key, old.as_ref(), &Meta::string(text.clone(), expire));
+    Ok(Reply::bulk_vec(text))
+}
+
+pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    // None: leave the expiry; Some(0): PERSIST; Some(t): expire at t.
+    let mut set: Option<u64> = None;
+    let mut option: Option<&'static str> = None;
+    let mut i = 2;
+    while let Some(a) = args.get(i) {
+        let o = ["persist", "ex", "px", "exat", "pxat"].into_iter().find(|o| is(a, o));
+        let Some(o) = o.filter(|o| option.is_none_or(|p| p == *o)) else { return Err(CmdError::Syntax) };
+        option = Some(o);
+        if o == "persist" {
+            set = Some(0);
+        } else {
+            let Some(n) = args.get(i + 1) else { return Err(CmdError::Syntax) };
+            let (unit, absolute) = match o {
+                "ex" => (1000, false),
+                "px" => (1, false),
+                "exat" => (1000, true),
+                _ => (1, true),
+            };
+            set = Some(expire_at(ctx, int_arg(n)?, unit, absolute, "getex")?);
+            i += 1;
+        }
+        i += 1;
+    }
+    let Some(old) = (if set.is_some() { ctx.txn.meta_for_write(key)? } else { ctx.txn.meta(key)? }) else {
+        return Ok(Reply::Nil);
+    };
+    if old.kind != KeyType::String {
+        return Err(CmdError::WrongType);
+    }
+    match set {
+        Some(at) if at != 0 && at <= ctx.txn.now_ms => ctx.txn.delete_key(key, &old)?,
+        Some(at) if at != old.expire_ms => ctx.txn.put_meta(key, Some(&old), &Meta::string(old.body.clone(), at)),
+        _ => {}
+    }
+    Ok(Reply::bulk_vec(old.body))
+}
+
+pub(crate) fn getrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (start, end) = (int_arg(arg(args, 2))?, int_arg(arg(args, 3))?);
+    let v = string_value(ctx, arg(args, 1))?.unwrap_or_default();
+    let len = v.len() as i64;
+    // Redis's rules: count back from the end, then clamp both ends to the string.
+    let start = if start < 0 { len.saturating_add(start).max(0) } else { start };
+    let end = if end < 0 { len.saturating_add(end).max(0) } else { end }.min(len - 1);
+    if len == 0 || start > end {
+        return Ok(Reply::bulk(b""));
+    }
+    Ok(Reply::bulk(v.get(start as usize..=end as usize).unwrap_or_default()))
+}
+
+pub(crate) fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let offset = int_arg(arg(args, 2))?;
+    let value = arg(args, 3);
+    if offset < 0 {
+        return Err(CmdError::Msg("ERR offset is out of range".into()));
+    }
+    let old = ctx.txn.meta_for_write(key)?;
+    let (mut body, expire) = match &old {
+        None => (Vec::new(), 0),
+        Some(m) if m.kind != KeyType::String => return Err(CmdError::WrongType),
+        Some(m) => (m.body.clone(), m.expire_ms),
+    };
+    if value.is_empty() {
+        // Nothing to write: the key is neither created nor changed.
+        return Ok(Reply::Int(body.len() as i64));
+    }
+    let end = (offset as u64).saturating_add(value.len() as u64);
+    if end > MAX_STRING {
+        return Err(CmdError::Msg("ERR string exceeds maximum allowed size (proto-max-bulk-len)".into()));
+    }
+    let (offset, end) = (offset as usize, end as usize);
+    if body.len() < end {
+        body.resize(end, 0);
+    }
+    body[offset..end].copy_from_slice(value);
+    let len = body.len() as i64;
+    ctx.txn.put_meta(key, old.as_ref(), &Meta::string(body, expire));
+    Ok(Reply::Int(len))
 }

@@ -115,6 +115,10 @@ static COMMANDS: &[Spec] = &[
     data("decrby", 3, First, str_::decrby),
     data("append", 3, First, str_::append),
     data("strlen", 2, First, str_::strlen),
+    data("incrbyfloat", 3, First, str_::incrbyfloat),
+    data("getex", -2, First, str_::getex),
+    data("getrange", 4, First, str_::getrange),
+    data("setrange", 4, First, str_::setrange),
     // hashes
     data("hset", -4, First, h::hset),
     data("hmset", -4, First, h::hmset),
@@ -128,6 +132,7 @@ static COMMANDS: &[Spec] = &[
     data("hexists", 3, First, h::hexists),
     data("hlen", 2, First, h::hlen),
     data("hincrby", 4, First, h::hincrby),
+    data("hincrbyfloat", 4, First, h::hincrbyfloat),
     // sorted sets
     data("zadd", -4, First, z::zadd),
     data("zrem", -3, First, z::zrem),
@@ -150,6 +155,8 @@ static COMMANDS: &[Spec] = &[
     data("lrange", 4, First, l::lrange),
     data("llen", 2, First, l::llen),
     data("lindex", 3, First, l::lindex),
+    data("lset", 4, First, l::lset),
+    data("ltrim", 4, First, l::ltrim),
     // sets
     data("sadd", -3, First, st::sadd),
     data("srem", -3, First, st::srem),
@@ -157,6 +164,10 @@ static COMMANDS: &[Spec] = &[
     data("scard", 2, First, st::scard),
     data("smembers", 2, First, st::smembers),
     data("sismember", 3, First, st::sismember),
+    data("smismember", -3, First, st::smismember),
+    data("sinter", -2, All, st::sinter),
+    data("sunion", -2, All, st::sunion),
+    data("sdiff", -2, All, st::sdiff),
     // transactions
     sess("multi", 1, t::multi),
     sess("exec", 1, t::exec),
