@@ -259,22 +259,30 @@ struct RangeQuery {
     withscores: bool,
 }
 
-/// The options after a range's bounds: WITHSCORES and LIMIT, plus, for
-/// ZRANGE (`full`), BYSCORE, BYLEX and REV. Returns (withscores, limit,
-/// byscore, rev).
-fn range_options(args: &[Bytes], from: usize, full: bool) -> Result<(bool, Option<(i64, i64)>, bool, bool), CmdError> {
-    let (mut withscores, mut limit, mut byscore, mut rev) = (false, None, false, false);
+/// The options after a range's bounds.
+#[derive(Default)]
+struct RangeOptions {
+    withscores: bool,
+    limit: Option<(i64, i64)>,
+    byscore: bool,
+    rev: bool,
+}
+
+/// Parses WITHSCORES and LIMIT, plus, for ZRANGE (`full`), BYSCORE, BYLEX
+/// and REV.
+fn range_options(args: &[Bytes], from: usize, full: bool) -> Result<RangeOptions, CmdError> {
+    let mut o = RangeOptions::default();
     let mut i = from;
     while let Some(a) = args.get(i) {
         if is(a, "withscores") {
-            withscores = true;
+            o.withscores = true;
         } else if is(a, "limit") && i + 2 < args.len() {
-            limit = Some((int_arg(arg(args, i + 1))?, int_arg(arg(args, i + 2))?));
+            o.limit = Some((int_arg(arg(args, i + 1))?, int_arg(arg(args, i + 2))?));
             i += 2;
         } else if full && is(a, "byscore") {
-            byscore = true;
+            o.byscore = true;
         } else if full && is(a, "rev") {
-            rev = true;
+            o.rev = true;
         } else if full && is(a, "bylex") {
             return Err(CmdError::Msg("ERR BYLEX is not supported by this server".into()));
         } else {
@@ -282,7 +290,7 @@ fn range_options(args: &[Bytes], from: usize, full: bool) -> Result<(bool, Optio
         }
         i += 1;
     }
-    Ok((withscores, limit, byscore, rev))
+    Ok(o)
 }
 
 fn run_range(ctx: &mut Ctx<'_>, key: &[u8], q: RangeQuery) -> CmdResult {
@@ -343,13 +351,13 @@ fn run_range(ctx: &mut Ctx<'_>, key: &[u8], q: RangeQuery) -> CmdResult {
 
 pub(crate) fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = bounds(args, 2, 3)?;
-    let (withscores, limit, _, _) = range_options(args, 4, false)?;
+    let RangeOptions { withscores, limit, .. } = range_options(args, 4, false)?;
     run_range(ctx, arg(args, 1), RangeQuery { by: RangeBy::Score(min, max), rev: false, limit, withscores })
 }
 
 pub(crate) fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = bounds(args, 3, 2)?;
-    let (withscores, limit, _, _) = range_options(args, 4, false)?;
+    let RangeOptions { withscores, limit, .. } = range_options(args, 4, false)?;
     run_range(ctx, arg(args, 1), RangeQuery { by: RangeBy::Score(min, max), rev: true, limit, withscores })
 }
 
@@ -375,7 +383,7 @@ fn limit_needs_byscore() -> CmdError {
 }
 
 pub(crate) fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (withscores, limit, byscore, rev) = range_options(args, 4, true)?;
+    let RangeOptions { withscores, limit, byscore, rev } = range_options(args, 4, true)?;
     let by = if byscore {
         // With REV the first bound is the maximum.
         let (min, max) = if rev { bounds(args, 3, 2)? } else { bounds(args, 2, 3)? };
@@ -390,7 +398,7 @@ pub(crate) fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 pub(crate) fn zrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let (withscores, limit, _, _) = range_options(args, 4, false)?;
+    let RangeOptions { withscores, limit, .. } = range_options(args, 4, false)?;
     if limit.is_some() {
         return Err(limit_needs_byscore());
     }
