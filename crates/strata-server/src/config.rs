@@ -260,6 +260,10 @@ impl Config {
         if storage == StorageMode::Engine && (appendfsync.is_some() || snapshot_seconds > 0) {
             bail!("--appendfsync/--appendonly/--snapshot-seconds apply to --storage memory only");
         }
+        if durability_sync && storage == StorageMode::Memory && appendfsync != Some(FsyncPolicy::Always) {
+            // Otherwise replies would claim a durability nothing provides.
+            bail!("--durability sync with --storage memory needs --appendfsync always");
+        }
         let requirepass = pick(f.requirepass, "requirepass").filter(|p| !p.is_empty());
         let maxclients =
             num(pick(f.maxclients.map(|m| m.to_string()), "maxclients"), "maxclients")?.unwrap_or(10_000) as usize;
@@ -371,6 +375,20 @@ mod tests {
         let f = Flags { background_nice: Some(0), ..Flags::default() };
         assert_eq!(Config::from_flags(f).unwrap().background_nice, 0);
         assert!(Config::from_flags(Flags { background_nice: Some(20), ..Flags::default() }).is_err());
+    }
+
+    #[test]
+    fn durability_sync_on_memory_needs_appendfsync_always() {
+        let sync = |fsync: Option<&str>| Flags {
+            storage: Some("memory".into()),
+            durability: Some("sync".into()),
+            appendfsync: fsync.map(Into::into),
+            ..Flags::default()
+        };
+        assert!(Config::from_flags(sync(Some("always"))).is_ok());
+        assert!(Config::from_flags(sync(Some("everysec"))).is_err());
+        assert!(Config::from_flags(sync(Some("no"))).is_err());
+        assert!(Config::from_flags(sync(None)).is_err());
     }
 
     #[test]

@@ -278,14 +278,16 @@ impl<'a> Txn<'a> {
             delta.keys += i64::from(after.0) - i64::from(before.0);
             delta.expires += i64::from(after.1) - i64::from(before.1);
         }
-        let mut pending = Pending::default();
-        if self.cleared {
-            pending = self.store.clear(durable)?;
-        }
-        let ops: Vec<Op> = writes.into_iter().collect();
-        if !ops.is_empty() {
-            pending = self.store.write(ops, durable)?;
-        }
+        let mut ops: Vec<Op> = writes.into_iter().collect();
+        let pending = if self.cleared {
+            // The keyspace version survives every flush, in the same step.
+            ops.push((super::VERSION_KEY.to_vec(), Some(super::VERSION.to_vec())));
+            self.store.clear(super::VERSION_KEY, ops, durable)?
+        } else if !ops.is_empty() {
+            self.store.write(ops, durable)?
+        } else {
+            Pending::default()
+        };
         Ok((delta, pending))
     }
 

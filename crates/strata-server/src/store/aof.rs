@@ -4,12 +4,14 @@
 //!
 //! ```text
 //! record  = len u32 | crc32c(payload) u32 | payload
-//! payload = kind u8 (1 = batch, 2 = clear) | count u32 | op*
+//! payload = kind u8 (1 = batch, 2 = clear, then the ops) | count u32 | op*
 //! op      = tag u8 (1 = put, 0 = delete) | klen u32 | key | (put: vlen u32 | value)
 //! ```
 //!
-//! Replay stops at the first record that is short or fails its checksum
-//! (a torn tail) and truncates the file there.
+//! A record that is cut short or fails its checksum at the end of the file
+//! is a torn tail: replay stops there and truncates the file. One that
+//! fails in the middle, with records after it, is corruption: the server
+//! refuses to start rather than silently drop everything after it.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
@@ -60,8 +62,9 @@ impl FsyncPolicy {
 pub enum Record {
     /// Updates applied together.
     Batch(Vec<Op>),
-    /// Every key removed.
-    Clear,
+    /// Every key removed, then these updates applied, as one step (FLUSHALL
+    /// in MULTI, and the keyspace version that survives every flush).
+    Clear(Vec<Op>),
 }
 
 const KIND_BATCH: u8 = 1;
@@ -70,23 +73,19 @@ const KIND_CLEAR: u8 = 2;
 /// Encodes one record, header included.
 pub fn encode(rec: &Record) -> Vec<u8> {
     let mut p = Vec::new();
-    match rec {
-        Record::Clear => {
-            p.push(KIND_CLEAR);
-            p.extend_from_slice(&0u32.to_le_bytes());
-        }
-        Record::Batch(ops) => {
-            p.push(KIND_BATCH);
-            p.extend_from_slice(&(ops.len() as u32).to_le_bytes());
-            for (k, v) in ops {
-                p.push(u8::from(v.is_some()));
-                p.extend_from_slice(&(k.len() as u32).to_le_bytes());
-                p.extend_from_slice(k);
-                if let Some(v) = v {
-                    p.extend_from_slice(&(v.len() as u32).to_le_bytes());
-                    p.extend_from_slice(v);
-                }
-            }
+    let (kind, ops) = match rec {
+        Record::Clear(ops) => (KIND_CLEAR, ops),
+        Record::Batch(ops) => (KIND_BATCH, ops),
+    };
+    p.push(kind);
+    p.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+    for (k, v) in ops {
+        p.push(u8::from(v.is_some()));
+        p.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        p.extend_from_slice(k);
+        if let Some(v) = v {
+            p.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            p.extend_from_slice(v);
         }
     }
     let mut out = Vec::with_capacity(p.len() + 8);
@@ -113,28 +112,77 @@ fn take_u32(b: &mut &[u8]) -> Option<u32> {
 fn decode_payload(mut p: &[u8]) -> Option<Record> {
     let kind = *take(&mut p, 1)?.first()?;
     let count = take_u32(&mut p)?;
-    match kind {
-        KIND_CLEAR => Some(Record::Clear),
-        KIND_BATCH => {
-            let mut ops = Vec::with_capacity((count as usize).min(4096));
-            for _ in 0..count {
-                let tag = *take(&mut p, 1)?.first()?;
-                let klen = take_u32(&mut p)? as usize;
-                let k = take(&mut p, klen)?.to_vec();
-                let v = match tag {
-                    1 => {
-                        let vlen = take_u32(&mut p)? as usize;
-                        Some(take(&mut p, vlen)?.to_vec())
-                    }
-                    0 => None,
-                    _ => return None,
-                };
-                ops.push((k, v));
-            }
-            p.is_empty().then_some(Record::Batch(ops))
-        }
-        _ => None,
+    if kind != KIND_CLEAR && kind != KIND_BATCH {
+        return None;
     }
+    let mut ops = Vec::with_capacity((count as usize).min(4096));
+    for _ in 0..count {
+        let tag = *take(&mut p, 1)?.first()?;
+        let klen = take_u32(&mut p)? as usize;
+        let k = take(&mut p, klen)?.to_vec();
+        let v = match tag {
+            1 => {
+                let vlen = take_u32(&mut p)? as usize;
+                Some(take(&mut p, vlen)?.to_vec())
+            }
+            0 => None,
+            _ => return None,
+        };
+        ops.push((k, v));
+    }
+    if !p.is_empty() {
+        return None;
+    }
+    // Logs written before clears carried ops hold `Clear` with count 0.
+    Some(if kind == KIND_CLEAR { Record::Clear(ops) } else { Record::Batch(ops) })
+}
+
+/// Whether the bytes from `at` on are a torn tail: the record there runs
+/// past the end of the file (a write cut short), so nothing valid can
+/// follow it. Anything else that fails is corruption in the middle.
+fn torn_tail(data: &[u8], at: usize) -> bool {
+    let mut rest = data.get(at..).unwrap_or_default();
+    match take_u32(&mut rest) {
+        None => true,
+        Some(len) => rest.len() < 4 + len as usize,
+    }
+}
+
+/// Writes a new log holding `pairs` at `path` (through a temporary file,
+/// fsynced and renamed), so a crash leaves either no log or the whole one.
+pub fn write_new<'a>(path: &Path, pairs: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>) -> StoreResult<()> {
+    let tmp = path.with_extension("rewrite.tmp");
+    write_pairs(&tmp, pairs)?;
+    std::fs::rename(&tmp, path)?;
+    sync_parent(path)
+}
+
+/// Writes `pairs` as batch records into a new file at `path`, fsynced.
+fn write_pairs<'a>(path: &Path, pairs: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>) -> StoreResult<()> {
+    let mut w = std::io::BufWriter::new(File::create(path)?);
+    let mut chunk: Vec<Op> = Vec::new();
+    let mut chunk_bytes = 0usize;
+    for (k, v) in pairs {
+        chunk_bytes += k.len() + v.len();
+        chunk.push((k.clone(), Some(v.clone())));
+        if chunk_bytes > (4 << 20) {
+            w.write_all(&encode(&Record::Batch(std::mem::take(&mut chunk))))?;
+            chunk_bytes = 0;
+        }
+    }
+    if !chunk.is_empty() {
+        w.write_all(&encode(&Record::Batch(chunk)))?;
+    }
+    let f = w.into_inner().map_err(|e| StoreError(format!("I/O error: {e}")))?;
+    f.sync_all()?;
+    Ok(())
+}
+
+fn sync_parent(path: &Path) -> StoreResult<()> {
+    if let Some(dir) = path.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Decodes records from the front of `data`; returns them and the length
@@ -180,9 +228,25 @@ impl Aof {
         if path.exists() {
             File::open(path)?.read_to_end(&mut data)?;
         }
+        // A rewrite that a crash interrupted: its log was never renamed in.
+        let _ = std::fs::remove_file(path.with_extension("rewrite.tmp"));
         let (records, valid) = decode_all(&data);
+        if valid < data.len() && !torn_tail(&data, valid) {
+            return Err(StoreError(format!(
+                "command log {} is corrupt at offset {valid} of {} (a damaged record with more after it); \
+                 refusing to start rather than drop the rest. Move the file aside, or truncate it to \
+                 {valid} bytes to keep only the records before the damage",
+                path.display(),
+                data.len()
+            )));
+        }
         let file = OpenOptions::new().create(true).append(true).read(true).open(path)?;
         if valid < data.len() {
+            eprintln!(
+                "strata-server: command log {}: dropping a torn last record ({} bytes at offset {valid})",
+                path.display(),
+                data.len() - valid
+            );
             file.set_len(valid as u64)?;
             file.sync_all()?;
         }
@@ -222,6 +286,12 @@ impl Aof {
     }
 
     fn sync_file(&self) -> StoreResult<()> {
+        // After a failed fsync the kernel may have dropped the dirty pages
+        // and a retry would succeed without them (fsyncgate): never retry,
+        // so nothing later is reported durable (or shown to readers).
+        if self.failed.load(Ordering::Acquire) {
+            return Err(StoreError("an earlier fsync of the command log failed (restart the server)".into()));
+        }
         let file = self.file.lock().clone();
         file.sync_data().map_err(|e| {
             self.failed.store(true, Ordering::Release);
@@ -267,30 +337,11 @@ impl Aof {
     /// The caller must keep writers out while this runs.
     pub fn rewrite<'a>(&self, pairs: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>) -> StoreResult<()> {
         let tmp = self.path.with_extension("rewrite.tmp");
-        {
-            let mut w = std::io::BufWriter::new(File::create(&tmp)?);
-            let mut chunk: Vec<Op> = Vec::new();
-            let mut chunk_bytes = 0usize;
-            for (k, v) in pairs {
-                chunk_bytes += k.len() + v.len();
-                chunk.push((k.clone(), Some(v.clone())));
-                if chunk_bytes > (4 << 20) {
-                    w.write_all(&encode(&Record::Batch(std::mem::take(&mut chunk))))?;
-                    chunk_bytes = 0;
-                }
-            }
-            if !chunk.is_empty() {
-                w.write_all(&encode(&Record::Batch(chunk)))?;
-            }
-            let f = w.into_inner().map_err(|e| StoreError(format!("I/O error: {e}")))?;
-            f.sync_all()?;
-        }
+        write_pairs(&tmp, pairs)?;
         let mut f = self.file.lock();
         let target = self.group.last_applied();
         std::fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            File::open(dir)?.sync_all()?;
-        }
+        sync_parent(&self.path)?;
         let file = OpenOptions::new().append(true).read(true).open(&self.path)?;
         let size = file.metadata()?.len();
         *f = Arc::new(file);
@@ -308,17 +359,50 @@ mod tests {
     fn round_trip_and_torn_tail() {
         let a = Record::Batch(vec![(b"k".to_vec(), Some(b"v".to_vec())), (b"d".to_vec(), None)]);
         let mut data = encode(&a);
-        data.extend(encode(&Record::Clear));
+        data.extend(encode(&Record::Clear(Vec::new())));
         let full = data.len();
         data.extend(&encode(&a)[..5]);
         let (recs, valid) = decode_all(&data);
-        assert_eq!(recs, vec![a, Record::Clear]);
+        assert_eq!(recs, vec![a, Record::Clear(Vec::new())]);
         assert_eq!(valid, full);
     }
 
     #[test]
+    fn clear_records_carry_their_ops() {
+        let c = Record::Clear(vec![(b"!version".to_vec(), Some(b"1".to_vec())), (b"k".to_vec(), None)]);
+        let (recs, valid) = decode_all(&encode(&c));
+        assert_eq!(valid, encode(&c).len());
+        assert_eq!(recs, vec![c]);
+    }
+
+    /// A damaged record with more records after it is corruption: open
+    /// refuses and leaves the file as it was. A damaged last record is a
+    /// torn tail: it is cut off.
+    #[test]
+    fn corruption_in_the_middle_refuses_to_open_and_a_torn_tail_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let rec = |i: u8| encode(&Record::Batch(vec![(vec![i], Some(vec![i; 10]))]));
+        let mut data: Vec<u8> = (0..5).flat_map(rec).collect();
+        let one = rec(0).len();
+        data[one + 12] ^= 0xff; // a byte inside the second record's payload
+        std::fs::write(&path, &data).unwrap();
+        let err = Aof::open(&path, FsyncPolicy::Always).err().expect("a corrupt middle must not open");
+        assert!(err.to_string().contains(&format!("offset {one}")), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), data, "the file must be left alone");
+
+        let mut data: Vec<u8> = (0..5).flat_map(rec).collect();
+        let full = data.len();
+        data.extend_from_slice(&rec(9)[..7]);
+        std::fs::write(&path, &data).unwrap();
+        let (_, recs) = Aof::open(&path, FsyncPolicy::Always).unwrap();
+        assert_eq!(recs.len(), 5);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), full as u64);
+    }
+
+    #[test]
     fn checksum_mismatch_stops_replay() {
-        let mut data = encode(&Record::Clear);
+        let mut data = encode(&Record::Clear(Vec::new()));
         let last = data.len() - 1;
         data[last] ^= 1;
         assert_eq!(decode_all(&data).1, 0);

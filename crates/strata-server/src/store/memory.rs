@@ -69,16 +69,17 @@ impl MemoryStore {
         let mut aof = None;
         if let Some(policy) = persistence.appendfsync {
             let aof_path = dir.join(AOF_FILE);
-            let existed = aof_path.exists();
-            let (log, records) = Aof::open(&aof_path, policy)?;
-            if existed {
-                for rec in records {
-                    apply(&mut map, rec);
+            if !aof_path.exists() {
+                if let Some(snap) = snapshot::load(&snapshot_path)? {
+                    // Switching from snapshots to a log: the log starts as a
+                    // copy of the snapshot, made whole before it exists (a
+                    // crash meanwhile leaves no log, so the snapshot counts).
+                    super::aof::write_new(&aof_path, snap.iter())?;
                 }
-            } else if let Some(snap) = snapshot::load(&snapshot_path)? {
-                // Switching from snapshots to a log: start the log from the snapshot.
-                map = snap;
-                log.rewrite(map.iter())?;
+            }
+            let (log, records) = Aof::open(&aof_path, policy)?;
+            for rec in records {
+                apply(&mut map, rec);
             }
             aof = Some(log);
         } else if persistence.snapshot_seconds > 0 {
@@ -157,10 +158,16 @@ impl Inner {
     }
 }
 
+/// Applies a record; returns the change in stored bytes (for a clear: the
+/// bytes stored after it).
 fn apply(map: &mut BTreeMap<Vec<u8>, Vec<u8>>, rec: Record) -> i64 {
     let mut delta = 0i64;
     match rec {
-        Record::Clear => map.clear(),
+        Record::Clear(ops) => {
+            // From empty: the change is the new total.
+            map.clear();
+            return apply(map, Record::Batch(ops));
+        }
         Record::Batch(ops) => {
             for (k, v) in ops {
                 match v {
@@ -237,18 +244,22 @@ impl Backend for MemoryStore {
         Pending(self.inner.aof.as_ref().map(|a| a.last_ticket()))
     }
 
-    fn clear(&self, _durable: bool) -> StoreResult<Pending> {
+    fn clear(&self, _keep: &[u8], then: Vec<Op>, _durable: bool) -> StoreResult<Pending> {
+        // One record and one map lock: readers and a replay see the old
+        // keyspace or the new one, never the empty one in between.
+        let n = then.len() as u64 + 1;
         let ticket = {
             let mut map = self.inner.map.write();
+            let rec = Record::Clear(then);
             let ticket = match &self.inner.aof {
-                Some(aof) => Some(aof.append(&Record::Clear)?),
+                Some(aof) => Some(aof.append(&rec)?),
                 None => None,
             };
-            map.clear();
-            self.inner.bytes.store(0, Ordering::Relaxed);
+            let bytes = apply(&mut map, rec);
+            self.inner.bytes.store(bytes.max(0) as u64, Ordering::Relaxed);
             ticket
         };
-        self.inner.dirty.fetch_add(1, Ordering::AcqRel);
+        self.inner.dirty.fetch_add(n, Ordering::AcqRel);
         Ok(Pending(ticket))
     }
 

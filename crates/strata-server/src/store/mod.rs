@@ -78,16 +78,28 @@ pub trait Backend: Send + Sync {
     /// makes everything a reply could reveal durable.
     fn last_ticket(&self) -> Pending;
 
-    /// Removes every key. The default deletes in chunks through `write`.
-    fn clear(&self, durable: bool) -> StoreResult<Pending> {
+    /// Removes every key but `keep`, then applies `then` (which may write
+    /// `keep` too). Atomic where the store can make it so (the memory
+    /// store); the default deletes in chunks through `write`, so a crash
+    /// may leave part of the old keys, but never removes `keep` (the
+    /// keyspace version, without which the data would not load).
+    fn clear(&self, keep: &[u8], then: Vec<Op>, durable: bool) -> StoreResult<Pending> {
         let mut last = Pending::default();
+        let mut from = Vec::new();
         loop {
-            let chunk = self.scan(&[], None, 1024)?;
-            if chunk.is_empty() {
-                return Ok(last);
+            let chunk = self.scan(&from, None, 1024)?;
+            let Some((k, _)) = chunk.last() else { break };
+            from = k.clone();
+            from.push(0);
+            let dels: Vec<Op> = chunk.into_iter().filter(|(k, _)| k != keep).map(|(k, _)| (k, None)).collect();
+            if !dels.is_empty() {
+                last = self.write(dels, durable)?;
             }
-            last = self.write(chunk.into_iter().map(|(k, _)| (k, None)).collect(), durable)?;
         }
+        if !then.is_empty() {
+            last = self.write(then, durable)?;
+        }
+        Ok(last)
     }
 
     /// Writes a point-in-time copy now (SAVE/BGSAVE); engine: flushes.
