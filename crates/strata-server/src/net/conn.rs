@@ -4,12 +4,13 @@
 //! every reply of the pass with as few `write` calls as possible.
 //! Malformed protocol closes only this connection.
 
+use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use mio::net::TcpStream;
 
 use crate::cmd::{execute_batch, Session, Shared};
@@ -24,7 +25,16 @@ const MAX_READ_PER_PASS: usize = 1 << 20;
 
 /// Unsent output above which a connection's requests wait (a client that
 /// does not read its replies cannot make the server buffer without end).
+/// Checked between chunks of [`CHUNK`] requests, so one pass can overshoot
+/// it by at most one chunk's replies.
 const OUTPUT_PAUSE: usize = 8 << 20;
+
+/// Requests run between two checks of the output size.
+const CHUNK: usize = 32;
+
+/// Written bytes at the front of the output buffer that are dropped (the
+/// buffer compacted) although more output is still waiting.
+const COMPACT_SENT: usize = 1 << 20;
 
 /// Counts a connection in `connected_clients` until it is dropped.
 pub struct ClientGuard(pub Arc<Shared>);
@@ -40,6 +50,9 @@ pub(crate) struct Conn {
     pub(crate) stream: TcpStream,
     /// Bytes read and not yet parsed.
     rbuf: BytesMut,
+    /// Requests parsed but not yet run (the output grew past the pause
+    /// mark in the middle of a pass).
+    queued: VecDeque<Vec<Bytes>>,
     /// Encoded replies not yet written; `out[..sent]` is written.
     out: Vec<u8>,
     sent: usize,
@@ -82,6 +95,7 @@ impl Conn {
         Conn {
             stream,
             rbuf: BytesMut::new(),
+            queued: VecDeque::new(),
             out: Vec::new(),
             sent: 0,
             sess: Session::new(shared, addr),
@@ -150,35 +164,40 @@ impl Conn {
         if self.closing || self.paused() {
             return Leftover::Idle;
         }
-        if self.readable && !self.eof && !shared.is_shutting_down() {
-            self.fill(scratch);
-        }
         let limits = shared.config.limits;
-        let mut reqs = Vec::new();
-        let mut protocol_error = None;
-        while reqs.len() < MAX_BATCH {
-            match parse_request(&mut self.rbuf, &limits) {
-                Ok(Some(r)) => reqs.push(r),
-                Ok(None) => break,
-                Err(e) => {
-                    protocol_error = Some(e);
-                    break;
-                }
-            }
+        let mut protocol_error = self.parse_into_queue(&limits);
+        // Read only when every complete request already read is parsed (the
+        // buffer holds at most one partial request): a deep pipeline then
+        // waits in the kernel, TCP pushing back on the client, instead of
+        // piling up here past the query buffer limit.
+        let room = self.queued.len() < MAX_BATCH && protocol_error.is_none();
+        if room && self.readable && !self.eof && !shared.is_shutting_down() {
+            self.fill(scratch);
+            protocol_error = self.parse_into_queue(&limits);
         }
-        let more_requests = reqs.len() == MAX_BATCH;
-        if !reqs.is_empty() {
+        let mut ran = 0;
+        while !self.queued.is_empty() && ran < MAX_BATCH && !self.paused() {
             if !self.in_pass {
                 self.in_pass = true;
                 self.pass_start = self.out.len();
                 self.pass_replies = 0;
             }
-            let done = execute_batch(shared, &mut self.sess, reqs, &mut self.out);
+            let n = CHUNK.min(self.queued.len());
+            let chunk: Vec<Vec<Bytes>> = self.queued.drain(..n).collect();
+            ran += n;
+            let done = execute_batch(shared, &mut self.sess, chunk, &mut self.out);
             self.pass_replies += done.replies;
             if !done.keep_open {
                 self.closing = true;
                 return Leftover::Idle;
             }
+        }
+        // Requests may wait: queued, or still unparsed in the read buffer
+        // when this pass ran its full share.
+        let more_requests = !self.queued.is_empty() || ran >= MAX_BATCH;
+        if more_requests && self.paused() {
+            // Resumed by the event loop once the output drains.
+            return Leftover::Idle;
         }
         if let Some(e) = protocol_error {
             Reply::err(format!("ERR {}", e.0)).encode(2, &mut self.out);
@@ -200,6 +219,19 @@ impl Conn {
         } else {
             Leftover::Idle
         }
+    }
+
+    /// Moves complete requests from the read buffer to the queue, up to
+    /// [`MAX_BATCH`] queued; returns a protocol error if one is found.
+    fn parse_into_queue(&mut self, limits: &crate::resp::Limits) -> Option<crate::resp::ProtocolError> {
+        while self.queued.len() < MAX_BATCH {
+            match parse_request(&mut self.rbuf, limits) {
+                Ok(Some(r)) => self.queued.push_back(r),
+                Ok(None) => return None,
+                Err(e) => return Some(e),
+            }
+        }
+        None
     }
 
     /// The pass's shared sync failed: every reply of the pass becomes this
@@ -229,8 +261,15 @@ impl Conn {
                     self.broken = true;
                     return;
                 }
-                Ok(n) => self.sent += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Ok(n) => {
+                    self.sent += n;
+                    // A client that reads its replies is active (idle timeout).
+                    self.last_active = Instant::now();
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.compact();
+                    return;
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(_) => {
                     self.broken = true;
@@ -255,6 +294,17 @@ impl Conn {
 
     /// Whether complete requests may wait in the buffer (shutdown drain).
     pub(crate) fn has_input(&self) -> bool {
-        !self.rbuf.is_empty() && !self.closing
+        (!self.rbuf.is_empty() || !self.queued.is_empty()) && !self.closing
+    }
+
+    /// Drops the written front of the output while more waits, so a slow
+    /// reader costs memory for what is unsent, not for all ever sent.
+    fn compact(&mut self) {
+        if self.sent < COMPACT_SENT || self.sent * 2 < self.out.len() {
+            return;
+        }
+        self.out.drain(..self.sent);
+        self.pass_start = self.pass_start.saturating_sub(self.sent);
+        self.sent = 0;
     }
 }

@@ -230,7 +230,9 @@ impl EventLoop {
             .conns
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| c.as_ref().filter(|c| c.last_active.elapsed() >= limit && c.unsent() == 0).map(|_| i))
+            // Reading replies counts as activity: a client that neither
+            // sends nor reads is closed even with output pending, as Redis does.
+            .filter_map(|(i, c)| c.as_ref().filter(|c| c.last_active.elapsed() >= limit).map(|_| i))
             .collect();
         for idx in idle {
             self.close(idx);

@@ -109,6 +109,28 @@ def test_idle_timeout_closes(secured):
     s.close()
 
 
+def test_idle_timeout_closes_a_client_that_stopped_reading(secured):
+    # Pending replies do not keep a client alive: one that neither sends
+    # nor reads is closed after --timeout too (Redis counts writes that
+    # make progress as activity, and so does this server).
+    c = secured.client(password="s3cret")
+    c.set("tbig", b"v" * (1 << 20))
+    c.close()
+    s = raw(secured.port)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"AUTH s3cret\r\n" + b"GET tbig\r\n" * 64)
+    time.sleep(6)  # --timeout 2, checked each second
+    s.settimeout(30)
+    got = b""
+    while True:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        got += chunk
+    assert len(got) < 64 << 20  # closed before all 64 MiB of replies were sent
+    s.close()
+
+
 def test_bulk_length_limit():
     srv = Server("--proto-max-bulk-len", "1mb").start()
     try:

@@ -179,3 +179,45 @@ def test_ten_thousand_connections_opened_and_dropped(srv, watcher):
             break
         time.sleep(0.1)
     assert watcher.info("clients")["connected_clients"] <= 5
+
+
+def test_a_client_that_does_not_read_cannot_grow_the_server_without_end(srv, watcher):
+    # 1024 pipelined GETs of a 256 KiB value from a client that never reads:
+    # the server stops running its requests once about 8 MiB of replies wait,
+    # instead of building all 256 MiB of them, and others are still served.
+    watcher.set("big", b"v" * (256 << 10))
+    before = rss_kib(srv.proc.pid)
+    s = connect(srv.port)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n" * 1024)
+    time.sleep(1.0)
+    t = time.monotonic()
+    assert watcher.ping()
+    assert time.monotonic() - t < 2.0
+    grown = rss_kib(srv.proc.pid) - before
+    s.close()
+    assert grown < 64 * 1024, f"server RSS grew by {grown} KiB"
+
+
+def test_a_deep_pipeline_is_read_as_it_is_served(srv):
+    # 300,000 pipelined INCRs (about 8 MB) sent while the replies are read:
+    # the server reads more only when it has run what it holds, so its read
+    # buffer stays small, and every reply arrives in order.
+    n = 300_000
+    s = connect(srv.port)
+    req = b"*2\r\n$4\r\nINCR\r\n$4\r\ndeep\r\n" * n
+    import threading
+    sender = threading.Thread(target=s.sendall, args=(req,))
+    before = rss_kib(srv.proc.pid)
+    sender.start()
+    got = b""
+    peak = 0
+    while got.count(b"\r\n") < n:
+        chunk = s.recv(1 << 16)
+        assert chunk, "connection closed"
+        got += chunk
+        peak = max(peak, rss_kib(srv.proc.pid) - before)
+    sender.join()
+    s.close()
+    assert got.endswith(b":%d\r\n" % n)
+    assert peak < 64 * 1024, f"server RSS grew by {peak} KiB"
