@@ -248,8 +248,13 @@ impl Db {
         if key.len() > MAX_KEY_LEN {
             return Err(Error::InvalidArgument(format!("key of {} bytes exceeds the limit", key.len())));
         }
-        let seq = ro.snapshot.unwrap_or_else(|| self.inner.pipeline.visible());
-        self.inner.get_at(key, seq)
+        match ro.snapshot {
+            Some(seq) => self.inner.get_at(key, seq),
+            None => {
+                let (sv, seq) = self.inner.view_now();
+                self.inner.get_in(&sv, key, seq)
+            }
+        }
     }
 
     /// Hints that `keys` are about to be read: asks the CPU for the first
@@ -268,10 +273,11 @@ impl Db {
         }
     }
 
-    /// Values of several keys, read at one consistent point.
+    /// Values of several keys, read at one consistent point (one view:
+    /// its versions up to the read point are a prefix of the write order).
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
-        let seq = self.inner.pipeline.visible();
-        keys.iter().map(|k| self.inner.get_at(k.as_ref(), seq)).collect()
+        let (sv, seq) = self.inner.view_now();
+        keys.iter().map(|k| self.inner.get_in(&sv, k.as_ref(), seq)).collect()
     }
 
     /// A consistent read view at the current point; released when dropped.
@@ -371,9 +377,24 @@ impl DbInner {
         self.state_cv.notify_all();
     }
 
+    /// The value of `key` at `seq`, which a registered snapshot protects.
     pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
-        self.counters.gets.fetch_add(1, Ordering::Relaxed);
+        self.get_in(&self.sv.load(), key, seq)
+    }
+
+    /// The readers' view and a read point for reading now. The view is
+    /// taken first: it holds every write visible at that moment, with every
+    /// version it read (a flush that drops versions older than the newest
+    /// visible one builds a new view). Taking the point first would let a
+    /// flush in between drop the version the point needs.
+    pub(crate) fn view_now(&self) -> (arc_swap::Guard<Arc<SuperVersion>>, SeqNo) {
         let sv = self.sv.load();
+        (sv, self.pipeline.visible())
+    }
+
+    /// The value of `key` at `seq` in the view `sv`.
+    pub(crate) fn get_in(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
+        self.counters.gets.fetch_add(1, Ordering::Relaxed);
         let hash = key_hash(key);
         for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             match m.get(key, hash, seq)? {
@@ -476,5 +497,29 @@ impl DbInner {
             n += self.tables.get(f.number)?.verify()?;
         }
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Db, L0Kind, Options};
+
+    /// The view a read takes first still serves its read point after a
+    /// flush drops that version from the newer view (the flush keeps only
+    /// the newest version visible to everyone): what `get` and `multi_get`
+    /// rely on. Reading through the view loaded after the flush loses it.
+    #[test]
+    fn a_view_taken_before_a_flush_keeps_the_version_its_read_point_needs() {
+        for l0 in [L0Kind::Matrix, L0Kind::Sstable] {
+            let dir = tempfile::tempdir().unwrap();
+            let db = Db::open(dir.path(), Options { l0, ..Options::for_tests() }).unwrap();
+            db.put(b"k", b"v1").unwrap();
+            let (sv, seq) = db.inner.view_now();
+            db.put(b"k", b"v2").unwrap();
+            db.flush().unwrap();
+            assert_eq!(db.inner.get_in(&sv, b"k", seq).unwrap().as_deref(), Some(&b"v1"[..]), "{l0:?}");
+            // The newer view no longer holds v1: this is the read the old order made.
+            assert_eq!(db.inner.get_at(b"k", seq).unwrap(), None, "{l0:?}");
+        }
     }
 }
