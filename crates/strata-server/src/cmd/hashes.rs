@@ -142,13 +142,19 @@ pub(crate) fn hincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         }
     };
     let new = base.checked_add(by).ok_or_else(|| CmdError::Msg("ERR increment or decrement would overflow".into()))?;
-    ctx.txn.put(fk, new.to_string().into_bytes());
-    if cur.is_none() {
+    store_field(ctx, key, old, fk, cur.is_none(), new.to_string().into_bytes());
+    Ok(Reply::Int(new))
+}
+
+/// Stores a field's new value; a new field also raises the hash's count
+/// (creating the hash if `old` is none).
+fn store_field(ctx: &mut Ctx<'_>, key: &[u8], old: Option<Meta>, field_key: Vec<u8>, is_new: bool, value: Vec<u8>) {
+    ctx.txn.put(field_key, value);
+    if is_new {
         let count = old.as_ref().map(Meta::count).unwrap_or(0) + 1;
         let meta = old.clone().unwrap_or_else(|| Meta::collection(KeyType::Hash, 0, 0));
         ctx.txn.put_count(key, old.as_ref(), meta, count);
     }
-    Ok(Reply::Int(new))
 }
 
 pub(crate) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -166,12 +172,7 @@ pub(crate) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if !new.is_finite() {
         return Err(CmdError::Msg("ERR increment would produce NaN or Infinity".into()));
     }
-    let text = format!("{new}").into_bytes();
-    ctx.txn.put(fk, text.clone());
-    if cur.is_none() {
-        let count = old.as_ref().map(Meta::count).unwrap_or(0) + 1;
-        let meta = old.clone().unwrap_or_else(|| Meta::collection(KeyType::Hash, 0, 0));
-        ctx.txn.put_count(key, old.as_ref(), meta, count);
-    }
+    let text = super::strings::float_reply(new);
+    store_field(ctx, key, old, fk, cur.is_none(), text.clone());
     Ok(Reply::bulk_vec(text))
 }

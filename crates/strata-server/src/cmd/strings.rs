@@ -48,6 +48,17 @@ fn expire_at(ctx: &Ctx<'_>, n: i64, unit: i64, absolute: bool, name: &str) -> Re
     Ok(at as u64)
 }
 
+/// The expiry time given by SET's or GETEX's `EX|PX|EXAT|PXAT n` option.
+fn option_expire_at(ctx: &Ctx<'_>, option: &str, n: &[u8], name: &str) -> Result<u64, CmdError> {
+    let (unit, absolute) = match option {
+        "ex" => (1000, false),
+        "px" => (1, false),
+        "exat" => (1000, true),
+        _ => (1, true),
+    };
+    expire_at(ctx, int_arg(n)?, unit, absolute, name)
+}
+
 /// The core of SET and its variants; `None` when NX/XX prevented it.
 fn set_value(
     ctx: &mut Ctx<'_>,
@@ -100,13 +111,7 @@ pub(crate) fn set(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
                 ttl = Ttl::Keep;
             } else {
                 let Some(n) = next else { return Err(CmdError::Syntax) };
-                let (unit, absolute) = match opt {
-                    "ex" => (1000, false),
-                    "px" => (1, false),
-                    "exat" => (1000, true),
-                    _ => (1, true),
-                };
-                ttl = Ttl::At(expire_at(ctx, int_arg(n)?, unit, absolute, "set")?);
+                ttl = Ttl::At(option_expire_at(ctx, opt, n, "set")?);
                 i += 1;
             }
         } else {
@@ -256,7 +261,7 @@ pub(crate) fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 const MAX_STRING: u64 = (256 << 20) - 64;
 
 /// A float increment's result as Redis prints it: plain digits, no exponent.
-fn float_reply(v: f64) -> Vec<u8> {
+pub(crate) fn float_reply(v: f64) -> Vec<u8> {
     format!("{v}").into_bytes()
 }
 
@@ -293,13 +298,7 @@ pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             set = Some(0);
         } else {
             let Some(n) = args.get(i + 1) else { return Err(CmdError::Syntax) };
-            let (unit, absolute) = match o {
-                "ex" => (1000, false),
-                "px" => (1, false),
-                "exat" => (1000, true),
-                _ => (1, true),
-            };
-            set = Some(expire_at(ctx, int_arg(n)?, unit, absolute, "getex")?);
+            set = Some(option_expire_at(ctx, o, n, "getex")?);
             i += 1;
         }
         i += 1;
