@@ -284,7 +284,8 @@ mod tests {
         let mut v = Version::empty();
         v.levels[1] = vec![file(1, "a", "b", 600), file(2, "c", "d", 600), file(3, "e", "f", 300)];
         // File 1 overlaps 900 bytes (1.5x), file 2 300 (0.5x), file 3 300 (1.0x).
-        v.levels[2] = vec![file(4, "a", "a", 400), file(5, "b", "b", 500), file(6, "c", "c", 300), file(7, "e", "e", 300)];
+        v.levels[2] =
+            vec![file(4, "a", "a", 400), file(5, "b", "b", 500), file(6, "c", "c", 300), file(7, "e", "e", 300)];
         let t = pick(&v, &policy(), &HashSet::new(), &[]).unwrap();
         assert_eq!(t.inputs[0].number, 2);
         assert_eq!(t.next_inputs.iter().map(|f| f.number).collect::<Vec<_>>(), vec![6]);
