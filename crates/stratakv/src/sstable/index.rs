@@ -46,7 +46,13 @@ pub struct BinaryIndex {
     common: Vec<u8>,
     /// Per separator, the 8 user-key bytes after `common` (zero-padded), big-endian.
     prefixes: Vec<u64>,
+    /// Every `SAMPLE`th entry of `prefixes`: small enough to stay in the CPU
+    /// cache, it cuts the search of `prefixes` to one window of `SAMPLE`.
+    sampled: Vec<u64>,
 }
+
+/// Distance between the entries of `BinaryIndex::sampled`.
+const SAMPLE: usize = 64;
 
 /// The 8 bytes of `ukey` after its first `skip`, zero-padded, as a number
 /// that orders like the bytes: if `a < b` then `prefix8(a) <= prefix8(b)`.
@@ -81,6 +87,7 @@ impl BinaryIndex {
             handles: Vec::new(),
             common: Vec::new(),
             prefixes: Vec::new(),
+            sampled: Vec::new(),
         };
         it.seek_to_first()?;
         let mut prev: Option<Vec<u8>> = None;
@@ -109,6 +116,18 @@ impl BinaryIndex {
         let common = first.iter().zip(&last).take_while(|(a, b)| a == b).count();
         self.common = first.get(..common).unwrap_or(&[]).to_vec();
         self.prefixes = (0..n).map(|i| prefix8(user_key(self.key(i)), common)).collect();
+        self.sampled = self.prefixes.iter().step_by(SAMPLE).copied().collect();
+    }
+
+    /// The first entry of `prefixes` for which `below` is false (`below`
+    /// must be true for a prefix of the array, then false).
+    fn prefix_bound(&self, below: impl Fn(u64) -> bool) -> usize {
+        // Sampled entry j is prefixes[j * SAMPLE]: the answer lies after the
+        // last sampled entry that is below and at or before the first that is not.
+        let j = self.sampled.partition_point(|&x| below(x));
+        let lo = if j == 0 { 0 } else { (j - 1) * SAMPLE + 1 };
+        let hi = (j * SAMPLE).min(self.prefixes.len());
+        lo + self.prefixes.get(lo..hi).unwrap_or(&[]).partition_point(|&x| below(x))
     }
 
     fn key(&self, i: usize) -> &[u8] {
@@ -140,7 +159,7 @@ impl TableIndex for BinaryIndex {
                 // Separators whose prefix is below the key's are below the
                 // key, those whose prefix is above it are above it.
                 let p = prefix8(ukey, self.common.len());
-                (self.prefixes.partition_point(|&x| x < p), self.prefixes.partition_point(|&x| x <= p))
+                (self.prefix_bound(|x| x < p), self.prefix_bound(|x| x <= p))
             }
             // The key does not start with the common prefix: it is below
             // every separator or above every one.
@@ -159,7 +178,7 @@ impl TableIndex for BinaryIndex {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.keys.len() + self.ends.len() * 4 + self.handles.len() * 16 + self.prefixes.len() * 8
+        self.keys.len() + self.ends.len() * 4 + self.handles.len() * 16 + (self.prefixes.len() + self.sampled.len()) * 8
     }
 }
 
@@ -189,7 +208,7 @@ mod tests {
         #[test]
         fn prefix_search_matches_a_plain_search(
             head in prop::sample::select(vec![b"".to_vec(), b"user".to_vec(), b"0000000000".to_vec()]),
-            tails in prop::collection::vec(prop::collection::vec(prop::sample::select(vec![0u8, 1, b'a', b'b', 0xff]), 0..12), 1..60),
+            tails in prop::collection::vec(prop::collection::vec(prop::sample::select(vec![0u8, 1, b'a', b'b', 0xff]), 0..12), 1..400),
             probes in prop::collection::vec((prop::collection::vec(prop::sample::select(vec![0u8, 1, b'a', b'b', b'u', b'0', 0xff]), 0..16), 0u64..10), 1..40),
         ) {
             let ukeys: Vec<Vec<u8>> = tails.iter().map(|t| [head.as_slice(), t].concat()).collect();
