@@ -76,6 +76,11 @@ pub trait Engine: Send + Sync {
     fn flush(&self) -> Result<()>;
     /// Compacts the whole key space.
     fn compact(&self) -> Result<()>;
+    /// Blocks until no compaction is running or due, where the engine can
+    /// tell; the caller also waits for its counters to settle.
+    fn wait_for_compactions(&self) -> Result<()> {
+        Ok(())
+    }
     /// Counters since open.
     fn stats(&self) -> EngineStats;
     /// The engine's own human-readable statistics.
@@ -220,6 +225,10 @@ impl Engine for StrataEngine {
 
     fn compact(&self) -> Result<()> {
         Ok(self.db.compact_range(..)?)
+    }
+
+    fn wait_for_compactions(&self) -> Result<()> {
+        Ok(self.db.wait_for_compactions()?)
     }
 
     fn stats(&self) -> EngineStats {

@@ -248,6 +248,9 @@ impl Runner {
     fn wait_for_compaction(&mut self) -> Result<()> {
         let e = self.engine()?;
         e.flush()?;
+        // A long merge changes no counter until it ends: ask the engine
+        // first, then wait for the counters to settle as db_bench does.
+        e.wait_for_compactions()?;
         let key = |s: &EngineStats| (s.flushes, s.compactions, s.levels.clone());
         let deadline = Instant::now() + Duration::from_secs(600);
         let mut last = key(&e.stats());

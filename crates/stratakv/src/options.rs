@@ -122,6 +122,15 @@ pub struct Options {
     pub column_bytes: u64,
     /// Rows per segment (one bloom filter per segment). Default: 8.
     pub rows_per_segment: usize,
+    /// Sorted runs gathered between the matrix and L1 before they are
+    /// merged into L1 together. Each column-compaction round writes its
+    /// columns as one new run instead of merging them with the L1 tables
+    /// they overlap, so L1 is rewritten once per `max_runs` rounds rather
+    /// than once per round (less write amplification; a point lookup checks
+    /// up to `max_runs` more tables, each behind a bloom filter). 0 or 1 =
+    /// no runs: columns merge straight into L1 (MatrixKV's column compaction).
+    /// Default: 4.
+    pub max_runs: usize,
     /// Threads that merge one column compaction in parallel (each takes a
     /// key range of it). Default: 2.
     pub column_threads: usize,
@@ -177,6 +186,7 @@ impl Default for Options {
             matrix_bytes: 0,
             column_bytes: 0,
             rows_per_segment: 8,
+            max_runs: 4,
             column_threads: 2,
             max_receiver_rows: 0,
             matrix_hash_index: true,
@@ -234,6 +244,11 @@ impl Options {
         } else {
             (self.matrix_limit() / 16).max(self.target_file_size)
         }
+    }
+
+    /// Whether column compaction writes sorted runs (see [`Options::max_runs`]).
+    pub(crate) fn tiered(&self) -> bool {
+        self.l0 == L0Kind::Matrix && self.max_runs > 1
     }
 
     /// Receiver rows that trigger a row merge.

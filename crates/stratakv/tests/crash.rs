@@ -37,11 +37,19 @@ fn op(i: u64) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         .collect()
 }
 
-fn opts(l0: L0Kind) -> Options {
+fn opts(l0: L0Kind, max_runs: usize) -> Options {
     let mut o = Options::for_tests();
     o.l0 = l0;
     o.write_buffer_size = 32 << 10;
+    o.max_runs = max_runs;
     o
+}
+
+/// The matrix profile's sorted runs change from round to round: none
+/// (columns merge into L1), a few, and back, so crashes land in run
+/// merges and in the switch between the two.
+fn max_runs_of_round(round: u64) -> usize {
+    [1, 2, 4][(round % 3) as usize]
 }
 
 fn l0_from_env() -> L0Kind {
@@ -57,7 +65,8 @@ fn l0_from_env() -> L0Kind {
 fn crash_child() {
     let Ok(dir) = std::env::var("STRATA_CRASH_DIR") else { return };
     let from: u64 = std::env::var("STRATA_CRASH_FROM").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let db = Db::open(&dir, opts(l0_from_env())).unwrap();
+    let runs = std::env::var("STRATA_CRASH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
+    let db = Db::open(&dir, opts(l0_from_env(), runs)).unwrap();
     println!("open");
     let wo = WriteOptions { sync: true };
     for i in from.. {
@@ -98,6 +107,7 @@ fn run_rounds(l0: L0Kind) {
             .env("STRATA_CRASH_DIR", dir.path())
             .env("STRATA_CRASH_FROM", next_op.to_string())
             .env("STRATA_CRASH_L0", l0.name())
+            .env("STRATA_CRASH_RUNS", max_runs_of_round(round).to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -133,7 +143,7 @@ fn run_rounds(l0: L0Kind) {
         }
         // The op after the last ack may or may not have been applied, but
         // only whole.
-        let db = match Db::open(dir.path(), opts(l0)) {
+        let db = match Db::open(dir.path(), opts(l0, max_runs_of_round(round + 1))) {
             Ok(db) => db,
             Err(e) => panic!("round {round}: reopen after SIGKILL failed: {e}"),
         };

@@ -73,7 +73,13 @@ fn options(rng: &mut StdRng, l0: L0Kind) -> Options {
     o.l0_compaction_trigger = rng.gen_range(2..5);
     o.matrix_hash_index = rng.gen_bool(0.5);
     o.prefix_extractor = prefix_extractor(rng);
+    o.max_runs = max_runs(rng);
     o
+}
+
+/// Sorted runs before L1: none (columns merge into L1) or a few.
+fn max_runs(rng: &mut StdRng) -> usize {
+    [1, 2, 3][rng.gen_range(0..3)]
 }
 
 /// Prefix groups of 100 keys (`k0001`), or none.
@@ -89,6 +95,17 @@ struct Stats {
     iterations: u64,
     /// Matrix rows that prefix filters let iterators skip.
     prefix_skipped_rows: u64,
+    /// Column compactions and merges of runs into L1.
+    columns: u64,
+    run_merges: u64,
+}
+
+impl Stats {
+    fn absorb(&mut self, s: &stratakv::Stats) {
+        self.prefix_skipped_rows += s.prefix_skipped_rows;
+        self.columns += s.columns;
+        self.run_merges += s.run_merges;
+    }
 }
 
 fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
@@ -98,7 +115,6 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
     let space = [50u32, 500, 5000][rng.gen_range(0..3)];
     let mut db = Db::open(dir.path(), opts.clone()).unwrap();
     let mut model = Model::new();
-    let mut prefix_skips = 0;
     let mut snaps: Vec<(stratakv::Snapshot, Model)> = Vec::new();
     for op in 0..ops {
         let ctx = || format!("seed {seed} op {op}");
@@ -200,7 +216,7 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
             }
             _ => {
                 stats.reopens += 1;
-                prefix_skips += db.stats().prefix_skipped_rows;
+                stats.absorb(&db.stats());
                 snaps.clear();
                 if rng.gen_bool(0.5) {
                     db.close().unwrap();
@@ -215,13 +231,18 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                 if rng.gen_bool(0.3) {
                     opts.prefix_extractor = prefix_extractor(&mut rng);
                 }
+                // So may the number of runs: runs left by a bigger setting
+                // are merged into L1 before columns go there directly.
+                if rng.gen_bool(0.3) {
+                    opts.max_runs = max_runs(&mut rng);
+                }
                 db = Db::open(dir.path(), opts.clone()).unwrap();
             }
         }
         stats.ops += 1;
     }
     snaps.clear();
-    stats.prefix_skipped_rows += prefix_skips + db.stats().prefix_skipped_rows;
+    stats.absorb(&db.stats());
     // Final full comparison after a reopen.
     db.close().unwrap();
     let db = Db::open(dir.path(), opts).unwrap();
@@ -234,7 +255,16 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
 fn run(l0: L0Kind, base_seed: u64) {
     let cases = env("STRATA_MODEL_CASES", 12);
     let ops = env("STRATA_MODEL_OPS", 3000);
-    let mut stats = Stats { ops: 0, reopens: 0, flushes: 0, compactions: 0, iterations: 0, prefix_skipped_rows: 0 };
+    let mut stats = Stats {
+        ops: 0,
+        reopens: 0,
+        flushes: 0,
+        compactions: 0,
+        iterations: 0,
+        prefix_skipped_rows: 0,
+        columns: 0,
+        run_merges: 0,
+    };
     let seeds: Vec<u64> = match std::env::var("STRATA_MODEL_SEED").ok().and_then(|s| s.parse().ok()) {
         Some(s) => vec![s],
         None => (0..cases).map(|i| base_seed + i).collect(),
@@ -243,7 +273,8 @@ fn run(l0: L0Kind, base_seed: u64) {
         run_case(*seed, ops, l0, &mut stats);
     }
     println!(
-        "model[{}]: cases={} ops={} reopens={} flushes={} compactions={} range_scans={} prefix_skipped_rows={} mismatches=0",
+        "model[{}]: cases={} ops={} reopens={} flushes={} compactions={} range_scans={} prefix_skipped_rows={} \
+         columns={} run_merges={} mismatches=0",
         l0.name(),
         seeds.len(),
         stats.ops,
@@ -251,11 +282,14 @@ fn run(l0: L0Kind, base_seed: u64) {
         stats.flushes,
         stats.compactions,
         stats.iterations,
-        stats.prefix_skipped_rows
+        stats.prefix_skipped_rows,
+        stats.columns,
+        stats.run_merges
     );
-    // The prefix filters must have been exercised, not only agreed with.
+    // The prefix filters and the runs must have been exercised, not only agreed with.
     if l0 == L0Kind::Matrix && seeds.len() > 1 {
         assert!(stats.prefix_skipped_rows > 0, "no matrix row was ever skipped by a prefix filter");
+        assert!(stats.run_merges > 0, "no run was ever merged into L1");
     }
 }
 

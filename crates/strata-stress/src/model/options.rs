@@ -39,6 +39,7 @@ pub fn random_options(rng: &mut StdRng, l0: L0Kind, shm: Option<&Path>) -> (Opti
     o.l0_slowdown_writes_trigger = o.l0_compaction_trigger.max(8);
     o.l0_stop_writes_trigger = o.l0_slowdown_writes_trigger.max(12);
     o.background_compactions = rng.gen_range(1..3);
+    o.max_runs = rng.gen_range(1..4);
     // Without background compaction nothing drains L0 or the matrix, and
     // writers would wait at the stop triggers for ever (by design): only
     // with the SSTable L0 and triggers out of reach; compact_range still runs.
@@ -52,7 +53,8 @@ pub fn random_options(rng: &mut StdRng, l0: L0Kind, shm: Option<&Path>) -> (Opti
         o.pm_dir = shm.map(|p| p.to_path_buf());
     }
     let name = format!(
-        "l0={} {} wbs={} tfs={} compression={:?} bloom={} restart={} block={} cache={} bg={} auto_compaction={} pm={}",
+        "l0={} {} wbs={} tfs={} compression={:?} bloom={} restart={} block={} cache={} bg={} runs={} auto_compaction={} \
+         pm={}",
         l0.name(),
         if tiny { "tiny" } else { "small" },
         o.write_buffer_size,
@@ -63,6 +65,7 @@ pub fn random_options(rng: &mut StdRng, l0: L0Kind, shm: Option<&Path>) -> (Opti
         o.block_size,
         o.block_cache_bytes,
         o.background_compactions,
+        o.max_runs,
         !o.disable_auto_compaction,
         if on_shm { "shm" } else { "file" }
     );

@@ -2,8 +2,10 @@
 //! merge itself ([`build_tables`]), shared by flushes and compactions.
 
 pub mod picker;
+pub mod runs;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -82,6 +84,9 @@ pub struct BuildCtx<'a> {
     pub target_file_size: u64,
     /// Hands out file numbers.
     pub next_number: &'a dyn Fn() -> u64,
+    /// Set when the database shuts down: a merge stops early (its tables
+    /// are removed) instead of holding up the close.
+    pub stop: Option<&'a AtomicBool>,
 }
 
 /// Writes the entries of `iter` that `dropper` keeps into tables of about
@@ -118,8 +123,13 @@ fn build_tables_inner(
     let mut gp_index = 0usize;
     let mut gp_overlap = 0u64;
     let gp_limit = ctx.target_file_size.saturating_mul(10);
+    let mut seen = 0u32;
     iter.seek_to_first()?;
     while iter.valid() {
+        seen = seen.wrapping_add(1);
+        if seen.is_multiple_of(4096) && ctx.stop.is_some_and(|s| s.load(Ordering::Acquire)) {
+            return Err(Error::Closed);
+        }
         let key = iter.key();
         if !dropper.keep(key) {
             iter.next()?;

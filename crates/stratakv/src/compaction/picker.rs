@@ -224,12 +224,11 @@ fn finish(v: &Version, policy: &LevelPolicy, t: &mut CompactionTask) {
 }
 
 /// Whether `ukey` might exist in a level deeper than `level` (so a tombstone
-/// for it must be kept).
+/// for it must be kept). The runs sit between L0 and L1: below level 0.
 pub fn key_may_exist_below(v: &Version, level: usize, ukey: &[u8]) -> bool {
-    v.levels
-        .iter()
-        .skip(level + 1)
-        .any(|files| files.iter().any(|f| user_key(&f.smallest) <= ukey && ukey <= user_key(&f.largest)))
+    let holds =
+        |files: &[Arc<FileMeta>]| files.iter().any(|f| user_key(&f.smallest) <= ukey && ukey <= user_key(&f.largest));
+    (level == 0 && v.runs.iter().any(|r| holds(&r.files))) || v.levels.iter().skip(level + 1).any(|files| holds(files))
 }
 
 #[cfg(test)]

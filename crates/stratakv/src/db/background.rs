@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 
 use super::{DbInner, KeyRange, State};
 use crate::compaction::picker::key_may_exist_below;
+use crate::compaction::runs::{merge_due, pick_run_merge, RunMergeTask};
 use crate::compaction::{build_tables, pick, pick_range, BuildCtx, CompactionTask, Dropper, LevelPolicy};
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::matrix::column::ColumnTask;
 use crate::memtable::Memtable;
 use crate::options::L0Kind;
 use crate::version::filename::table_path;
@@ -48,6 +48,12 @@ impl DbInner {
         let mut threads = self.threads.lock();
         let me = self.clone();
         threads.push(spawn("strata-flush".into(), Box::new(move || me.flush_loop()))?);
+        if self.opts.l0 == L0Kind::Matrix {
+            // Columns get a thread of their own: a long merge of runs or
+            // levels never holds up draining the matrix (PM space).
+            let me = self.clone();
+            threads.push(spawn("strata-column".into(), Box::new(move || me.column_loop()))?);
+        }
         for i in 0..self.opts.background_compactions {
             let me = self.clone();
             threads.push(spawn(format!("strata-compact-{i}"), Box::new(move || me.compaction_loop()))?);
@@ -87,8 +93,10 @@ impl DbInner {
         LevelPolicy {
             l0_trigger: self.opts.l0_compaction_trigger,
             // A big L0 (the matrix) makes a big L1, so the tree needs fewer levels.
+            // With runs, L1 takes `max_runs` rounds at a time, so it is
+            // that much bigger again.
             base_bytes: if self.opts.l0 == L0Kind::Matrix {
-                self.opts.matrix_limit()
+                self.opts.matrix_limit().saturating_mul(self.opts.max_runs.max(1) as u64)
             } else {
                 self.opts.max_bytes_for_level_base
             },
@@ -182,6 +190,7 @@ impl DbInner {
             table: self.table_opts.clone(),
             target_file_size: target,
             next_number: next,
+            stop: Some(&self.shutting_down),
         }
     }
 
@@ -222,6 +231,49 @@ impl DbInner {
         Ok(())
     }
 
+    /// Runs column compactions (matrix L0) as they come due.
+    fn column_loop(self: Arc<Self>) {
+        loop {
+            let retry = self.state.lock().bg_retries;
+            let task = loop {
+                if self.shutting_down.load(Ordering::Acquire) {
+                    return;
+                }
+                let picked = if self.opts.disable_auto_compaction {
+                    Ok(None)
+                } else {
+                    let mut vs = self.versions.lock();
+                    self.pick_column_task(&mut vs, false)
+                };
+                match picked {
+                    Ok(Some(t)) => break t,
+                    Ok(None) => {}
+                    Err(e) => {
+                        self.poison(&e);
+                        return;
+                    }
+                }
+                let mut st = self.state.lock();
+                // Checked under `state`, which shutdown holds while notifying.
+                if st.poisoned.is_some() || self.shutting_down.load(Ordering::Acquire) {
+                    return;
+                }
+                self.state_cv.wait_for(&mut st, Duration::from_millis(200));
+            };
+            let r = self.run_column(&task);
+            self.delete_obsolete();
+            match r {
+                Ok(()) => self.clear_bg_error(),
+                Err(Error::Closed) => return,
+                Err(e) if self.retryable(&e) => self.back_off(e, retry),
+                Err(e) => {
+                    self.poison(&e);
+                    return;
+                }
+            }
+        }
+    }
+
     fn compaction_loop(self: Arc<Self>) {
         loop {
             let retry = self.state.lock().bg_retries;
@@ -234,7 +286,6 @@ impl DbInner {
                 }
             };
             let r = match &work {
-                Work::Column(t) => self.run_column(t),
                 Work::Level(t, v) => {
                     let r = self.run_compaction(t, v);
                     let mut st = self.state.lock();
@@ -242,6 +293,7 @@ impl DbInner {
                     self.state_cv.notify_all();
                     r
                 }
+                Work::Runs(t, v) => self.run_run_merge(t, v),
             };
             self.delete_obsolete();
             match r {
@@ -323,24 +375,21 @@ impl DbInner {
                 return Ok(None);
             }
             let vs = self.versions.lock();
-            if self.opts.l0 == L0Kind::Matrix && !self.opts.disable_auto_compaction {
-                // Columns come first unless a level is far over its target.
-                let urgent = {
-                    let st = self.state.lock();
-                    policy.scores(&st.version).iter().skip(1).any(|s| *s >= 1.5)
-                };
-                if !urgent {
-                    if let Some(t) = self.pick_column_task(false)? {
-                        return Ok(Some(Work::Column(t)));
-                    }
-                }
-            }
+            // Lock order: versions, matrix, state.
+            let active = self.matrix.lock().active_run();
             let mut st = self.state.lock();
             // Checked under `state`, which shutdown holds while notifying.
             if st.poisoned.is_some() || self.shutting_down.load(Ordering::Acquire) {
                 return Ok(None);
             }
             if !self.opts.disable_auto_compaction {
+                // Runs first: they are read before L1, and leveled picks
+                // would find their L1 inputs busy meanwhile anyway.
+                if let Some(t) = pick_run_merge(&st.version, active, self.opts.max_runs, false, &st.busy) {
+                    mark_busy_inputs(&mut st, t.all_inputs());
+                    let v = st.version.clone();
+                    return Ok(Some(Work::Runs(t, v)));
+                }
                 if let Some(t) = pick(&st.version, &policy, &st.busy, &vs.compact_pointers) {
                     mark_busy(&mut st, &t);
                     let v = st.version.clone();
@@ -445,7 +494,8 @@ impl DbInner {
         if self.opts.l0 == L0Kind::Matrix && (m.round_active() || self.round_due(&m, false)) {
             return true;
         }
-        pick(&st.version, &self.level_policy(), &st.busy, &vs.compact_pointers).is_some()
+        merge_due(&st.version, m.active_run(), self.opts.max_runs)
+            || pick(&st.version, &self.level_policy(), &st.busy, &vs.compact_pointers).is_some()
     }
 
     /// Blocks until no background work is running or due.
@@ -510,9 +560,16 @@ impl DbInner {
         let policy = self.level_policy();
         let mut level = 0;
         if self.opts.l0 == L0Kind::Matrix {
-            // L0 is the matrix: move it all into L1 column by column, then
-            // push L1 and below down as usual.
-            if let Err(e) = self.drain_matrix() {
+            // L0 is the matrix: move it all into L1 column by column (or
+            // into a run, then merge the runs into L1), then push L1 and
+            // below down as usual. Runs go first when columns go straight
+            // to L1: such a column waits until no run is left above L1.
+            let drained = if self.opts.tiered() {
+                self.drain_matrix().and_then(|_| self.merge_all_runs())
+            } else {
+                self.merge_all_runs().and_then(|_| self.drain_matrix())
+            };
+            if let Err(e) = drained {
                 // As for the levels below: only a full disk is retryable.
                 if !self.retryable(&e) {
                     self.poison(&e);
@@ -569,10 +626,10 @@ impl DbInner {
     }
 }
 
-/// One unit of compaction work.
+/// One unit of compaction work (columns have a thread of their own).
 enum Work {
-    Column(ColumnTask),
     Level(CompactionTask, Arc<Version>),
+    Runs(RunMergeTask, Arc<Version>),
 }
 
 fn in_l0(v: &Version, uk: &[u8]) -> bool {
@@ -580,14 +637,24 @@ fn in_l0(v: &Version, uk: &[u8]) -> bool {
 }
 
 fn mark_busy(st: &mut State, t: &CompactionTask) {
-    for f in t.all_inputs() {
+    mark_busy_inputs(st, t.all_inputs());
+}
+
+fn unmark_busy(st: &mut State, t: &CompactionTask) {
+    unmark_busy_inputs(st, t.all_inputs());
+}
+
+/// Marks a compaction's input files busy and counts it as running.
+pub(crate) fn mark_busy_inputs<'a>(st: &mut State, inputs: impl Iterator<Item = &'a Arc<FileMeta>>) {
+    for f in inputs {
         st.busy.insert(f.number);
     }
     st.compactions_running += 1;
 }
 
-fn unmark_busy(st: &mut State, t: &CompactionTask) {
-    for f in t.all_inputs() {
+/// Undoes [`mark_busy_inputs`].
+pub(crate) fn unmark_busy_inputs<'a>(st: &mut State, inputs: impl Iterator<Item = &'a Arc<FileMeta>>) {
+    for f in inputs {
         st.busy.remove(&f.number);
     }
     st.compactions_running = st.compactions_running.saturating_sub(1);

@@ -28,7 +28,7 @@ use crate::matrix::row::{key_prefix, Elem, Row};
 use crate::matrix::{LiveRow, MatrixState, SoloProbe};
 use crate::memtable::Memtable;
 use crate::sstable::key_hash;
-use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
+use crate::version::{FileMeta, LevelIter, Version, VersionEdit, VersionSet};
 
 /// Percent of the matrix budget at which a column-compaction round starts.
 /// Every round rewrites nearly all of L1, so bigger rounds write less per
@@ -302,12 +302,19 @@ impl DbInner {
         force || m.pm_bytes() >= self.opts.matrix_limit() / 100 * ROUND_PERCENT || low_pm
     }
 
-    /// Picks the next column if one is due (call with `versions` held;
-    /// takes `matrix` and `state`). Marks its L1 inputs busy.
-    pub(crate) fn pick_column_task(&self, force: bool) -> Result<Option<ColumnTask>> {
+    /// Picks the next column if one is due (`vs` is the locked version
+    /// set; takes `matrix` and `state`). Marks its L1 inputs busy.
+    pub(crate) fn pick_column_task(&self, vs: &mut VersionSet, force: bool) -> Result<Option<ColumnTask>> {
         let mut m = self.matrix.lock();
         let mut st = self.state.lock();
         if st.column_busy {
+            return Ok(None);
+        }
+        let tiered = self.opts.tiered();
+        if !tiered && st.version.runs.iter().any(|r| Some(r.id) != m.active_run()) {
+            // Runs left by an open with max_runs > 1 are newer than L1: a
+            // column merged into L1 now would sit below older data. The
+            // run merge moves them into L1 first.
             return Ok(None);
         }
         if !m.round_active() {
@@ -316,12 +323,18 @@ impl DbInner {
             }
             m.begin_round();
         }
-        let l1 = st.version.files(1).to_vec();
-        let task = pick_column(&m.rows, &l1, self.opts.column_target(), &st.busy)?;
-        if let Some(t) = &task {
+        let l1 = if tiered { Vec::new() } else { st.version.files(1).to_vec() };
+        let mut task = pick_column(&m.rows, &l1, self.opts.column_target(), &st.busy)?;
+        if let Some(t) = &mut task {
             st.column_busy = true;
             for f in &t.l1_inputs {
                 st.busy.insert(f.number);
+            }
+            if tiered {
+                // Run ids come from the file numbers: a later round's run
+                // gets a larger id, as its data is newer.
+                let run = *m.round_run.get_or_insert_with(|| vs.new_file_number());
+                t.run = Some(run);
             }
         }
         Ok(task)
@@ -340,7 +353,13 @@ impl DbInner {
     }
 
     /// Merges one part of a column (a key range) into new L1 tables.
-    fn merge_column_part(&self, part: &ColumnPart, version: &Version, oldest: u64) -> Result<Vec<FileMeta>> {
+    fn merge_column_part(
+        &self,
+        part: &ColumnPart,
+        version: &Version,
+        oldest: u64,
+        to_run: bool,
+    ) -> Result<Vec<FileMeta>> {
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         for (row, s, e) in &part.slices {
             if e > s {
@@ -351,10 +370,17 @@ impl DbInner {
             children.push(Box::new(LevelIter::for_compaction(self.tables.clone(), part.l1.clone())));
         }
         let mut it = MergingIterator::new(children);
-        let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(version, 1, uk));
-        let grandparents = version.overlapping(2, Some(&part.lo), part.hi.as_deref());
         let next = || self.versions.lock().new_file_number();
-        build_tables(&self.build_ctx_pub(&next, self.opts.target_file_size), &mut it, &mut dropper, &grandparents)
+        let ctx = self.build_ctx_pub(&next, self.opts.target_file_size);
+        if to_run {
+            // Below a run: older runs and every level.
+            let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(version, 0, uk));
+            build_tables(&ctx, &mut it, &mut dropper, &[])
+        } else {
+            let mut dropper = Dropper::new(oldest, |uk| key_may_exist_below(version, 1, uk));
+            let grandparents = version.overlapping(2, Some(&part.lo), part.hi.as_deref());
+            build_tables(&ctx, &mut it, &mut dropper, &grandparents)
+        }
     }
 
     /// Splits a column in two key ranges (at an L1 table boundary, or at a
@@ -402,11 +428,13 @@ impl DbInner {
         let oldest = self.oldest_snapshot();
         let parts = self.split_column(t)?;
         let results: Vec<Result<Vec<FileMeta>>> = if parts.len() == 1 {
-            parts.iter().map(|p| self.merge_column_part(p, &version, oldest)).collect()
+            parts.iter().map(|p| self.merge_column_part(p, &version, oldest, t.run.is_some())).collect()
         } else {
             std::thread::scope(|s| {
-                let handles: Vec<_> =
-                    parts.iter().map(|p| s.spawn(|| self.merge_column_part(p, &version, oldest))).collect();
+                let handles: Vec<_> = parts
+                    .iter()
+                    .map(|p| s.spawn(|| self.merge_column_part(p, &version, oldest, t.run.is_some())))
+                    .collect();
                 handles
                     .into_iter()
                     .map(|h| h.join().unwrap_or_else(|_| Err(Error::Pm("column compaction thread panicked".into()))))
@@ -434,12 +462,15 @@ impl DbInner {
         let mut m = self.matrix.lock();
         let mut next_state = m.clone();
         next_state.apply_column(&t.ends());
-        let edit = VersionEdit {
+        let mut edit = VersionEdit {
             deleted: t.l1_inputs.iter().map(|f| (1, f.number)).collect(),
-            added: outputs.into_iter().map(|f| (1, f)).collect(),
             matrix: Some(next_state.record().encode()),
             ..Default::default()
         };
+        match t.run {
+            Some(run) => edit.run_added = outputs.into_iter().map(|f| (run, f)).collect(),
+            None => edit.added = outputs.into_iter().map(|f| (1, f)).collect(),
+        }
         vs.log_and_apply(edit)?;
         *m = next_state;
         self.counters.table_bytes_written.fetch_add(written, Ordering::Relaxed);
@@ -462,11 +493,11 @@ impl DbInner {
         };
         loop {
             let task = {
-                let _vs = self.versions.lock();
+                let mut vs = self.versions.lock();
                 if !self.matrix.lock().rows.iter().any(|r| r.row.id() <= limit) {
                     return Ok(());
                 }
-                self.pick_column_task(true)?
+                self.pick_column_task(&mut vs, true)?
             };
             match task {
                 Some(t) => self.run_column(&t)?,

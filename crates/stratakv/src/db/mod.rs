@@ -14,6 +14,7 @@ mod iter;
 mod matrix_work;
 mod open;
 mod pipeline;
+mod run_work;
 mod snapshot;
 mod stats;
 mod write;
@@ -112,6 +113,7 @@ pub(crate) struct Counters {
     pub slowdowns: AtomicU64,
     pub gets: AtomicU64,
     pub columns: AtomicU64,
+    pub run_merges: AtomicU64,
     pub throttled_micros: AtomicU64,
     /// Matrix rows an iterator left out by their prefix filter.
     pub prefix_skipped_rows: AtomicU64,
@@ -493,7 +495,7 @@ impl DbInner {
         }
         let v = self.sv.load().version.clone();
         let mut n = 0;
-        for f in v.levels.iter().flatten() {
+        for f in v.all_files() {
             n += self.tables.get(f.number)?.verify()?;
         }
         Ok(n)

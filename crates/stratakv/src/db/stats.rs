@@ -23,7 +23,9 @@ pub struct Stats {
     pub l0: &'static str,
     /// Every level, L0 first.
     pub levels: Vec<LevelStats>,
-    /// Levels holding at least one file.
+    /// Sorted runs between the matrix and L1 (`Options::max_runs`), newest first.
+    pub runs: Vec<LevelStats>,
+    /// Levels holding at least one file (the runs count as one level).
     pub nonempty_levels: usize,
     /// Bytes attributed to the mutable memtable (DRAM index + PM entries).
     pub memtable_bytes: u64,
@@ -41,6 +43,8 @@ pub struct Stats {
     pub matrix_limit_bytes: u64,
     /// Column compactions since open.
     pub columns: u64,
+    /// Merges of runs into L1 since open.
+    pub run_merges: u64,
     /// Where the PM region lives (`dax`, `file`, `shm`, `sim`).
     pub pm_placement: &'static str,
     /// PM region size.
@@ -126,7 +130,13 @@ impl DbInner {
                 }
             })
             .collect();
-        let nonempty = levels.iter().filter(|l| l.files > 0).count();
+        // A run's `level` field holds its id.
+        let runs: Vec<LevelStats> = version
+            .runs
+            .iter()
+            .map(|r| LevelStats { level: r.id as usize, files: r.files.len(), bytes: r.bytes() })
+            .collect();
+        let nonempty = levels.iter().filter(|l| l.files > 0).count() + usize::from(!runs.is_empty());
         let manifest = self.versions.lock().manifest_bytes_written;
         let c = &self.counters;
         let user = c.user_bytes.load(Ordering::Relaxed);
@@ -137,6 +147,7 @@ impl DbInner {
             l0: self.opts.l0.name(),
             nonempty_levels: nonempty,
             levels,
+            runs,
             memtable_bytes: mem.approximate_bytes() as u64,
             memtable_entries: mem.len() as u64,
             immutable_memtables: imms,
@@ -146,6 +157,7 @@ impl DbInner {
             matrix_pm_bytes: mpm,
             matrix_limit_bytes: if is_matrix { self.opts.matrix_limit() } else { 0 },
             columns: c.columns.load(Ordering::Relaxed),
+            run_merges: c.run_merges.load(Ordering::Relaxed),
             pm_placement: self.region.placement().name(),
             pm_region_bytes: self.region.len(),
             pm_slot_bytes: self.region.slot_bytes(),
@@ -187,6 +199,11 @@ impl fmt::Display for Stats {
         writeln!(f, "level  files        MiB   (L0 = matrix rows in PM when l0 = matrix)")?;
         for l in &self.levels {
             writeln!(f, "  L{}  {:>6}  {:>10.2}", l.level, l.files, mib(l.bytes))?;
+            if l.level == 0 && !self.runs.is_empty() {
+                let files: usize = self.runs.iter().map(|r| r.files).sum();
+                let bytes: u64 = self.runs.iter().map(|r| r.bytes).sum();
+                writeln!(f, "  runs{:>5}  {:>10.2}   ({} sorted runs before L1)", files, mib(bytes), self.runs.len())?;
+            }
         }
         writeln!(
             f,
@@ -198,12 +215,13 @@ impl fmt::Display for Stats {
         if self.l0 == "matrix" {
             writeln!(
                 f,
-                "matrix:               {} rows, {:.2} MiB data, {:.2} of {:.0} MiB PM, {} columns compacted",
+                "matrix:               {} rows, {:.2} MiB data, {:.2} of {:.0} MiB PM, {} columns compacted, {} run merges",
                 self.matrix_rows,
                 mib(self.matrix_data_bytes),
                 mib(self.matrix_pm_bytes),
                 mib(self.matrix_limit_bytes),
-                self.columns
+                self.columns,
+                self.run_merges
             )?;
         }
         writeln!(

@@ -1,7 +1,9 @@
 //! Column compaction policy (MatrixKV §3.4): cut the compactor group into
 //! key ranges whose upper bounds are L1 table bounds and whose sizes are
 //! near a target, and merge one such column at a time with only the L1
-//! tables it overlaps. Pure apart from reading row elements.
+//! tables it overlaps. Pure apart from reading row elements. (With sorted
+//! runs, `Options::max_runs`, a column is written to the round's run
+//! instead, and its bounds follow only the target size.)
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -20,8 +22,10 @@ pub struct ColumnTask {
     pub lo: Vec<u8>,
     /// Largest user key in the column; `None` = everything left.
     pub hi: Option<Vec<u8>>,
-    /// L1 tables overlapping `[lo, hi]`.
+    /// L1 tables overlapping `[lo, hi]` (none when the column goes to a run).
     pub l1_inputs: Vec<Arc<FileMeta>>,
+    /// The sorted run the column is written to, instead of merging into L1.
+    pub run: Option<u64>,
     /// Estimated log bytes of the column's elements.
     pub bytes: u64,
 }
@@ -120,5 +124,5 @@ pub fn pick_column(
     if slices.is_empty() {
         return Ok(None);
     }
-    Ok(Some(ColumnTask { slices, lo, hi: chosen, l1_inputs, bytes: bytes as u64 }))
+    Ok(Some(ColumnTask { slices, lo, hi: chosen, l1_inputs, run: None, bytes: bytes as u64 }))
 }

@@ -457,6 +457,11 @@ pub struct MatrixState {
     round_total: u64,
     /// Length of the last finished round, in seconds (0 = none yet).
     pub last_round_secs: f64,
+    /// The sorted run the current round writes its columns to, once its
+    /// first column has picked one (not persisted: a round resumed after a
+    /// restart writes the rest to a new run, as its keys are disjoint from
+    /// what the old run holds).
+    pub round_run: Option<u64>,
 }
 
 /// Reads the stored key hashes of `rows`, oldest first, with their ids.
@@ -633,8 +638,14 @@ impl MatrixState {
         self.rows.iter().any(|r| r.compactor && r.remaining() > 0)
     }
 
+    /// The run the running round writes to, if any.
+    pub fn active_run(&self) -> Option<u64> {
+        self.round_run.filter(|_| self.round_active())
+    }
+
     /// Starts a round: every current row joins the compactor group.
     pub fn begin_round(&mut self) {
+        self.round_run = None;
         for r in &mut self.rows {
             r.compactor = true;
         }

@@ -19,6 +19,8 @@ const TAG_NEW_FILE: u64 = 7;
 const TAG_L0_KIND: u64 = 8;
 const TAG_MATRIX: u64 = 9;
 const TAG_NEXT_LOG: u64 = 10;
+const TAG_DELETED_RUN_FILE: u64 = 11;
+const TAG_NEW_RUN_FILE: u64 = 12;
 
 /// A change to the file layout and counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -44,6 +46,10 @@ pub struct VersionEdit {
     /// Log numbers below this may have been handed out already and are
     /// never used again, even after recovery erased their extents' heads.
     pub next_log_number: Option<u64>,
+    /// Files removed from runs: (run id, number).
+    pub run_deleted: Vec<(u64, u64)>,
+    /// Files added to runs: (run id, file); a new id starts a new run.
+    pub run_added: Vec<(u64, FileMeta)>,
 }
 
 impl VersionEdit {
@@ -87,17 +93,16 @@ impl VersionEdit {
             field(TAG_DELETED_FILE, &b);
         }
         for (level, f) in &self.added {
+            field(TAG_NEW_FILE, &encode_file(*level as u64, f));
+        }
+        for (run, number) in &self.run_deleted {
             let mut b = Vec::new();
-            put_varint(&mut b, *level as u64);
-            put_varint(&mut b, f.number);
-            put_varint(&mut b, f.size);
-            put_bytes(&mut b, &f.smallest);
-            put_bytes(&mut b, &f.largest);
-            put_varint(&mut b, f.entries);
-            put_varint(&mut b, f.deletions);
-            put_varint(&mut b, f.smallest_seq);
-            put_varint(&mut b, f.largest_seq);
-            field(TAG_NEW_FILE, &b);
+            put_varint(&mut b, *run);
+            put_varint(&mut b, *number);
+            field(TAG_DELETED_RUN_FILE, &b);
+        }
+        for (run, f) in &self.run_added {
+            field(TAG_NEW_RUN_FILE, &encode_file(*run, f));
         }
         if let Some(m) = &self.matrix {
             field(TAG_MATRIX, m);
@@ -135,20 +140,16 @@ impl VersionEdit {
                 }
                 TAG_NEW_FILE => {
                     let level = p.varint32().ok_or_else(short)?;
-                    let f = FileMeta {
-                        number: p.varint().ok_or_else(short)?,
-                        size: p.varint().ok_or_else(short)?,
-                        smallest: p.len_bytes().ok_or_else(short)?.to_vec(),
-                        largest: p.len_bytes().ok_or_else(short)?.to_vec(),
-                        entries: p.varint().ok_or_else(short)?,
-                        deletions: p.varint().ok_or_else(short)?,
-                        smallest_seq: p.varint().ok_or_else(short)?,
-                        largest_seq: p.varint().ok_or_else(short)?,
-                    };
-                    if f.smallest.len() < 8 || f.largest.len() < 8 {
-                        return Err(format!("file {} has malformed bounds", f.number));
-                    }
-                    e.added.push((level, f));
+                    e.added.push((level, decode_file(&mut p).ok_or_else(short)??));
+                }
+                TAG_DELETED_RUN_FILE => {
+                    let run = p.varint().ok_or_else(short)?;
+                    let number = p.varint().ok_or_else(short)?;
+                    e.run_deleted.push((run, number));
+                }
+                TAG_NEW_RUN_FILE => {
+                    let run = p.varint().ok_or_else(short)?;
+                    e.run_added.push((run, decode_file(&mut p).ok_or_else(short)??));
                 }
                 TAG_MATRIX => e.matrix = Some(payload.to_vec()),
                 TAG_NEXT_LOG => e.next_log_number = Some(p.varint().ok_or_else(short)?),
@@ -157,6 +158,40 @@ impl VersionEdit {
         }
         Ok(e)
     }
+}
+
+/// A file's record: `place` (level or run id) then its metadata.
+fn encode_file(place: u64, f: &FileMeta) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_varint(&mut b, place);
+    put_varint(&mut b, f.number);
+    put_varint(&mut b, f.size);
+    put_bytes(&mut b, &f.smallest);
+    put_bytes(&mut b, &f.largest);
+    put_varint(&mut b, f.entries);
+    put_varint(&mut b, f.deletions);
+    put_varint(&mut b, f.smallest_seq);
+    put_varint(&mut b, f.largest_seq);
+    b
+}
+
+/// The metadata after a file record's `place`: `None` if truncated,
+/// `Some(Err)` if its bounds are not internal keys.
+fn decode_file(p: &mut Reader<'_>) -> Option<Result<FileMeta, String>> {
+    let f = FileMeta {
+        number: p.varint()?,
+        size: p.varint()?,
+        smallest: p.len_bytes()?.to_vec(),
+        largest: p.len_bytes()?.to_vec(),
+        entries: p.varint()?,
+        deletions: p.varint()?,
+        smallest_seq: p.varint()?,
+        largest_seq: p.varint()?,
+    };
+    if f.smallest.len() < 8 || f.largest.len() < 8 {
+        return Some(Err(format!("file {} has malformed bounds", f.number)));
+    }
+    Some(Ok(f))
 }
 
 #[cfg(test)]
@@ -189,6 +224,20 @@ mod tests {
             )],
             l0_kind: Some(1),
             matrix: Some(vec![1, 2, 3]),
+            run_deleted: vec![(40, 6)],
+            run_added: vec![(
+                41,
+                FileMeta {
+                    number: 9,
+                    size: 99,
+                    smallest: internal_key(b"b", 3, Kind::Put),
+                    largest: internal_key(b"c", 4, Kind::Put),
+                    entries: 2,
+                    deletions: 0,
+                    smallest_seq: 3,
+                    largest_seq: 4,
+                },
+            )],
         };
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
         assert!(VersionEdit::decode(&[99, 0]).is_err());

@@ -68,18 +68,48 @@ impl FileMeta {
     }
 }
 
+/// A sorted run of tables that sits between L0 and L1 (the tiered runs of
+/// the matrix profile): the output of one column-compaction round.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// Run id; a larger id holds newer data for any key both runs hold.
+    pub id: u64,
+    /// Tables sorted by key and disjoint.
+    pub files: Vec<Arc<FileMeta>>,
+}
+
+impl Run {
+    /// Bytes in the run's tables.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
 /// The tables of every level at one point in time.
 #[derive(Clone, Debug, Default)]
 pub struct Version {
     /// `levels[0]` newest file first (files may overlap); deeper levels
     /// sorted by key and disjoint.
     pub levels: Vec<Vec<Arc<FileMeta>>>,
+    /// Sorted runs between L0 and L1, newest (largest id) first. Reads
+    /// consult them after L0 and before L1.
+    pub runs: Vec<Run>,
 }
 
 impl Version {
     /// A version with no files.
     pub fn empty() -> Version {
-        Version { levels: vec![Vec::new(); NUM_LEVELS] }
+        Version { levels: vec![Vec::new(); NUM_LEVELS], runs: Vec::new() }
+    }
+
+    /// Every table of the version: levels and runs.
+    pub fn all_files(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
+        self.levels.iter().flatten().chain(self.runs.iter().flat_map(|r| r.files.iter()))
+    }
+
+    /// Total bytes in the runs.
+    pub fn run_bytes(&self) -> u64 {
+        self.runs.iter().map(|r| r.bytes()).sum()
     }
 
     /// Files of `level`.
@@ -92,9 +122,9 @@ impl Version {
         self.files(level).iter().map(|f| f.size).sum()
     }
 
-    /// Number of levels that hold at least one file.
+    /// Number of levels that hold at least one file (the runs count as one).
     pub fn nonempty_levels(&self) -> usize {
-        self.levels.iter().filter(|l| !l.is_empty()).count()
+        self.levels.iter().filter(|l| !l.is_empty()).count() + usize::from(!self.runs.is_empty())
     }
 
     /// Deepest level holding a file, if any.
@@ -111,23 +141,22 @@ impl Version {
     pub fn get(&self, tables: &TableCache, ukey: &[u8], hash: u64, seq: SeqNo) -> Result<Lookup> {
         let mut seek = Vec::with_capacity(ukey.len() + 8);
         make_internal_key(&mut seek, ukey, seq, KIND_FOR_SEEK);
-        for (level, files) in self.levels.iter().enumerate() {
-            if level == 0 {
-                for f in files {
-                    if ukey < f.smallest_user() || ukey > f.largest_user() {
-                        continue;
-                    }
+        for f in self.files(0) {
+            if ukey < f.smallest_user() || ukey > f.largest_user() {
+                continue;
+            }
+            if let Some(r) = probe(tables, f, &seek, ukey, hash)? {
+                return Ok(r);
+            }
+        }
+        // Newest run first, then L1 and deeper: the first hit is the newest.
+        let sorted = self.runs.iter().map(|r| &r.files).chain(self.levels.iter().skip(1));
+        for files in sorted {
+            let i = files.partition_point(|f| compare_internal(&f.largest, &seek) == Ordering::Less);
+            if let Some(f) = files.get(i) {
+                if ukey >= f.smallest_user() {
                     if let Some(r) = probe(tables, f, &seek, ukey, hash)? {
                         return Ok(r);
-                    }
-                }
-            } else {
-                let i = files.partition_point(|f| compare_internal(&f.largest, &seek) == Ordering::Less);
-                if let Some(f) = files.get(i) {
-                    if ukey >= f.smallest_user() {
-                        if let Some(r) = probe(tables, f, &seek, ukey, hash)? {
-                            return Ok(r);
-                        }
                     }
                 }
             }
@@ -135,19 +164,14 @@ impl Version {
         Ok(Lookup::Missing)
     }
 
-    /// Cursors over every table: one per L0 file, one per deeper level.
+    /// Cursors over every table: one per L0 file, one per run, one per deeper level.
     pub fn add_iterators(&self, tables: &Arc<TableCache>, out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()> {
-        for (level, files) in self.levels.iter().enumerate() {
-            if files.is_empty() {
-                continue;
-            }
-            if level == 0 {
-                for f in files {
-                    out.push(Box::new(tables.get(f.number)?.iter()));
-                }
-            } else {
-                out.push(Box::new(LevelIter::new(tables.clone(), files.clone())));
-            }
+        for f in self.files(0) {
+            out.push(Box::new(tables.get(f.number)?.iter()));
+        }
+        let sorted = self.runs.iter().map(|r| &r.files).chain(self.levels.iter().skip(1));
+        for files in sorted.filter(|f| !f.is_empty()) {
+            out.push(Box::new(LevelIter::new(tables.clone(), files.clone())));
         }
         Ok(())
     }

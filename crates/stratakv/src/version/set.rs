@@ -13,7 +13,7 @@ use std::sync::Arc;
 use super::edit::VersionEdit;
 use super::filename::{current_path, manifest_path, temp_path};
 use super::manifest::{decode_records, encode_record};
-use super::{Version, NUM_LEVELS};
+use super::{FileMeta, Run, Version, NUM_LEVELS};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, WritableFile};
 use crate::key::compare_internal;
@@ -167,6 +167,10 @@ impl VersionSet {
         for (_, f) in &e.added {
             self.next_file_number = self.next_file_number.max(f.number + 1);
         }
+        // Run ids come from the file numbers too.
+        for (run, f) in &e.run_added {
+            self.next_file_number = self.next_file_number.max(f.number.max(*run) + 1);
+        }
     }
 
     /// The current version.
@@ -183,7 +187,7 @@ impl VersionSet {
 
     /// Every table number referenced by the current version.
     pub fn live_files(&self) -> HashSet<u64> {
-        self.current.levels.iter().flatten().map(|f| f.number).collect()
+        self.current.all_files().map(|f| f.number).collect()
     }
 
     /// Path of the MANIFEST in use.
@@ -265,6 +269,11 @@ impl VersionSet {
                 e.added.push((level as u32, (**f).clone()));
             }
         }
+        for run in &self.current.runs {
+            for f in &run.files {
+                e.run_added.push((run.id, (**f).clone()));
+            }
+        }
         e
     }
 
@@ -336,17 +345,46 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, Strin
         if level == 0 {
             files.sort_by_key(|f| std::cmp::Reverse(f.number));
         } else {
-            files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
-            for w in files.windows(2) {
-                if let [a, b] = w {
-                    if a.largest_user() >= b.smallest_user() {
-                        return Err(format!("files {} and {} overlap in level {level}", a.number, b.number));
-                    }
-                }
+            sort_disjoint(files).map_err(|(a, b)| format!("files {a} and {b} overlap in level {level}"))?;
+        }
+    }
+    let mut runs = base.runs.clone();
+    for (id, number) in &edit.run_deleted {
+        let run = runs
+            .iter_mut()
+            .find(|r| r.id == *id)
+            .ok_or_else(|| format!("deletes from run {id} which does not exist"))?;
+        let before = run.files.len();
+        run.files.retain(|f| f.number != *number);
+        if run.files.len() == before {
+            return Err(format!("deletes file {number} which is not in run {id}"));
+        }
+    }
+    for (id, f) in &edit.run_added {
+        match runs.iter_mut().find(|r| r.id == *id) {
+            Some(run) => run.files.push(Arc::new(f.clone())),
+            None => runs.push(Run { id: *id, files: vec![Arc::new(f.clone())] }),
+        }
+    }
+    runs.retain(|r| !r.files.is_empty());
+    runs.sort_by_key(|r| std::cmp::Reverse(r.id));
+    for run in &mut runs {
+        sort_disjoint(&mut run.files).map_err(|(a, b)| format!("files {a} and {b} overlap in run {}", run.id))?;
+    }
+    Ok(Version { levels, runs })
+}
+
+/// Sorts `files` by key; `Err` names two that overlap.
+fn sort_disjoint(files: &mut [Arc<FileMeta>]) -> Result<(), (u64, u64)> {
+    files.sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+    for w in files.windows(2) {
+        if let [a, b] = w {
+            if a.largest_user() >= b.smallest_user() {
+                return Err((a.number, b.number));
             }
         }
     }
-    Ok(Version { levels })
+    Ok(())
 }
 
 #[cfg(test)]
