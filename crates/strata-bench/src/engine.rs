@@ -127,6 +127,9 @@ pub fn strata_options(f: &Flags) -> Result<Options> {
     }
     o.pm_write_latency_ns = f.pm_write_latency_ns;
     o.matrix_hash_index = f.matrix_hash_index;
+    if f.max_runs > 0 {
+        o.max_runs = f.max_runs;
+    }
     o.write_buffer_size = f.write_buffer_size;
     o.block_cache_bytes = f.cache_size;
     o.bloom_bits_per_key = f.bloom_bits_per_key();

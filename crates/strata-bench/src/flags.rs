@@ -127,6 +127,10 @@ pub struct Flags {
     /// the thesis' per-row bloom filter and hint-guided search (0).
     #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub matrix_hash_index: bool,
+    /// Sorted runs the matrix profile gathers before merging them into L1
+    /// (1 = none: columns merge straight into L1; 0 = the engine's default).
+    #[arg(long, default_value_t = 0)]
+    pub max_runs: usize,
     /// Directory of StrataKV's PM region file (default: `<db>/pm`); e.g. /dev/shm/x to emulate PM with DRAM.
     #[arg(long)]
     pub pm_dir: Option<PathBuf>,

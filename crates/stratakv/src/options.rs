@@ -114,8 +114,8 @@ pub struct Options {
     // --- matrix L0 (l0 = Matrix) ---
     /// PM bytes the matrix container may hold (rows and the log they point
     /// into). Column compaction starts at 60% of it, writers are paced above
-    /// 70% and wait at all of it. L1's target size equals it. Default: 0 =
-    /// the smaller of 1 GiB and a quarter of `pm_size`.
+    /// 70% and wait at all of it. L1's target size is it times `max_runs`.
+    /// Default: 0 = the smaller of 1 GiB and a quarter of `pm_size`.
     pub matrix_bytes: u64,
     /// Target data size of one column compaction. Default: 0 = `matrix_bytes / 16`
     /// (at least `target_file_size`).
