@@ -12,6 +12,7 @@
 //! bump pointer hands out disjoint [`Slot`]s. A slot is the only way to
 //! write an extent's bytes, which is what makes `Slot::write` sound.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::PmError;
@@ -111,7 +112,19 @@ struct ExtentInner {
     head: ExtentHead,
     off: u64,
     len: u64,
+    /// Makes the head word (and the stale heads cleared inside the
+    /// extent) durable.
+    head_sync: HeadSync,
 }
+
+/// The head is durable (or needs no msync).
+const HEAD_DURABLE: u8 = 0;
+/// Allocated with [`Region::allocate_deferred`]; not yet msynced.
+const HEAD_PENDING: u8 = 1;
+/// An msync of the head failed: it may never reach the media, and a later
+/// msync that succeeds would not prove otherwise (the kernel may have
+/// dropped the dirty page), so every later [`Extent::sync_head`] fails.
+const HEAD_FAILED: u8 = 2;
 
 impl Drop for ExtentInner {
     fn drop(&mut self) {
@@ -159,6 +172,21 @@ impl Extent {
         &self.inner.region
     }
 
+    /// Makes the head word durable if [`Region::allocate_deferred`] left it
+    /// pending (msync on an ordinary file; a no-op otherwise or if done).
+    /// Call it before relying on anything in the extent surviving a power
+    /// loss, and before allocating an extent whose survival depends on this
+    /// one's. Once an msync of it failed, it fails for good.
+    pub fn sync_head(&self) -> Result<(), PmError> {
+        self.inner.head_sync.sync()
+    }
+
+    /// A handle that syncs this extent's head without holding the lease
+    /// (the slots are freed as usual when the last `Extent` clone goes).
+    pub fn head_sync(&self) -> HeadSync {
+        self.inner.head_sync.clone()
+    }
+
     /// Whether region offset `off` lies inside this extent.
     pub fn contains(&self, off: u64) -> bool {
         off >= self.inner.off && off < self.inner.off + self.inner.len
@@ -169,6 +197,58 @@ impl Extent {
         match at.checked_add(len) {
             Some(end) if end <= self.inner.len => self.inner.region.read(self.inner.off + at, len),
             _ => Err(PmError::OutOfRange { offset: self.inner.off + at, len }),
+        }
+    }
+}
+
+/// Makes one extent's head word durable: see [`Extent::sync_head`]. Once
+/// the extent is freed and its slots reused, a sync only repeats an msync.
+#[derive(Clone)]
+pub struct HeadSync {
+    region: Region,
+    /// The extent's head words: its own and the stale ones it cleared.
+    off: u64,
+    len: u64,
+    /// `HEAD_DURABLE`, `HEAD_PENDING` or `HEAD_FAILED`.
+    state: Arc<AtomicU8>,
+}
+
+impl std::fmt::Debug for HeadSync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeadSync").field("off", &self.off).field("state", &self.state).finish()
+    }
+}
+
+impl HeadSync {
+    fn new(region: &Region, head: ExtentHead) -> HeadSync {
+        let geo = region.inner.geo;
+        let off = geo.head_off(head.slot);
+        let len = geo.head_off(head.slot + head.slots - 1) + 8 - off;
+        HeadSync { region: region.clone(), off, len, state: Arc::new(AtomicU8::new(HEAD_PENDING)) }
+    }
+
+    /// See [`Extent::sync_head`].
+    pub fn sync(&self) -> Result<(), PmError> {
+        match self.state.load(Ordering::Acquire) {
+            HEAD_DURABLE => return Ok(()),
+            HEAD_FAILED => {
+                return Err(PmError::Io {
+                    path: self.region.path().map(|p| p.to_path_buf()).unwrap_or_default(),
+                    op: "msync",
+                    source: std::io::Error::other("an earlier msync of this extent's head word failed"),
+                })
+            }
+            _ => {}
+        }
+        match self.region.inner.sync(self.off, self.len) {
+            Ok(()) => {
+                let _ = self.state.compare_exchange(HEAD_PENDING, HEAD_DURABLE, Ordering::AcqRel, Ordering::Acquire);
+                Ok(())
+            }
+            Err(e) => {
+                self.state.store(HEAD_FAILED, Ordering::Release);
+                Err(e)
+            }
         }
     }
 }
@@ -290,8 +370,19 @@ impl Slot {
 impl Region {
     /// Leases `slots` contiguous free slots as a new extent of `kind` and
     /// `number`, publishing its head word (after clearing any stale heads
-    /// inside it). Returns its only writer.
+    /// inside it), durable before this returns. Returns its only writer.
     pub fn allocate(&self, kind: u8, slots: u64, number: u64) -> Result<ExtentWriter, PmError> {
+        let w = self.allocate_deferred(kind, slots, number)?;
+        w.extent().sync_head()?;
+        Ok(w)
+    }
+
+    /// [`Region::allocate`], except that on an ordinary file the head word
+    /// is made durable only by [`Extent::sync_head`] (an msync, and with it
+    /// a device flush, that the caller can move off its hot path). Until
+    /// then a power cut may forget the extent, or leave a stale head inside
+    /// it (persisted, so a process crash is unaffected).
+    pub fn allocate_deferred(&self, kind: u8, slots: u64, number: u64) -> Result<ExtentWriter, PmError> {
         if kind == 0 || slots == 0 || slots > MAX_EXTENT_SLOTS || number > MAX_EXTENT_NUMBER {
             return Err(PmError::InvalidOptions(format!(
                 "bad extent request: kind {kind}, {slots} slots, number {number}"
@@ -315,6 +406,7 @@ impl Region {
                 head,
                 off: geo.slot_off(start),
                 len: slots * geo.slot_bytes,
+                head_sync: HeadSync::new(self, head),
             }),
         };
         // Stale heads inside the run would otherwise claim our slots after a
@@ -334,10 +426,10 @@ impl Region {
         let head_off = geo.head_off(start);
         self.inner.store_u64(head_off, head.encode())?;
         self.inner.persist(head_off, 8);
-        // On an ordinary file, make the head (and the cleared words) durable
-        // now: data written into the extent is lost at a power cut without
-        // it, and a stale head left in the file could claim these slots.
-        self.inner.sync(head_off, geo.head_off(start + slots - 1) + 8 - head_off)?;
+        // On an ordinary file the head (and the cleared words) become
+        // durable with `sync_head`: data written into the extent is lost at
+        // a power cut without it, and a stale head left in the file could
+        // claim these slots.
         Ok(ExtentWriter { extent, tail: 0 })
     }
 
@@ -391,6 +483,9 @@ impl Region {
                 head,
                 off: geo.slot_off(head.slot),
                 len: head.slots * geo.slot_bytes,
+                // Read back from the page cache after a process crash, the
+                // head may never have been msynced.
+                head_sync: HeadSync::new(self, head),
             }),
         })
     }

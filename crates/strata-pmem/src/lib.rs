@@ -46,7 +46,7 @@ mod prefetch;
 mod region;
 mod sim;
 
-pub use alloc::{Extent, ExtentHead, ExtentWriter, Slot};
+pub use alloc::{Extent, ExtentHead, ExtentWriter, HeadSync, Slot};
 pub use error::PmError;
 pub use layout::{ROOT_WORDS, SUPERBLOCK_BYTES};
 pub use prefetch::prefetch;

@@ -15,6 +15,7 @@ use crate::memtable::Memtable;
 use crate::options::L0Kind;
 use crate::version::filename::table_path;
 use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
+use strata_pmem::Extent;
 
 /// How long a background thread waits before retrying after a full disk,
 /// unless a caller waiting on it asks for a retry sooner.
@@ -62,16 +63,21 @@ impl DbInner {
             let me = self.clone();
             threads.push(spawn("strata-sync".into(), Box::new(move || me.sync_loop()))?);
         }
-        if self.region.sim().is_none() {
+        {
             // Only the region, not the database: the thread ends when
             // shutdown drops the sender.
-            let (tx, rx) = std::sync::mpsc::channel::<(u64, u64)>();
+            let (tx, rx) = std::sync::mpsc::channel::<Extent>();
             let region = self.region.clone();
             threads.push(spawn(
                 "strata-prefault".into(),
                 Box::new(move || {
-                    while let Ok((off, len)) = rx.recv() {
-                        region.prefault(off, len);
+                    while let Ok(ext) = rx.recv() {
+                        if region.sim().is_none() {
+                            region.prefault(ext.offset(), ext.len());
+                        }
+                        // A failure is remembered by the extent: the writer
+                        // or the next log sync reports it and poisons.
+                        let _ = ext.sync_head();
                     }
                 }),
             )?);
@@ -82,10 +88,15 @@ impl DbInner {
 
     /// Asks the prefault thread to map in a fresh log extent, so the writer
     /// filling it does not take a page fault (and the kernel's zeroing of a
-    /// new file page) every 4 KiB on the write path.
-    pub(crate) fn prefault(&self, off: u64, len: u64) {
-        if let Some(tx) = self.prefault.lock().as_ref() {
-            let _ = tx.send((off, len));
+    /// new file page) every 4 KiB on the write path, and to make its head
+    /// durable. Without the thread, the head is synced here.
+    pub(crate) fn prefault(&self, ext: Extent) {
+        let sent = match self.prefault.lock().as_ref() {
+            Some(tx) => tx.send(ext).map_err(|e| e.0),
+            None => Err(ext),
+        };
+        if let Err(ext) = sent {
+            let _ = ext.sync_head();
         }
     }
 

@@ -32,7 +32,7 @@ use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use strata_pmem::{ExtentWriter, Region};
+use strata_pmem::{Extent, ExtentWriter, HeadSync, Region};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -62,6 +62,9 @@ pub(crate) struct SuperVersion {
 pub(crate) struct WriteState {
     pub mem: Arc<Memtable>,
     pub writer: Option<ExtentWriter>,
+    /// The newest log extent allocated: its head must be durable before a
+    /// newer log extent's head is written (see `DbInner::reserve`).
+    pub last_log: Option<HeadSync>,
     pub log_number: u64,
     pub next_log_number: u64,
     pub next_seq: SeqNo,
@@ -120,13 +123,22 @@ pub(crate) struct Counters {
 }
 
 /// A log extent that may hold data not yet msynced (file placement only).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Holds no lease: the extent's slots are freed as usual meanwhile.
+#[derive(Clone, Debug)]
 pub(crate) struct UnsyncedLog {
     pub off: u64,
     pub len: u64,
+    /// Syncs the extent's head word.
+    pub head: HeadSync,
     /// The first sequence number reserved in it: every write reserved in
     /// the extent before it is lower.
     pub first_seq: u64,
+}
+
+impl PartialEq for UnsyncedLog {
+    fn eq(&self, other: &Self) -> bool {
+        (self.off, self.len, self.first_seq) == (other.off, other.len, other.first_seq)
+    }
 }
 
 pub(crate) struct DbInner {
@@ -163,7 +175,7 @@ pub(crate) struct DbInner {
     pub threads: Mutex<Vec<JoinHandle<()>>>,
     /// Hands fresh log extents to the prefault thread (None without one,
     /// or once shut down).
-    pub prefault: Mutex<Option<std::sync::mpsc::Sender<(u64, u64)>>>,
+    pub prefault: Mutex<Option<std::sync::mpsc::Sender<Extent>>>,
     pub recovery_micros: u64,
     /// Damage recovery found and stepped over: (region offset, what).
     pub recovery_anomalies: Vec<(u64, String)>,
@@ -475,14 +487,16 @@ impl DbInner {
     pub(crate) fn sync_log_upto(&self, filled: u64) -> Result<()> {
         let list: Vec<UnsyncedLog> = self.unsynced.lock().clone();
         for e in &list {
-            if let Err(err) = self.region.sync(e.off, e.len) {
+            // The head first: without it recovery does not find the data.
+            let synced = e.head.sync().and_then(|_| self.region.sync(e.off, e.len));
+            if let Err(err) = synced {
                 let err = Error::from_pm(&self.region_path, err);
                 self.poison(&err);
                 return Err(err);
             }
         }
         let done: Vec<UnsyncedLog> =
-            list.windows(2).filter(|w| w[1].first_seq <= filled.saturating_add(1)).map(|w| w[0]).collect();
+            list.windows(2).filter(|w| w[1].first_seq <= filled.saturating_add(1)).map(|w| w[0].clone()).collect();
         if !done.is_empty() {
             self.unsynced.lock().retain(|e| !done.contains(e));
         }

@@ -182,6 +182,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             ));
         }
         if accepted > 0 {
+            // Read back from the page cache after a crash, its head may
+            // never have been msynced; new log extents follow it.
+            ext.sync_head().map_err(pm)?;
             mem.hold_extent(ext);
         } else {
             // Nothing here continues the log: never written, or written after
@@ -213,6 +216,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let write = WriteState {
         mem: mem.clone(),
         writer: None,
+        last_log: None,
         log_number: 0,
         next_log_number,
         next_seq: last_seq + 1,
