@@ -92,6 +92,24 @@ impl Mapping {
         // contents, and so every Rust-visible byte, unchanged.
         unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_POPULATE_WRITE) };
     }
+
+    /// Drops this process's page-table entries for the whole pages inside
+    /// `[off, off+len)` (MADV_DONTNEED). Best effort.
+    pub fn unmap_pages(&self, off: usize, len: usize) {
+        let page = page_size();
+        let start = off.div_ceil(page) * page;
+        let end = (off.saturating_add(len)).min(self.len) / page * page;
+        if start >= end {
+            return;
+        }
+        // SAFETY: [start, end) lies inside the mapping, which is always
+        // MAP_SHARED over a file (see `map`): MADV_DONTNEED then only drops
+        // page-table entries. The pages, dirty ones included, stay in the
+        // page cache (or on the device), the mapping stays in place, and the
+        // next access maps the same bytes again, so every reference into the
+        // mapping stays valid and reads what it read before.
+        unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_DONTNEED) };
+    }
 }
 
 impl Drop for Mapping {

@@ -192,3 +192,37 @@ fn prefault_leaves_bytes_unchanged_and_survives_reopen() {
     assert_eq!(r.read(data + 100, 23).unwrap(), b"written before prefault");
     assert_eq!(r.read(data + 200, 5).unwrap(), b"after");
 }
+
+#[test]
+fn unmapping_written_pages_keeps_their_bytes_and_later_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.pm");
+    let (r, _) = Region::open(Backing::File(path.clone()), &opts()).unwrap();
+    let mut w = r.allocate(1, 3, 9).unwrap();
+    let mut slot = w.reserve(3 * 4096).unwrap();
+    let data = slot.offset();
+    let pattern: Vec<u8> = (0..3 * 4096u32).map(|i| (i % 251) as u8).collect();
+    slot.write(0, &pattern).unwrap();
+    slot.persist(0, pattern.len() as u64).unwrap();
+    // A reference taken before stays valid and unchanged.
+    let before = r.read(data, 4096).unwrap();
+    // Unaligned, partial-page and out-of-range requests are all harmless.
+    r.unmap_written(data + 1, 2 * 4096);
+    r.unmap_written(data, pattern.len() as u64);
+    r.unmap_written(r.len() - 10, 4096);
+    r.unmap_written(r.len() + 4096, 4096);
+    assert_eq!(before, &pattern[..4096]);
+    assert_eq!(r.read(data, pattern.len() as u64).unwrap(), &pattern[..], "dirty pages kept their bytes");
+    // A store into an unmapped page maps it again and persists as usual.
+    slot.write(4096 + 10, b"after unmap").unwrap();
+    slot.persist(4096 + 10, 11).unwrap();
+    r.sync_all().unwrap();
+    let id = r.id();
+    drop((slot, w, r));
+    let mut o = opts();
+    o.create = false;
+    o.expect_id = Some(id);
+    let (r, _) = Region::open(Backing::File(path), &o).unwrap();
+    assert_eq!(r.read(data, 4096).unwrap(), &pattern[..4096]);
+    assert_eq!(r.read(data + 4096 + 10, 11).unwrap(), b"after unmap");
+}

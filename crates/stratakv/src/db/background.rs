@@ -71,6 +71,7 @@ impl DbInner {
             threads.push(spawn(
                 "strata-prefault".into(),
                 Box::new(move || {
+                    let mut previous: Option<(u64, u64)> = None;
                     while let Ok(ext) = rx.recv() {
                         if region.sim().is_none() {
                             region.prefault(ext.offset(), ext.len());
@@ -78,6 +79,13 @@ impl DbInner {
                         // A failure is remembered by the extent: the writer
                         // or the next log sync reports it and poisons.
                         let _ = ext.sync_head();
+                        // The writer has moved on from the previous extent
+                        // (a late copy into a slot reserved there faults
+                        // the page back in): unmapping it spares its
+                        // write-back a TLB shootdown per page.
+                        if let Some((off, len)) = previous.replace((ext.offset(), ext.len())) {
+                            region.unmap_written(off, len);
+                        }
                     }
                 }),
             )?);
