@@ -87,7 +87,14 @@ pub struct BuildCtx<'a> {
     /// Set when the database shuts down: a merge stops early (its tables
     /// are removed) instead of holding up the close.
     pub stop: Option<&'a AtomicBool>,
+    /// While this says so, the merge pauses (up to `MAX_PAUSE` at a time,
+    /// so it always progresses): work that can wait gives its CPU to work
+    /// that writers are waiting for.
+    pub pause: Option<&'a (dyn Fn() -> bool + Sync)>,
 }
+
+/// Longest single pause of a merge that `BuildCtx::pause` holds back.
+const MAX_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Writes the entries of `iter` that `dropper` keeps into tables of about
 /// `target_file_size`, never splitting one user key across two tables.
@@ -127,8 +134,17 @@ fn build_tables_inner(
     iter.seek_to_first()?;
     while iter.valid() {
         seen = seen.wrapping_add(1);
-        if seen.is_multiple_of(4096) && ctx.stop.is_some_and(|s| s.load(Ordering::Acquire)) {
-            return Err(Error::Closed);
+        if seen.is_multiple_of(4096) {
+            let stopped = || ctx.stop.is_some_and(|s| s.load(Ordering::Acquire));
+            if let Some(pause) = ctx.pause {
+                let until = std::time::Instant::now() + MAX_PAUSE;
+                while pause() && !stopped() && std::time::Instant::now() < until {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+            }
+            if stopped() {
+                return Err(Error::Closed);
+            }
         }
         let key = iter.key();
         if !dropper.keep(key) {

@@ -210,6 +210,7 @@ impl DbInner {
             target_file_size: target,
             next_number: next,
             stop: Some(&self.shutting_down),
+            pause: None,
         }
     }
 

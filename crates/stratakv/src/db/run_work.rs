@@ -52,12 +52,15 @@ impl DbInner {
             // below L1 can still hold a key a tombstone hides.
             let mut dropper = Dropper::new(self.oldest_snapshot(), |uk| key_may_exist_below(version, 1, uk));
             let next = || self.versions.lock().new_file_number();
-            let outputs = build_tables(
-                &self.build_ctx_pub(&next, self.opts.target_file_size),
-                &mut it,
-                &mut dropper,
-                &t.grandparents,
-            )?;
+            // While writers are paced because the matrix is filling, the
+            // columns that drain it get the CPU first: a merge only makes
+            // reads cheaper, unless runs pile up to twice their number.
+            let urgent_at = 2 * self.opts.max_runs.max(1);
+            let pause =
+                || self.throttle_rate.load(Ordering::Relaxed) != 0 && self.sv.load().version.runs.len() < urgent_at;
+            let mut ctx = self.build_ctx_pub(&next, self.opts.target_file_size);
+            ctx.pause = Some(&pause);
+            let outputs = build_tables(&ctx, &mut it, &mut dropper, &t.grandparents)?;
             written = outputs.iter().map(|f| f.size).sum();
             edit.added.extend(outputs.into_iter().map(|f| (1, f)));
             self.counters.compaction_bytes_read.fetch_add(t.input_bytes(), Ordering::Relaxed);
