@@ -281,17 +281,28 @@ impl DbInner {
                 self.state_cv.wait_for(&mut st, Duration::from_millis(200));
             };
             let r = self.run_column(&task);
-            self.delete_obsolete();
-            match r {
-                Ok(()) => self.clear_bg_error(),
-                Err(Error::Closed) => return,
-                Err(e) if self.retryable(&e) => self.back_off(e, retry),
-                Err(e) => {
-                    self.poison(&e);
-                    return;
-                }
+            if !self.after_compaction(r, retry) {
+                return;
             }
         }
+    }
+
+    /// Handles the outcome of a compaction attempt begun when `bg_retries`
+    /// was `retry`: deletes what became obsolete, then clears the error,
+    /// backs off before a retry (a full disk) or poisons. Returns whether
+    /// the calling thread goes on.
+    fn after_compaction(&self, r: Result<()>, retry: u64) -> bool {
+        self.delete_obsolete();
+        match r {
+            Ok(()) => self.clear_bg_error(),
+            Err(Error::Closed) => return false,
+            Err(e) if self.retryable(&e) => self.back_off(e, retry),
+            Err(e) => {
+                self.poison(&e);
+                return false;
+            }
+        }
+        true
     }
 
     fn compaction_loop(self: Arc<Self>) {
@@ -315,15 +326,8 @@ impl DbInner {
                 }
                 Work::Runs(t, v) => self.run_run_merge(t, v),
             };
-            self.delete_obsolete();
-            match r {
-                Ok(()) => self.clear_bg_error(),
-                Err(Error::Closed) => return,
-                Err(e) if self.retryable(&e) => self.back_off(e, retry),
-                Err(e) => {
-                    self.poison(&e);
-                    return;
-                }
+            if !self.after_compaction(r, retry) {
+                return;
             }
         }
     }
@@ -469,6 +473,19 @@ impl DbInner {
         if let Some(last) = t.inputs.iter().map(|f| &f.largest).max_by(|a, b| crate::key::compare_internal(a, b)) {
             edit.compact_pointers.push((t.level as u32, last.clone()));
         }
+        let obsolete = if t.trivial_move { Vec::new() } else { t.all_inputs().cloned().collect() };
+        self.install_compaction(edit, written, obsolete)
+    }
+
+    /// Records a compaction's edit, counts its output, and lets readers see
+    /// the new version; `obsolete` are the inputs it rewrote (deleted once
+    /// no version uses them).
+    pub(crate) fn install_compaction(
+        &self,
+        edit: VersionEdit,
+        written: u64,
+        obsolete: Vec<Arc<FileMeta>>,
+    ) -> Result<()> {
         let mut vs = self.versions.lock();
         vs.log_and_apply(edit)?;
         self.counters.table_bytes_written.fetch_add(written, Ordering::Relaxed);
@@ -476,9 +493,7 @@ impl DbInner {
         let mut st = self.state.lock();
         st.version = vs.current();
         st.installs += 1;
-        if !t.trivial_move {
-            st.obsolete.extend(t.all_inputs().cloned());
-        }
+        st.obsolete.extend(obsolete);
         self.install_sv(&st);
         self.state_cv.notify_all();
         Ok(())

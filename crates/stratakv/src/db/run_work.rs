@@ -65,19 +65,9 @@ impl DbInner {
             edit.added.extend(outputs.into_iter().map(|f| (1, f)));
             self.counters.compaction_bytes_read.fetch_add(t.input_bytes(), Ordering::Relaxed);
         }
-        let mut vs = self.versions.lock();
-        vs.log_and_apply(edit)?;
-        self.counters.table_bytes_written.fetch_add(written, Ordering::Relaxed);
-        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        let obsolete = if t.trivial_move { Vec::new() } else { t.all_inputs().cloned().collect() };
+        self.install_compaction(edit, written, obsolete)?;
         self.counters.run_merges.fetch_add(1, Ordering::Relaxed);
-        let mut st = self.state.lock();
-        st.version = vs.current();
-        st.installs += 1;
-        if !t.trivial_move {
-            st.obsolete.extend(t.all_inputs().cloned());
-        }
-        self.install_sv(&st);
-        self.state_cv.notify_all();
         Ok(())
     }
 
