@@ -140,6 +140,11 @@ impl Backend for EngineStore {
         for l in s.levels.iter().filter(|l| l.files > 0) {
             v.push((format!("engine_level{}", l.level), format!("files={},bytes={}", l.files, l.bytes)));
         }
+        if !s.runs.is_empty() {
+            let (files, bytes) = s.runs.iter().fold((0, 0), |(f, b), r| (f + r.files, b + r.bytes));
+            v.push(("engine_runs".into(), format!("runs={},files={files},bytes={bytes}", s.runs.len())));
+        }
+        v.push(("engine_run_merges".into(), s.run_merges.to_string()));
         v.push(("engine_poisoned".into(), if s.poisoned.is_some() { "1" } else { "0" }.into()));
         v
     }
