@@ -65,6 +65,9 @@ pub(crate) struct WriteState {
     /// The newest log extent allocated: its head must be durable before a
     /// newer log extent's head is written (see `DbInner::reserve`).
     pub last_log: Option<HeadSync>,
+    /// Bytes reserved so far in the current log extent (shared with its
+    /// `UnsyncedLog`).
+    pub log_tail: Arc<AtomicU64>,
     pub log_number: u64,
     pub next_log_number: u64,
     pub next_seq: SeqNo,
@@ -128,6 +131,10 @@ pub(crate) struct Counters {
 pub(crate) struct UnsyncedLog {
     pub off: u64,
     pub len: u64,
+    /// Bytes reserved in the extent so far: a sync covers only those. The
+    /// rest was prefaulted, so its pages are dirty zeros that writing back
+    /// now would only have to write again once filled.
+    pub reserved: Arc<AtomicU64>,
     /// Syncs the extent's head word.
     pub head: HeadSync,
     /// The first sequence number reserved in it: every write reserved in
@@ -488,7 +495,8 @@ impl DbInner {
         let list: Vec<UnsyncedLog> = self.unsynced.lock().clone();
         for e in &list {
             // The head first: without it recovery does not find the data.
-            let synced = e.head.sync().and_then(|_| self.region.sync(e.off, e.len));
+            let reserved = e.reserved.load(Ordering::Acquire).min(e.len);
+            let synced = e.head.sync().and_then(|_| self.region.sync(e.off, reserved));
             if let Err(err) = synced {
                 let err = Error::from_pm(&self.region_path, err);
                 self.poison(&err);

@@ -217,6 +217,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         mem: mem.clone(),
         writer: None,
         last_log: None,
+        log_tail: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         log_number: 0,
         next_log_number,
         next_seq: last_seq + 1,

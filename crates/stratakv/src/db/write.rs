@@ -1,6 +1,6 @@
 //! The write path: back-pressure, reservation, copy into PM, publication.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -198,6 +198,8 @@ impl DbInner {
             }
             if let Some(writer) = w.writer.as_mut() {
                 if let Some(mut slot) = writer.reserve(len) {
+                    let tail = writer.tail();
+                    w.log_tail.store(tail, Ordering::Release);
                     clear_commit_word(&mut slot).map_err(|e| Error::from_pm(&self.region_path, e))?;
                     let seq = w.next_seq;
                     w.next_seq += count as u64;
@@ -227,12 +229,19 @@ impl DbInner {
                     let ext = writer.extent().clone();
                     w.mem.hold_extent(ext.clone());
                     w.last_log = Some(ext.head_sync());
+                    w.log_tail = Arc::new(AtomicU64::new(0));
                     if self.needs_msync() {
                         let (off, len) = (ext.offset(), ext.len());
                         let mut u = self.unsynced.lock();
                         u.retain(|x| (x.off, x.len) != (off, len));
                         // The reservation after this allocation is the extent's first.
-                        u.push(UnsyncedLog { off, len, head: ext.head_sync(), first_seq: w.next_seq });
+                        u.push(UnsyncedLog {
+                            off,
+                            len,
+                            reserved: w.log_tail.clone(),
+                            head: ext.head_sync(),
+                            first_seq: w.next_seq,
+                        });
                     }
                     self.prefault(ext);
                     w.writer = Some(writer);
