@@ -133,6 +133,21 @@ pub(crate) fn page_size() -> usize {
     }
 }
 
+/// Allocates disk blocks for the first `len` bytes of `file` without
+/// changing its contents (posix_fallocate). `Ok(false)` if the file system
+/// cannot (the file then stays sparse).
+pub(crate) fn reserve_blocks(file: &File, len: u64) -> io::Result<bool> {
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::other("region too large"))?;
+    // SAFETY: posix_fallocate takes a file descriptor and two integers; it
+    // touches no memory of ours.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    match rc {
+        0 => Ok(true),
+        libc::EOPNOTSUPP | libc::EINVAL => Ok(false),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
 /// Whether `file` lives on tmpfs (e.g. /dev/shm).
 pub(crate) fn is_tmpfs(file: &File) -> bool {
     const TMPFS_MAGIC: i64 = 0x0102_1994;

@@ -33,7 +33,7 @@ use crate::alloc::{ExtentHead, SlotMap};
 use crate::error::PmError;
 use crate::flush::{sfence, spin_ns, LineFlush};
 use crate::layout::*;
-use crate::map::{is_tmpfs, Mapping};
+use crate::map::{is_tmpfs, reserve_blocks, Mapping};
 use crate::sim::SimPm;
 
 /// Where the region's bytes live.
@@ -178,7 +178,8 @@ impl Region {
             .open(path)
             .map_err(io("open"))?;
         let mut len = file.metadata().map_err(io("stat"))?.len();
-        if len == 0 {
+        let created = len == 0;
+        if created {
             if opts.expect_id.is_some() {
                 return Err(PmError::Corruption {
                     offset: 0,
@@ -194,6 +195,24 @@ impl Region {
             file.set_len(opts.len).map_err(io("set_len"))?;
             len = opts.len;
         }
+        // A store into a hole of a full file system is a SIGBUS, not an
+        // error: give the region its blocks now, where a full disk is a
+        // clear error at open (unwritten extents, so nothing is written;
+        // an existing region gets its holes filled). On tmpfs that would
+        // take the whole region's memory at once, so there it stays sparse.
+        if !is_tmpfs(&file) {
+            if let Err(source) = reserve_blocks(&file, len) {
+                if created {
+                    // Leave no half-made region behind: the next open starts afresh.
+                    let _ = file.set_len(0);
+                }
+                return Err(PmError::Io {
+                    path: path.to_path_buf(),
+                    op: "allocate the region's blocks (is the disk full?)",
+                    source,
+                });
+            }
+        }
         let len_usize =
             usize::try_from(len).map_err(|_| PmError::InvalidOptions("region larger than the address space".into()))?;
         let map = Mapping::new(&file, len_usize).map_err(io("mmap"))?;
@@ -204,6 +223,7 @@ impl Region {
         } else {
             Placement::File
         };
+
         let base = map.ptr();
         Self::finish_open(Mem::Mapped { map, _file: file, path: path.to_path_buf() }, base, len, placement, opts)
     }

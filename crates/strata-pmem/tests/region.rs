@@ -226,3 +226,35 @@ fn unmapping_written_pages_keeps_their_bytes_and_later_stores() {
     assert_eq!(r.read(data, 4096).unwrap(), &pattern[..4096]);
     assert_eq!(r.read(data + 4096 + 10, 11).unwrap(), b"after unmap");
 }
+
+/// A region on an ordinary file system owns its blocks from the start: a
+/// store into a hole of a full disk would be a SIGBUS, where a full disk
+/// at open is a clear error. Holes of an older, sparse region are filled
+/// at its next open.
+#[test]
+fn a_file_region_has_its_blocks_allocated_at_open() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let path = dir.path().join("r.pm");
+    let (r, _) = Region::open(Backing::File(path.clone()), &opts()).unwrap();
+    if r.placement() != strata_pmem::Placement::File {
+        eprintln!("skipped: the region is on {:?}, not an ordinary file", r.placement());
+        return;
+    }
+    let allocated = |p: &std::path::Path| std::fs::metadata(p).unwrap().blocks() * 512;
+    assert!(allocated(&path) >= r.len(), "{} of {} bytes allocated", allocated(&path), r.len());
+    let id = r.id();
+    drop(r);
+    // Punch the region back to sparse (as an older version left it).
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let len = f.metadata().unwrap().len();
+    f.set_len(4096).unwrap();
+    f.set_len(len).unwrap();
+    drop(f);
+    assert!(allocated(&path) < len);
+    let mut o = opts();
+    o.create = false;
+    o.expect_id = Some(id);
+    let (r, _) = Region::open(Backing::File(path.clone()), &o).unwrap();
+    assert!(allocated(&path) >= r.len(), "holes left after a reopen");
+}
