@@ -409,6 +409,9 @@ impl Region {
                 head_sync: HeadSync::new(self, head),
             }),
         };
+        // On tmpfs, the memory behind the extent (a full tmpfs is then an
+        // error here, not a SIGBUS at the first store).
+        self.inner.reserve(extent.offset(), extent.len())?;
         // Stale heads inside the run would otherwise claim our slots after a
         // crash; clear them before the new head is published.
         let mut cleared = false;

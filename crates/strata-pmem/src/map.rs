@@ -133,14 +133,15 @@ pub(crate) fn page_size() -> usize {
     }
 }
 
-/// Allocates disk blocks for the first `len` bytes of `file` without
-/// changing its contents (posix_fallocate). `Ok(false)` if the file system
-/// cannot (the file then stays sparse).
-pub(crate) fn reserve_blocks(file: &File, len: u64) -> io::Result<bool> {
-    let len = libc::off_t::try_from(len).map_err(|_| io::Error::other("region too large"))?;
+/// Allocates storage for bytes `[off, off+len)` of `file` without changing
+/// its contents (posix_fallocate). `Ok(false)` if the file system cannot
+/// (the range then stays sparse).
+pub(crate) fn reserve_blocks(file: &File, off: u64, len: u64) -> io::Result<bool> {
+    let too_large = |_| io::Error::other("region too large");
+    let (off, len) = (libc::off_t::try_from(off).map_err(too_large)?, libc::off_t::try_from(len).map_err(too_large)?);
     // SAFETY: posix_fallocate takes a file descriptor and two integers; it
     // touches no memory of ours.
-    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), off, len) };
     match rc {
         0 => Ok(true),
         libc::EOPNOTSUPP | libc::EINVAL => Ok(false),

@@ -199,9 +199,14 @@ impl Region {
         // error: give the region its blocks now, where a full disk is a
         // clear error at open (unwritten extents, so nothing is written;
         // an existing region gets its holes filled). On tmpfs that would
-        // take the whole region's memory at once, so there it stays sparse.
-        if !is_tmpfs(&file) {
-            if let Err(source) = reserve_blocks(&file, len) {
+        // take the whole region's memory at once: there only the
+        // superblock and head table get theirs now, and each extent its
+        // own when allocated (`Inner::reserve`).
+        let tmpfs = is_tmpfs(&file);
+        // The head table has a word per slot of at least 4 KiB.
+        let upfront = if tmpfs { (SUPERBLOCK_BYTES + len / 512 + 4096).min(len) } else { len };
+        if upfront > 0 {
+            if let Err(source) = reserve_blocks(&file, 0, upfront) {
                 if created {
                     // Leave no half-made region behind: the next open starts afresh.
                     let _ = file.set_len(0);
@@ -473,6 +478,22 @@ fn root_off(i: usize) -> Result<u64, PmError> {
 }
 
 impl Inner {
+    /// Gives `[off, off+len)` its storage where the region is sparse
+    /// (tmpfs), so that a store there cannot fault for want of memory: a
+    /// full tmpfs is an error here (ENOSPC) instead of a SIGBUS later.
+    pub(crate) fn reserve(&self, off: u64, len: u64) -> Result<(), PmError> {
+        match &self.mem {
+            Mem::Mapped { _file, path, .. } if self.placement == Placement::Shm => {
+                reserve_blocks(_file, off, len).map(|_| ()).map_err(|source| PmError::Io {
+                    path: path.clone(),
+                    op: "allocate PM memory (is the tmpfs full?)",
+                    source,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn check(&self, off: u64, len: u64) -> Result<(), PmError> {
         match off.checked_add(len) {
             Some(end) if end <= self.len => Ok(()),

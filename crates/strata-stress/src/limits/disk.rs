@@ -87,3 +87,59 @@ pub fn disk_full(root: &Path, rep: &mut Report) -> Result<(), String> {
     rep.set("disk_full", Value::Text("tmpfs 8m".into()));
     Ok(())
 }
+
+/// The PM region on a size-limited tmpfs that fills up (a sparse region
+/// file, as on /dev/shm): a store into a page tmpfs cannot back used to be
+/// a SIGBUS. Writers get `DiskFull` (the tmpfs is the "disk" of the
+/// emulated PM); once the tmpfs grows, writes resume, and a reopen has
+/// every acknowledged write.
+pub fn pm_tmpfs_full(root: &Path, rep: &mut Report) -> Result<(), String> {
+    let mnt = root.join("pmtmpfs");
+    std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
+    let target = mnt.to_string_lossy().into_owned();
+    if let Err(e) = mount(&["-t", "tmpfs", "-o", "size=3m", "tmpfs", &target]) {
+        rep.set("pm_tmpfs_full", Value::Text(format!("skipped: cannot mount a tmpfs here ({e})")));
+        return Ok(());
+    }
+    let _guard = Mounted(&mnt);
+    let dir = root.join("db");
+    let mut o = Options::for_tests();
+    o.pm_dir = Some(mnt.clone());
+    // The matrix alone may hold more PM than the tmpfs has.
+    o.pm_size = 32 << 20;
+    o.matrix_bytes = 8 << 20;
+    o.pm_full_timeout_ms = 300;
+    let value = |i: u32| format!("value-{i}-{}", "v".repeat(300)).into_bytes();
+    let db = Db::open(&dir, o.clone()).map_err(|e| format!("open: {e}"))?;
+    let mut acked = 0u32;
+    let err = loop {
+        match db.put(format!("k{acked:06}"), value(acked)) {
+            Ok(()) => acked += 1,
+            Err(e) => break e,
+        }
+        if acked > 100_000 {
+            return Err("the 3 MiB tmpfs under the PM region never filled up".into());
+        }
+    };
+    if !err.is_full() {
+        return Err(format!("a full tmpfs under the PM region gave {err}, not a full-device error"));
+    }
+    rep.add("pm_tmpfs_full_errors", 1);
+    mount(&["-o", "remount,size=64m", &target]).map_err(|e| format!("remount: {e}"))?;
+    // Background work that waited for room goes on; so do writers.
+    for i in acked..acked + 2000 {
+        db.put(format!("k{i:06}"), value(i)).map_err(|e| format!("write after the tmpfs grew: {e}"))?;
+    }
+    let total = acked + 2000;
+    drop(db);
+    let db = Db::open(&dir, o).map_err(|e| format!("reopen: {e}"))?;
+    for i in 0..total {
+        if db.get(format!("k{i:06}")).map_err(|e| e.to_string())? != Some(value(i)) {
+            return Err(format!("k{i:06} lost after the PM tmpfs was full"));
+        }
+    }
+    drop(db);
+    rep.add("pm_tmpfs_full_writes_verified", total as u64);
+    rep.set("pm_tmpfs_full", Value::Text("tmpfs 3m".into()));
+    Ok(())
+}

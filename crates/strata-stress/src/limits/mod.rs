@@ -52,6 +52,10 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
         let r = disk::disk_full(&d, &mut rep);
         fail(&mut rep, r);
         let _ = std::fs::remove_dir_all(&d);
+        let d = root.path().join(format!("pmtmpfs{round}"));
+        let r = disk::pm_tmpfs_full(&d, &mut rep);
+        fail(&mut rep, r);
+        let _ = std::fs::remove_dir_all(&d);
         rep.add("rounds", 1);
         round += 1;
         if Instant::now() >= deadline || rep.violations() > 0 {

@@ -145,11 +145,15 @@ impl DbInner {
         Ok(())
     }
 
-    /// Runs `build`, retrying while it fails for lack of PM space.
+    /// Runs `build`, retrying while it fails for lack of free PM slots
+    /// (column compaction frees them). A device out of space (a full tmpfs
+    /// under the region) is returned: the caller backs off and writers get
+    /// the error after `pm_full_timeout_ms`, as for a full disk.
     fn with_pm_space<T>(&self, mut build: impl FnMut() -> Result<T>) -> Result<T> {
         loop {
             match build() {
-                Err(e) if e.is_full() => {
+                Err(e @ Error::PmFull(_)) => {
+                    drop(e);
                     let mut st = self.state.lock();
                     if let Some(p) = &st.poisoned {
                         return Err(Error::Poisoned(p.clone()));
