@@ -7,8 +7,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::key::{compare_internal, user_key};
-use crate::version::{FileMeta, Version, NUM_LEVELS};
+use crate::key::compare_internal;
+use crate::version::{sorted_overlapping, FileMeta, Version, NUM_LEVELS};
 
 /// Sizes that drive the policy.
 #[derive(Clone, Debug)]
@@ -226,8 +226,8 @@ fn finish(v: &Version, policy: &LevelPolicy, t: &mut CompactionTask) {
 /// Whether `ukey` might exist in a level deeper than `level` (so a tombstone
 /// for it must be kept). The runs sit between L0 and L1: below level 0.
 pub fn key_may_exist_below(v: &Version, level: usize, ukey: &[u8]) -> bool {
-    let holds =
-        |files: &[Arc<FileMeta>]| files.iter().any(|f| user_key(&f.smallest) <= ukey && ukey <= user_key(&f.largest));
+    // Runs and the levels below L0 are sorted and disjoint.
+    let holds = |files: &[Arc<FileMeta>]| !sorted_overlapping(files, Some(ukey), Some(ukey)).is_empty();
     (level == 0 && v.runs.iter().any(|r| holds(&r.files))) || v.levels.iter().skip(level + 1).any(|files| holds(files))
 }
 

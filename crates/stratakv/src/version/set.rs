@@ -6,7 +6,7 @@
 //! manifest of record by an atomic rename of a temporary file to CURRENT.
 
 use std::any::Any;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -329,19 +329,38 @@ fn write_synced(fs: &dyn Fs, path: &Path, data: &[u8]) -> Result<Box<dyn Writabl
 pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, String> {
     let mut levels = base.levels.clone();
     levels.resize(NUM_LEVELS, Vec::new());
+    // One pass per touched level, not one per deleted file: replaying a
+    // MANIFEST of a large database applies many edits to many files.
+    let mut changed = [false; NUM_LEVELS];
+    let mut deleted: HashMap<u32, HashSet<u64>> = HashMap::new();
     for (level, number) in &edit.deleted {
+        if !deleted.entry(*level).or_default().insert(*number) {
+            return Err(format!("deletes file {number} twice from level {level}"));
+        }
+    }
+    for (level, numbers) in &deleted {
         let files = levels.get_mut(*level as usize).ok_or_else(|| format!("bad level {level}"))?;
         let before = files.len();
-        files.retain(|f| f.number != *number);
-        if files.len() == before {
-            return Err(format!("deletes file {number} which is not in level {level}"));
+        files.retain(|f| !numbers.contains(&f.number));
+        if before - files.len() != numbers.len() {
+            let missing = numbers.iter().find(|n| !base.files(*level as usize).iter().any(|f| f.number == **n));
+            return Err(format!("deletes file {} which is not in level {level}", missing.copied().unwrap_or(0)));
+        }
+        if let Some(c) = changed.get_mut(*level as usize) {
+            *c = true;
         }
     }
     for (level, f) in &edit.added {
         let files = levels.get_mut(*level as usize).ok_or_else(|| format!("bad level {level}"))?;
         files.push(Arc::new(f.clone()));
+        if let Some(c) = changed.get_mut(*level as usize) {
+            *c = true;
+        }
     }
     for (level, files) in levels.iter_mut().enumerate() {
+        if !changed.get(level).copied().unwrap_or(true) {
+            continue;
+        }
         if level == 0 {
             files.sort_by_key(|f| std::cmp::Reverse(f.number));
         } else {
@@ -415,5 +434,43 @@ mod tests {
             let again = VersionSet::recover(Arc::new(fault.clone()), dir).unwrap();
             assert_eq!(again.last_sequence, 20, "{op:?}");
         }
+    }
+    fn meta(number: u64, lo: &[u8], hi: &[u8]) -> FileMeta {
+        FileMeta {
+            number,
+            size: 1,
+            smallest: crate::key::internal_key(lo, 2, crate::key::Kind::Put),
+            largest: crate::key::internal_key(hi, 1, crate::key::Kind::Put),
+            entries: 1,
+            deletions: 0,
+            smallest_seq: 1,
+            largest_seq: 2,
+        }
+    }
+
+    /// `apply` removes exactly the deleted files, keeps levels sorted, and
+    /// refuses an edit that deletes a file twice or one that is not there.
+    #[test]
+    fn apply_checks_deletions() {
+        let mut base = Version::empty();
+        let add = VersionEdit {
+            added: vec![(1, meta(3, b"m", b"n")), (1, meta(1, b"a", b"b")), (1, meta(2, b"c", b"d")), (2, meta(4, b"a", b"z"))],
+            ..Default::default()
+        };
+        base = apply(&base, &add).unwrap();
+        let numbers = |v: &Version, l: usize| v.files(l).iter().map(|f| f.number).collect::<Vec<_>>();
+        assert_eq!(numbers(&base, 1), vec![1, 2, 3]);
+        let del = VersionEdit { deleted: vec![(1, 1), (1, 3)], added: vec![(1, meta(5, b"x", b"y"))], ..Default::default() };
+        let next = apply(&base, &del).unwrap();
+        assert_eq!(numbers(&next, 1), vec![2, 5]);
+        assert_eq!(numbers(&next, 2), vec![4]);
+        let twice = VersionEdit { deleted: vec![(1, 2), (1, 2)], ..Default::default() };
+        assert!(apply(&base, &twice).unwrap_err().contains("twice"));
+        let missing = VersionEdit { deleted: vec![(1, 2), (1, 9)], ..Default::default() };
+        assert!(apply(&base, &missing).unwrap_err().contains("file 9 which is not in level 1"));
+        let wrong_level = VersionEdit { deleted: vec![(2, 1)], ..Default::default() };
+        assert!(apply(&base, &wrong_level).is_err());
+        let overlapping = VersionEdit { added: vec![(1, meta(6, b"b", b"c"))], ..Default::default() };
+        assert!(apply(&base, &overlapping).is_err());
     }
 }
