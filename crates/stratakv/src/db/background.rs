@@ -5,13 +5,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{DbInner, KeyRange, State};
+use super::{DbInner, KeyRange, PrefaultJob, State};
 use crate::compaction::picker::key_may_exist_below;
 use crate::compaction::runs::{merge_due, pick_run_merge, RunMergeTask};
 use crate::compaction::{build_tables, pick, pick_range, BuildCtx, CompactionTask, Dropper, LevelPolicy};
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::memtable::Memtable;
+use crate::memtable::{MemBuffers, Memtable};
 use crate::options::L0Kind;
 use crate::version::filename::table_path;
 use crate::version::{FileMeta, LevelIter, Version, VersionEdit};
@@ -66,13 +66,25 @@ impl DbInner {
         {
             // Only the region, not the database: the thread ends when
             // shutdown drops the sender.
-            let (tx, rx) = std::sync::mpsc::channel::<Extent>();
+            let (tx, rx) = std::sync::mpsc::channel::<PrefaultJob>();
             let region = self.region.clone();
+            let spare_mem = self.spare_mem.clone();
             threads.push(spawn(
                 "strata-prefault".into(),
                 Box::new(move || {
                     let mut previous: Option<(u64, u64)> = None;
-                    while let Ok(ext) = rx.recv() {
+                    while let Ok(job) = rx.recv() {
+                        let ext = match job {
+                            PrefaultJob::Extent(ext) => ext,
+                            PrefaultJob::Memtable(capacity) => {
+                                if spare_mem.lock().is_none() {
+                                    let buffers = MemBuffers::new(capacity);
+                                    buffers.prefault();
+                                    *spare_mem.lock() = Some(buffers);
+                                }
+                                continue;
+                            }
+                        };
                         if region.sim().is_none() {
                             region.prefault(ext.offset(), ext.len());
                         }
@@ -91,6 +103,7 @@ impl DbInner {
             )?);
             *self.prefault.lock() = Some(tx);
         }
+        self.prepare_spare_memtable();
         Ok(())
     }
 
@@ -100,12 +113,29 @@ impl DbInner {
     /// durable. Without the thread, the head is synced here.
     pub(crate) fn prefault(&self, ext: Extent) {
         let sent = match self.prefault.lock().as_ref() {
-            Some(tx) => tx.send(ext).map_err(|e| e.0),
-            None => Err(ext),
+            Some(tx) => tx.send(PrefaultJob::Extent(ext)).map_err(|e| e.0),
+            None => Err(PrefaultJob::Extent(ext)),
         };
-        if let Err(ext) = sent {
+        if let Err(PrefaultJob::Extent(ext)) = sent {
             let _ = ext.sync_head();
         }
+    }
+
+    /// Asks the prefault thread to get buffers ready for the next memtable
+    /// (see [`MemBuffers::prefault`]); without the thread, the next switch
+    /// allocates them itself.
+    pub(crate) fn prepare_spare_memtable(&self) {
+        if let Some(tx) = self.prefault.lock().as_ref() {
+            let _ = tx.send(PrefaultJob::Memtable(self.opts.write_buffer_size));
+        }
+    }
+
+    /// Buffers for a new memtable: the spare if one is ready, otherwise
+    /// fresh ones. The next spare is asked for once the new memtable's
+    /// first log extent is handed to the prefault thread (`reserve`).
+    pub(crate) fn memtable_buffers(&self) -> MemBuffers {
+        let spare = self.spare_mem.lock().take().filter(|b| b.capacity() == self.opts.write_buffer_size);
+        spare.unwrap_or_else(|| MemBuffers::new(self.opts.write_buffer_size))
     }
 
     pub(crate) fn level_policy(&self) -> LevelPolicy {

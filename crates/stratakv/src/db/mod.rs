@@ -40,7 +40,7 @@ use crate::fs::{FileLock, Fs};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{SeqNo, MAX_KEY_LEN};
 use crate::matrix::{MatrixState, MatrixView};
-use crate::memtable::{Lookup, Memtable};
+use crate::memtable::{Lookup, MemBuffers, Memtable};
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::sstable::key_hash;
 use crate::sstable::TableOptions;
@@ -148,6 +148,14 @@ impl PartialEq for UnsyncedLog {
     }
 }
 
+/// Work for the prefault thread, which takes page faults off the write path.
+pub(crate) enum PrefaultJob {
+    /// Map in a log extent the writer has just started, and make its head durable.
+    Extent(Extent),
+    /// Make buffers of this capacity ready for the next memtable.
+    Memtable(usize),
+}
+
 pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub opts: Options,
@@ -180,9 +188,12 @@ pub(crate) struct DbInner {
     pub throttle_next: Mutex<std::time::Instant>,
     pub counters: Counters,
     pub threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Hands fresh log extents to the prefault thread (None without one,
-    /// or once shut down).
-    pub prefault: Mutex<Option<std::sync::mpsc::Sender<Extent>>>,
+    /// Hands work to the prefault thread (None without one, or once shut
+    /// down).
+    pub prefault: Mutex<Option<std::sync::mpsc::Sender<PrefaultJob>>>,
+    /// Memtable buffers the prefault thread made ready for the next
+    /// memtable switch.
+    pub spare_mem: Arc<Mutex<Option<MemBuffers>>>,
     pub recovery_micros: u64,
     /// Damage recovery found and stepped over: (region offset, what).
     pub recovery_anomalies: Vec<(u64, String)>,

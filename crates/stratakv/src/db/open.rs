@@ -18,7 +18,7 @@ use crate::log::{scan_extent, ScanEnd, EXTENT_KIND_LOG};
 use crate::matrix::build::EXTENT_KIND_ROW;
 use crate::matrix::row::{key_prefix, Row};
 use crate::matrix::{LiveRow, MatrixRecord, MatrixState};
-use crate::memtable::Memtable;
+use crate::memtable::{MemBuffers, Memtable};
 use crate::options::{L0Kind, Options};
 use crate::sstable::{BlockCache, TableOptions};
 use crate::version::filename::{self, lock_path, FileKind};
@@ -149,7 +149,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     // Rebuild the memtable from the live log extents, in log order. The
     // records are collected first and inserted in key order: sorted inserts
     // walk a cache-hot path of the skiplist (several times faster for a big log).
-    let mem = Arc::new(Memtable::new(1, region.clone(), region_path.clone(), vs.log_number, opts.write_buffer_size));
+    let buffers = MemBuffers::new(opts.write_buffer_size);
+    buffers.prefault();
+    let mem = Arc::new(Memtable::with_buffers(1, region.clone(), region_path.clone(), vs.log_number, buffers));
     let mut next_seq = Some(vs.last_sequence + 1);
     let mut anomalies: Vec<(u64, String)> = Vec::new();
     let mut found: Vec<Recovered> = Vec::new();
@@ -266,6 +268,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         counters: Counters::default(),
         threads: Mutex::new(Vec::new()),
         prefault: Mutex::new(None),
+        spare_mem: Arc::new(Mutex::new(None)),
         recovery_micros: started.elapsed().as_micros() as u64,
         recovery_anomalies: anomalies,
         table_opts: TableOptions {

@@ -244,6 +244,11 @@ impl DbInner {
                         });
                     }
                     self.prefault(ext);
+                    // After the extent, so the writer's next pages are
+                    // mapped before the prefault thread builds buffers.
+                    if self.spare_mem.lock().is_none() {
+                        self.prepare_spare_memtable();
+                    }
                     w.writer = Some(writer);
                 }
                 Err(PmError::Full { wanted, free }) => {
@@ -278,12 +283,12 @@ impl DbInner {
     pub(crate) fn switch_memtable(&self, w: &mut WriteState) {
         let id = w.next_mem_id;
         w.next_mem_id += 1;
-        let new = Arc::new(Memtable::new(
+        let new = Arc::new(Memtable::with_buffers(
             id,
             self.region.clone(),
             self.region_path.clone(),
             w.next_log_number,
-            self.opts.write_buffer_size,
+            self.memtable_buffers(),
         ));
         let old = std::mem::replace(&mut w.mem, new.clone());
         old.seal(w.next_log_number);
@@ -402,5 +407,38 @@ mod tests {
         let db = Db::open("/db", o).unwrap();
         assert_eq!(db.get(b"x").unwrap().as_deref(), Some(&b"value of x"[..]), "X lost after Db::sync");
         assert_eq!(db.get(b"y").unwrap().map(|v| v.len()), Some(100 << 10), "Y lost after Db::sync");
+    }
+    /// A memtable switch takes the buffers the prefault thread made ready
+    /// (their pages already mapped), and the next spare is made once the
+    /// new memtable has its first log extent.
+    #[test]
+    fn a_memtable_switch_takes_the_spare_buffers_and_a_new_spare_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::for_tests()).unwrap();
+        let inner = db.inner.clone();
+        let wait_for_spare = || {
+            let start = std::time::Instant::now();
+            while inner.spare_mem.lock().is_none() {
+                assert!(start.elapsed() < Duration::from_secs(20), "no spare memtable was made");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        for round in 0..3 {
+            db.put(format!("k{round}"), b"v").unwrap();
+            wait_for_spare();
+            let before = inner.write.lock().mem.id();
+            {
+                let mut w = inner.write.lock();
+                inner.switch_memtable(&mut w);
+            }
+            assert_ne!(inner.write.lock().mem.id(), before, "round {round}: no switch");
+            assert!(inner.spare_mem.lock().is_none(), "round {round}: the switch left the spare unused");
+        }
+        // The memtables built on spare buffers hold what was written.
+        db.put(b"last", b"v").unwrap();
+        for k in ["k0", "k1", "k2", "last"] {
+            assert_eq!(db.get(k).unwrap().as_deref(), Some(&b"v"[..]), "{k}");
+        }
+        wait_for_spare();
     }
 }

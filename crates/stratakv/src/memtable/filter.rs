@@ -31,6 +31,14 @@ impl AtomicBloom {
         AtomicBloom { blocks: (0..n).map(|_| Default::default()).collect() }
     }
 
+    /// Stores to one word in every 4 KiB page, so the pages are mapped
+    /// before the first insert (call before the filter is shared).
+    pub fn prefault(&self) {
+        for b in self.blocks.iter().step_by(4096 / std::mem::size_of::<Block>()) {
+            b.0[0].store(0, Ordering::Relaxed);
+        }
+    }
+
     fn block(&self, h: u64) -> Option<&[AtomicU64; 8]> {
         self.blocks.get((((h >> 32) * self.blocks.len() as u64) >> 32) as usize).map(|b| &b.0)
     }

@@ -68,16 +68,60 @@ impl std::fmt::Debug for Memtable {
     }
 }
 
-impl Memtable {
-    /// An empty memtable whose entries start in log `first_log`, sized for
-    /// about `capacity` bytes of writes.
-    pub fn new(id: u64, region: Region, region_path: PathBuf, first_log: u64, capacity: usize) -> Memtable {
-        Memtable {
+/// The DRAM of an empty memtable (skiplist arena, bloom filter, point
+/// index), apart from its identity, so that it can be allocated and its
+/// pages faulted in off the write path.
+pub struct MemBuffers {
+    list: SkipList,
+    filter: AtomicBloom,
+    index: PointIndex,
+    capacity: usize,
+}
+
+impl MemBuffers {
+    /// Buffers for a memtable of about `capacity` bytes of writes.
+    pub fn new(capacity: usize) -> MemBuffers {
+        MemBuffers {
             list: SkipList::new(capacity / 2),
             // Sized for entries of ~64 bytes; more, smaller entries only raise the false-positive rate.
             filter: AtomicBloom::new(capacity / 64),
             // About two buckets per entry of ~64 bytes.
             index: PointIndex::new((capacity / 32).next_power_of_two()),
+            capacity,
+        }
+    }
+
+    /// The `capacity` these buffers were made for.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Writes one word in every page of the filter and the point index.
+    /// They start as untouched zero pages, and each insert lands on a
+    /// random one of them, so a fresh memtable would otherwise take a page
+    /// fault on most of its first few thousand writes (a fault is usually
+    /// a microsecond, but tens of microseconds when it queues behind
+    /// another thread's mapping change, which made most of the put p99.9).
+    pub fn prefault(&self) {
+        self.filter.prefault();
+        self.index.prefault();
+    }
+}
+
+impl Memtable {
+    /// An empty memtable whose entries start in log `first_log`, sized for
+    /// about `capacity` bytes of writes.
+    pub fn new(id: u64, region: Region, region_path: PathBuf, first_log: u64, capacity: usize) -> Memtable {
+        Memtable::with_buffers(id, region, region_path, first_log, MemBuffers::new(capacity))
+    }
+
+    /// An empty memtable over `buffers` (see [`MemBuffers`]).
+    pub fn with_buffers(id: u64, region: Region, region_path: PathBuf, first_log: u64, buffers: MemBuffers) -> Memtable {
+        let MemBuffers { list, filter, index, .. } = buffers;
+        Memtable {
+            list,
+            filter,
+            index,
             region,
             region_path,
             extents: Mutex::new(Vec::new()),

@@ -43,6 +43,14 @@ impl PointIndex {
         PointIndex { buckets: (0..buckets.max(1)).map(|_| AtomicU32::new(EMPTY)).collect() }
     }
 
+    /// Stores to one bucket in every 4 KiB page, so the pages are mapped
+    /// before the first insert (call before the index is shared).
+    pub fn prefault(&self) {
+        for b in self.buckets.iter().step_by(4096 / std::mem::size_of::<AtomicU32>()) {
+            b.store(EMPTY, Ordering::Relaxed);
+        }
+    }
+
     fn bucket(&self, hash: u64) -> Option<&AtomicU32> {
         self.buckets.get(bucket_of(hash, self.buckets.len()))
     }
