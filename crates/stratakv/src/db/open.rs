@@ -184,8 +184,12 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
             ));
         }
         if accepted > 0 {
-            // Read back from the page cache after a crash, its head may
-            // never have been msynced; new log extents follow it.
+            // Read back from the page cache after a process crash, neither
+            // its entries nor its head may ever have been msynced, and no
+            // log sync of this process covers the extent: make both durable
+            // now, before a sync write after it (or a row pointing into it)
+            // can be acknowledged.
+            region.sync(ext.offset(), ext.len()).map_err(pm)?;
             ext.sync_head().map_err(pm)?;
             mem.hold_extent(ext);
         } else {
