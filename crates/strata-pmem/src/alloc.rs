@@ -15,6 +15,8 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use crate::error::PmError;
 use crate::region::Region;
 
@@ -211,6 +213,11 @@ pub struct HeadSync {
     len: u64,
     /// `HEAD_DURABLE`, `HEAD_PENDING` or `HEAD_FAILED`.
     state: Arc<AtomicU8>,
+    /// Held across an msync and the state it leads to. Two overlapping
+    /// msyncs could disagree (Linux reports a write-back error to only one
+    /// of them, and the page may be gone), and the one that saw success
+    /// would call the head durable although another recorded a failure.
+    syncing: Arc<Mutex<()>>,
 }
 
 impl std::fmt::Debug for HeadSync {
@@ -224,31 +231,47 @@ impl HeadSync {
         let geo = region.inner.geo;
         let off = geo.head_off(head.slot);
         let len = geo.head_off(head.slot + head.slots - 1) + 8 - off;
-        HeadSync { region: region.clone(), off, len, state: Arc::new(AtomicU8::new(HEAD_PENDING)) }
+        HeadSync {
+            region: region.clone(),
+            off,
+            len,
+            state: Arc::new(AtomicU8::new(HEAD_PENDING)),
+            syncing: Arc::new(Mutex::new(())),
+        }
     }
 
     /// See [`Extent::sync_head`].
     pub fn sync(&self) -> Result<(), PmError> {
-        match self.state.load(Ordering::Acquire) {
-            HEAD_DURABLE => return Ok(()),
-            HEAD_FAILED => {
-                return Err(PmError::Io {
-                    path: self.region.path().map(|p| p.to_path_buf()).unwrap_or_default(),
-                    op: "msync",
-                    source: std::io::Error::other("an earlier msync of this extent's head word failed"),
-                })
-            }
-            _ => {}
+        if let Some(done) = self.settled() {
+            return done;
+        }
+        let _syncing = self.syncing.lock();
+        // Another caller may have settled it while we waited.
+        if let Some(done) = self.settled() {
+            return done;
         }
         match self.region.inner.sync(self.off, self.len) {
             Ok(()) => {
-                let _ = self.state.compare_exchange(HEAD_PENDING, HEAD_DURABLE, Ordering::AcqRel, Ordering::Acquire);
+                self.state.store(HEAD_DURABLE, Ordering::Release);
                 Ok(())
             }
             Err(e) => {
                 self.state.store(HEAD_FAILED, Ordering::Release);
                 Err(e)
             }
+        }
+    }
+
+    /// The answer of an earlier sync, once it is final (durable or failed).
+    fn settled(&self) -> Option<Result<(), PmError>> {
+        match self.state.load(Ordering::Acquire) {
+            HEAD_DURABLE => Some(Ok(())),
+            HEAD_FAILED => Some(Err(PmError::Io {
+                path: self.region.path().map(|p| p.to_path_buf()).unwrap_or_default(),
+                op: "msync",
+                source: std::io::Error::other("an earlier msync of this extent's head word failed"),
+            })),
+            _ => None,
         }
     }
 }
