@@ -665,6 +665,9 @@ impl Inner {
                 break id;
             }
         };
+        // On tmpfs, open reserved only the superblock and the head words;
+        // the zeroing below reaches `data_off`, aligned to the slot size.
+        self.reserve(0, geo.data_off)?;
         // The region is not shared yet, so every byte is ours to write.
         let zero_table = vec![0u8; (geo.data_off - geo.table_off) as usize];
         // SAFETY: `self` is not shared with any other thread yet.

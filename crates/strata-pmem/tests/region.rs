@@ -305,3 +305,50 @@ fn overlapping_head_syncs_never_disagree() {
         "a head sync reported success while the head is recorded as failed (second: {second:?}, later: {later:?})"
     );
 }
+
+/// Review (dd11c98): on tmpfs only the superblock and head table get their
+/// memory at open, but creating a region zeroes `[table_off, data_off)`,
+/// and `data_off` is aligned to the slot size (up to 2 MiB): with 1 MiB
+/// slots in a 32 MiB region that is about 1 MiB of stores into pages
+/// nobody reserved. On a tmpfs without that much room the process died of
+/// SIGBUS instead of `Region::open` failing. Needs root (a tmpfs mount);
+/// skips otherwise.
+#[test]
+fn creating_a_region_on_a_nearly_full_tmpfs_is_an_error_not_a_sigbus() {
+    if let Some(path) = std::env::var_os("STRATA_TMPFS_CHILD") {
+        let o = RegionOptions { len: 32 << 20, slot_bytes: 1 << 20, write_latency_ns: 0, create: true, expect_id: None };
+        let r = Region::open(Backing::File(path.into()), &o);
+        eprintln!("open returned: {:?}", r.as_ref().map(|(r, _)| r.placement()));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=512k", "tmpfs"])
+        .arg(&mnt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "creating_a_region_on_a_nearly_full_tmpfs_is_an_error_not_a_sigbus", "--nocapture"])
+        .env("STRATA_TMPFS_CHILD", mnt.join("r.pm"))
+        .output()
+        .unwrap();
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        out.status.signal(),
+        None,
+        "Region::open on a small tmpfs killed the process: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("open returned: Err"), "{}", String::from_utf8_lossy(&out.stderr));
+}
