@@ -327,6 +327,26 @@ fn write_synced(fs: &dyn Fs, path: &Path, data: &[u8]) -> Result<Box<dyn Writabl
 
 /// Applies an edit to a version, checking that it makes sense.
 pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, String> {
+    // A file an edit deletes and adds back unchanged (a trivial move, of a
+    // level's file or a run's) keeps its `Arc`: obsolete files are deleted
+    // when their `Arc` is the last one, and a fresh `Arc` for a moved file
+    // would let a later compaction delete it while a version held by an
+    // iterator still names it through the old one.
+    let removed: HashSet<u64> = edit.deleted.iter().map(|d| d.1).chain(edit.run_deleted.iter().map(|d| d.1)).collect();
+    // Only the levels and runs the edit deletes from are scanned.
+    let touched_levels: HashSet<u32> = edit.deleted.iter().map(|d| d.0).collect();
+    let touched_runs: HashSet<u64> = edit.run_deleted.iter().map(|d| d.0).collect();
+    let moved: HashMap<u64, &Arc<FileMeta>> = touched_levels
+        .iter()
+        .flat_map(|l| base.files(*l as usize).iter())
+        .chain(base.runs.iter().filter(|r| touched_runs.contains(&r.id)).flat_map(|r| r.files.iter()))
+        .filter(|f| removed.contains(&f.number))
+        .map(|f| (f.number, f))
+        .collect();
+    let arc_of = |f: &FileMeta| match moved.get(&f.number) {
+        Some(a) if ***a == *f => Arc::clone(a),
+        _ => Arc::new(f.clone()),
+    };
     let mut levels = base.levels.clone();
     levels.resize(NUM_LEVELS, Vec::new());
     // One pass per touched level, not one per deleted file: replaying a
@@ -352,7 +372,7 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, Strin
     }
     for (level, f) in &edit.added {
         let files = levels.get_mut(*level as usize).ok_or_else(|| format!("bad level {level}"))?;
-        files.push(Arc::new(f.clone()));
+        files.push(arc_of(f));
         if let Some(c) = changed.get_mut(*level as usize) {
             *c = true;
         }
@@ -381,8 +401,8 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, Strin
     }
     for (id, f) in &edit.run_added {
         match runs.iter_mut().find(|r| r.id == *id) {
-            Some(run) => run.files.push(Arc::new(f.clone())),
-            None => runs.push(Run { id: *id, files: vec![Arc::new(f.clone())] }),
+            Some(run) => run.files.push(arc_of(f)),
+            None => runs.push(Run { id: *id, files: vec![arc_of(f)] }),
         }
     }
     runs.retain(|r| !r.files.is_empty());
@@ -472,5 +492,28 @@ mod tests {
         assert!(apply(&base, &wrong_level).is_err());
         let overlapping = VersionEdit { added: vec![(1, meta(6, b"b", b"c"))], ..Default::default() };
         assert!(apply(&base, &overlapping).is_err());
+    }
+    /// A file deleted and added back unchanged (a trivial move, from a level
+    /// or a run) keeps its `Arc`, which file deletion counts on; a file
+    /// added anew gets a new one.
+    #[test]
+    fn a_trivial_move_keeps_the_files_arc() {
+        let base = apply(&Version::empty(), &VersionEdit { added: vec![(1, meta(1, b"a", b"b"))], ..Default::default() })
+            .unwrap();
+        let base = apply(&base, &VersionEdit { run_added: vec![(9, meta(2, b"c", b"d"))], ..Default::default() }).unwrap();
+        let before_l1 = base.files(1)[0].clone();
+        let before_run = base.runs[0].files[0].clone();
+        let mv = VersionEdit {
+            deleted: vec![(1, 1)],
+            run_deleted: vec![(9, 2)],
+            added: vec![(2, meta(1, b"a", b"b")), (1, meta(2, b"c", b"d"))],
+            ..Default::default()
+        };
+        let next = apply(&base, &mv).unwrap();
+        assert!(Arc::ptr_eq(&next.files(2)[0], &before_l1), "a level's file moved down got a new Arc");
+        assert!(Arc::ptr_eq(&next.files(1)[0], &before_run), "a run's file moved into L1 got a new Arc");
+        let rewritten = VersionEdit { deleted: vec![(1, 2)], added: vec![(1, meta(2, b"c", b"e"))], ..Default::default() };
+        let next = apply(&next, &rewritten).unwrap();
+        assert!(!Arc::ptr_eq(&next.files(1)[0], &before_run), "a changed file kept the old Arc");
     }
 }
