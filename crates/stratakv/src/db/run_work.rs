@@ -55,9 +55,15 @@ impl DbInner {
             // While writers are paced because the matrix is filling, the
             // columns that drain it get the CPU first: a merge only makes
             // reads cheaper, unless runs pile up to twice their number.
+            // Without tiering (runs left by an open with a larger
+            // `max_runs`), columns wait for this merge: it never pauses.
             let urgent_at = 2 * self.opts.max_runs.max(1);
-            let pause =
-                || self.throttle_rate.load(Ordering::Relaxed) != 0 && self.sv.load().version.runs.len() < urgent_at;
+            let tiered = self.opts.tiered();
+            let pause = || {
+                tiered
+                    && self.throttle_rate.load(Ordering::Relaxed) != 0
+                    && self.sv.load().version.runs.len() < urgent_at
+            };
             let mut ctx = self.build_ctx_pub(&next, self.opts.target_file_size);
             ctx.pause = Some(&pause);
             let outputs = build_tables(&ctx, &mut it, &mut dropper, &t.grandparents)?;
