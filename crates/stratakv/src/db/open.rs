@@ -92,7 +92,13 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     // continues the log). Their numbers must never be handed out again: a
     // reused number would make their stale entries look like a valid
     // continuation of a later log. So record the high-water mark first.
-    let next_log_number = (max_number + 1).max(vs.log_number).max(vs.next_log_number);
+    // The last process may also have allocated one more log extent whose
+    // head never became durable (its msync comes after the writer starts
+    // filling it, and before the next allocation): at most the number
+    // after the newest durable head, or the MANIFEST's log number (if the
+    // extents before it were flushed), or the number it started at. That
+    // number is skipped too.
+    let next_log_number = (max_number + 2).max(vs.log_number + 1).max(vs.next_log_number + 1);
     if next_log_number > vs.next_log_number {
         vs.log_and_apply(VersionEdit { next_log_number: Some(next_log_number), ..Default::default() })?;
     }
