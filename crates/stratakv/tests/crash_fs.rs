@@ -48,11 +48,14 @@ fn v(i: u32, round: u32) -> String {
     format!("value-{i}-{round}-{}", "x".repeat((i % 50) as usize))
 }
 
-/// Freezes both devices at one instant and builds the images a power cut leaves.
+/// Freezes both devices at one instant and builds the images a power cut
+/// leaves (a region modelling an ordinary file stays one).
 fn power_cut(mem: &MemFs, sim: &SimPm, mode: FsCrashMode, seed: u64) -> (MemFs, Arc<SimPm>) {
     let (snap, cs) = mem.snapshot_with(|| sim.crash_state());
     let fs = snap.restore(mode, &mut StdRng::seed_from_u64(seed));
-    (fs, Arc::new(SimPm::from_image(cs.minimal_image())))
+    let image = cs.minimal_image();
+    let sim = if sim.is_file_like() { SimPm::file_from_image(image) } else { SimPm::from_image(image) };
+    (fs, Arc::new(sim))
 }
 
 fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -149,10 +152,10 @@ fn flushed_writes_on_an_ordinary_file_region_survive_a_power_cut() {
             want.insert(k(i).into_bytes(), v(i, 0).into_bytes());
         }
         db.flush().unwrap();
-        let (snap, cs) = mem.snapshot_with(|| sim.crash_state());
+        let (fs, sim) = power_cut(&mem, &sim, FsCrashMode::DropUnsynced, 0);
         drop(db);
-        o.fs = Arc::new(snap.restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(0)));
-        o.pm_sim = Some(Arc::new(SimPm::file_from_image(cs.minimal_image())));
+        o.fs = Arc::new(fs);
+        o.pm_sim = Some(sim);
         let db = Db::open(DIR, o).unwrap();
         assert!(contents(&db) == want, "{l0:?}: flushed writes lost after a power cut");
         db.verify_checksums().unwrap();
@@ -514,48 +517,58 @@ fn compact_range_io_error_in_the_matrix_poisons() {
     }
 }
 
-/// Review (PM changes): plain writes reach the page cache, the process
-/// dies, the database is reopened and recovery rebuilds the memtable from
-/// the log extent it finds there. A `sync` write after the reopen goes to
-/// a new log extent and is msynced alone; unless the open made the older
-/// extent's entries durable, a power cut then loses them and, with them
-/// (recovery stops at the gap), the acknowledged sync write.
-#[test]
-fn sync_write_after_reopen_from_a_process_crash_survives_a_power_cut() {
+/// Plain writes on an ordinary-file region reach the page cache, the
+/// process dies (nothing msynced), and the database is reopened: recovery
+/// rebuilds the memtable from the log extent it finds there. Returns the
+/// reopened database, its disk and region, and its options.
+fn reopen_after_a_process_crash(l0: L0Kind) -> (Db, MemFs, Arc<SimPm>, Options) {
     let sim = Arc::new(SimPm::new_file(4 << 20));
     let mem = MemFs::new();
     let mut o = Options::for_tests();
+    o.l0 = l0;
     o.pm_size = 4 << 20;
     o.pm_slot_bytes = 64 << 10;
     o.write_buffer_size = 1 << 20;
     o.pm_sync_interval_ms = 0; // no background msync: the window is explicit
     o.pm_sim = Some(sim.clone());
     o.fs = Arc::new(mem.clone());
-    let db1 = Db::open(DIR, o.clone()).unwrap();
+    let db = Db::open(DIR, o.clone()).unwrap();
     for i in 0..20u32 {
-        db1.put(k(i), v(i, 0)).unwrap();
+        db.put(k(i), v(i, 0)).unwrap();
     }
-    // The process dies: the page cache (the sim's visible bytes) and every
-    // file the kernel has keep everything; nothing is msynced.
+    // The page cache (the sim's visible bytes) and every file the kernel
+    // has keep everything.
     let (snap, ()) = mem.snapshot_with(|| ());
-    std::mem::forget(db1);
-    let fs2 = snap.restore(FsCrashMode::KeepAll, &mut StdRng::seed_from_u64(0));
-    let mut o2 = o.clone();
-    o2.fs = Arc::new(fs2.clone());
-    let db2 = Db::open(DIR, o2.clone()).unwrap();
-    assert_eq!(db2.get(k(3)).unwrap().as_deref(), Some(v(3, 0).as_bytes()), "process crash lost a write");
-    db2.put_opt(b"acked", b"sync", &WriteOptions { sync: true }).unwrap();
-    // Power cut right after the acknowledgement.
-    let (snap, cs) = fs2.snapshot_with(|| sim.crash_state());
-    let fs3 = snap.restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(1));
-    std::mem::forget(db2);
-    let mut o3 = o.clone();
-    o3.fs = Arc::new(fs3);
-    o3.pm_sim = Some(Arc::new(SimPm::file_from_image(cs.minimal_image())));
-    let db3 = Db::open(DIR, o3).unwrap();
-    assert_eq!(db3.get(b"acked").unwrap().as_deref(), Some(&b"sync"[..]), "acknowledged sync write lost");
+    std::mem::forget(db);
+    let fs = snap.restore(FsCrashMode::KeepAll, &mut StdRng::seed_from_u64(0));
+    o.fs = Arc::new(fs.clone());
+    let db = Db::open(DIR, o.clone()).unwrap();
+    assert_eq!(db.get(k(3)).unwrap().as_deref(), Some(v(3, 0).as_bytes()), "process crash lost a write");
+    (db, fs, sim, o)
+}
+
+/// Cuts power under `db` and opens what is left.
+fn reopen_after_a_power_cut(db: Db, fs: &MemFs, sim: &SimPm, mut o: Options) -> Db {
+    let (fs, sim) = power_cut(fs, sim, FsCrashMode::DropUnsynced, 1);
+    std::mem::forget(db);
+    o.fs = Arc::new(fs);
+    o.pm_sim = Some(sim);
+    Db::open(DIR, o).unwrap()
+}
+
+/// Review (PM changes): after a process crash and a reopen (see
+/// `reopen_after_a_process_crash`), a `sync` write goes to a new log
+/// extent and is msynced alone; unless the open made the recovered
+/// extent's entries durable, a power cut then loses them and, with them
+/// (recovery stops at the gap), the acknowledged sync write.
+#[test]
+fn sync_write_after_reopen_from_a_process_crash_survives_a_power_cut() {
+    let (db, fs, sim, o) = reopen_after_a_process_crash(L0Kind::Matrix);
+    db.put_opt(b"acked", b"sync", &WriteOptions { sync: true }).unwrap();
+    let db = reopen_after_a_power_cut(db, &fs, &sim, o);
+    assert_eq!(db.get(b"acked").unwrap().as_deref(), Some(&b"sync"[..]), "acknowledged sync write lost");
     for i in 0..20u32 {
-        assert_eq!(db3.get(k(i)).unwrap().as_deref(), Some(v(i, 0).as_bytes()), "write before an acked sync lost");
+        assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(v(i, 0).as_bytes()), "write before an acked sync lost");
     }
 }
 
@@ -565,35 +578,10 @@ fn sync_write_after_reopen_from_a_process_crash_survives_a_power_cut() {
 /// before the extent's entries are durable.
 #[test]
 fn flush_after_reopen_from_a_process_crash_survives_a_power_cut() {
-    let sim = Arc::new(SimPm::new_file(4 << 20));
-    let mem = MemFs::new();
-    let mut o = Options::for_tests();
-    o.l0 = L0Kind::Matrix;
-    o.pm_size = 4 << 20;
-    o.pm_slot_bytes = 64 << 10;
-    o.write_buffer_size = 1 << 20;
-    o.pm_sync_interval_ms = 0;
-    o.pm_sim = Some(sim.clone());
-    o.fs = Arc::new(mem.clone());
-    let db1 = Db::open(DIR, o.clone()).unwrap();
+    let (db, fs, sim, o) = reopen_after_a_process_crash(L0Kind::Matrix);
+    db.flush().unwrap();
+    let db = reopen_after_a_power_cut(db, &fs, &sim, o);
     for i in 0..20u32 {
-        db1.put(k(i), v(i, 0)).unwrap();
-    }
-    let (snap, ()) = mem.snapshot_with(|| ());
-    std::mem::forget(db1);
-    let fs2 = snap.restore(FsCrashMode::KeepAll, &mut StdRng::seed_from_u64(0));
-    let mut o2 = o.clone();
-    o2.fs = Arc::new(fs2.clone());
-    let db2 = Db::open(DIR, o2).unwrap();
-    db2.flush().unwrap();
-    let (snap, cs) = fs2.snapshot_with(|| sim.crash_state());
-    let fs3 = snap.restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(1));
-    std::mem::forget(db2);
-    let mut o3 = o.clone();
-    o3.fs = Arc::new(fs3);
-    o3.pm_sim = Some(Arc::new(SimPm::file_from_image(cs.minimal_image())));
-    let db3 = Db::open(DIR, o3).unwrap();
-    for i in 0..20u32 {
-        assert_eq!(db3.get(k(i)).unwrap().as_deref(), Some(v(i, 0).as_bytes()), "flushed write {i} lost");
+        assert_eq!(db.get(k(i)).unwrap().as_deref(), Some(v(i, 0).as_bytes()), "flushed write {i} lost");
     }
 }

@@ -29,6 +29,41 @@ impl Drop for Mounted<'_> {
     }
 }
 
+/// The value stored under key `i` by these checks.
+fn value(i: u32) -> Vec<u8> {
+    format!("value-{i}-{}", "v".repeat(300)).into_bytes()
+}
+
+fn key(i: u32) -> String {
+    format!("k{i:06}")
+}
+
+/// Writes keys 0, 1, ... until a write fails; returns how many were
+/// acknowledged and the error (`Err` if none failed within `limit` writes).
+fn fill_until_error(db: &Db, limit: u32, what: &str) -> Result<(u32, Error), String> {
+    let mut acked = 0u32;
+    loop {
+        match db.put(key(acked), value(acked)) {
+            Ok(()) => acked += 1,
+            Err(e) => return Ok((acked, e)),
+        }
+        if acked > limit {
+            return Err(format!("{what} never filled up"));
+        }
+    }
+}
+
+/// Reopens the database and checks that keys `0..total` hold their values.
+fn check_after_reopen(dir: &Path, o: Options, total: u32, what: &str) -> Result<Db, String> {
+    let db = Db::open(dir, o).map_err(|e| format!("reopen: {e}"))?;
+    for i in 0..total {
+        if db.get(key(i)).map_err(|e| e.to_string())? != Some(value(i)) {
+            return Err(format!("{} lost after {what}", key(i)));
+        }
+    }
+    Ok(db)
+}
+
 /// Runs the check; `Ok` with a skip note in the report if mounting fails.
 pub fn disk_full(root: &Path, rep: &mut Report) -> Result<(), String> {
     let mnt = root.join("tmpfs");
@@ -44,18 +79,8 @@ pub fn disk_full(root: &Path, rep: &mut Report) -> Result<(), String> {
     let mut o = Options::for_tests();
     o.pm_dir = Some(pm);
     o.pm_full_timeout_ms = 300;
-    let value = |i: u32| format!("value-{i}-{}", "v".repeat(300)).into_bytes();
     let db = Db::open(&dir, o.clone()).map_err(|e| format!("open: {e}"))?;
-    let mut acked = 0u32;
-    let err = loop {
-        match db.put(format!("k{acked:06}"), value(acked)) {
-            Ok(()) => acked += 1,
-            Err(e) => break e,
-        }
-        if acked > 1_000_000 {
-            return Err("the 8 MiB tmpfs never filled up".into());
-        }
-    };
+    let (acked, err) = fill_until_error(&db, 1_000_000, "the 8 MiB tmpfs")?;
     if !matches!(err, Error::DiskFull { .. }) {
         return Err(format!("a full disk gave {err}, not DiskFull"));
     }
@@ -64,23 +89,18 @@ pub fn disk_full(root: &Path, rep: &mut Report) -> Result<(), String> {
     }
     rep.add("disk_full_errors", 1);
     for i in (0..acked).step_by(97) {
-        if db.get(format!("k{i:06}")).map_err(|e| format!("read on a full disk: {e}"))? != Some(value(i)) {
-            return Err(format!("k{i:06} unreadable on a full disk"));
+        if db.get(key(i)).map_err(|e| format!("read on a full disk: {e}"))? != Some(value(i)) {
+            return Err(format!("{} unreadable on a full disk", key(i)));
         }
     }
     mount(&["-o", "remount,size=64m", &target]).map_err(|e| format!("remount: {e}"))?;
     for i in acked..acked + 3000 {
-        db.put(format!("k{i:06}"), value(i)).map_err(|e| format!("write after the disk grew: {e}"))?;
+        db.put(key(i), value(i)).map_err(|e| format!("write after the disk grew: {e}"))?;
     }
     let total = acked + 3000;
     db.flush().map_err(|e| format!("flush after the disk grew: {e}"))?;
     drop(db);
-    let db = Db::open(&dir, o).map_err(|e| format!("reopen: {e}"))?;
-    for i in 0..total {
-        if db.get(format!("k{i:06}")).map_err(|e| e.to_string())? != Some(value(i)) {
-            return Err(format!("k{i:06} lost after a full disk"));
-        }
-    }
+    let db = check_after_reopen(&dir, o, total, "a full disk")?;
     db.verify_checksums().map_err(|e| format!("check: {e}"))?;
     drop(db);
     rep.add("disk_full_writes_verified", total as u64);
@@ -109,18 +129,8 @@ pub fn pm_tmpfs_full(root: &Path, rep: &mut Report) -> Result<(), String> {
     o.pm_size = 32 << 20;
     o.matrix_bytes = 8 << 20;
     o.pm_full_timeout_ms = 300;
-    let value = |i: u32| format!("value-{i}-{}", "v".repeat(300)).into_bytes();
     let db = Db::open(&dir, o.clone()).map_err(|e| format!("open: {e}"))?;
-    let mut acked = 0u32;
-    let err = loop {
-        match db.put(format!("k{acked:06}"), value(acked)) {
-            Ok(()) => acked += 1,
-            Err(e) => break e,
-        }
-        if acked > 100_000 {
-            return Err("the 3 MiB tmpfs under the PM region never filled up".into());
-        }
-    };
+    let (acked, err) = fill_until_error(&db, 100_000, "the 3 MiB tmpfs under the PM region")?;
     if !err.is_full() {
         return Err(format!("a full tmpfs under the PM region gave {err}, not a full-device error"));
     }
@@ -128,17 +138,11 @@ pub fn pm_tmpfs_full(root: &Path, rep: &mut Report) -> Result<(), String> {
     mount(&["-o", "remount,size=64m", &target]).map_err(|e| format!("remount: {e}"))?;
     // Background work that waited for room goes on; so do writers.
     for i in acked..acked + 2000 {
-        db.put(format!("k{i:06}"), value(i)).map_err(|e| format!("write after the tmpfs grew: {e}"))?;
+        db.put(key(i), value(i)).map_err(|e| format!("write after the tmpfs grew: {e}"))?;
     }
     let total = acked + 2000;
     drop(db);
-    let db = Db::open(&dir, o).map_err(|e| format!("reopen: {e}"))?;
-    for i in 0..total {
-        if db.get(format!("k{i:06}")).map_err(|e| e.to_string())? != Some(value(i)) {
-            return Err(format!("k{i:06} lost after the PM tmpfs was full"));
-        }
-    }
-    drop(db);
+    drop(check_after_reopen(&dir, o, total, "the PM tmpfs was full")?);
     rep.add("pm_tmpfs_full_writes_verified", total as u64);
     rep.set("pm_tmpfs_full", Value::Text("tmpfs 3m".into()));
     Ok(())

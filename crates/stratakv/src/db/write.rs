@@ -313,6 +313,14 @@ mod tests {
     use crate::fs::{FsCrashMode, MemFs};
     use crate::{Db, Options};
 
+    /// The disk and the ordinary-file region a power cut leaves: only
+    /// fsynced files, only msynced pages.
+    fn power_cut(mem: &MemFs, sim: &SimPm, seed: u64) -> (MemFs, Arc<SimPm>) {
+        let (snap, cs) = mem.snapshot_with(|| sim.crash_state());
+        let fs = snap.restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(seed));
+        (fs, Arc::new(SimPm::file_from_image(cs.minimal_image())))
+    }
+
     /// Log extent heads are msynced off the write path (by the prefault
     /// thread), but an older log extent's head is always durable before a
     /// newer one is allocated: at a power cut, the durable heads name a
@@ -399,11 +407,9 @@ mod tests {
         y.join().unwrap().unwrap();
         db.sync().unwrap();
 
-        // Power cut: only msynced pages of the region, only fsynced files.
-        let (snap, cs) = mem.snapshot_with(|| sim.crash_state());
-        let fs = snap.restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(1));
+        let (fs, sim) = power_cut(&mem, &sim, 1);
         drop(db);
-        o.pm_sim = Some(Arc::new(SimPm::file_from_image(cs.minimal_image())));
+        o.pm_sim = Some(sim);
         o.fs = Arc::new(fs);
         let db = Db::open("/db", o).unwrap();
         assert_eq!(db.get(b"x").unwrap().as_deref(), Some(&b"value of x"[..]), "X lost after Db::sync");
@@ -478,10 +484,8 @@ mod tests {
             (ext.offset(), ext.len())
         };
         db.inner.region.sync(off, len).unwrap();
-        let (snap, cs) = mem.snapshot_with(|| sim.crash_state());
+        let (fs, sim) = power_cut(&mem, &sim, 1);
         std::mem::forget(db);
-        let fs = snap.restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(1));
-        let sim = Arc::new(SimPm::file_from_image(cs.minimal_image()));
         o.pm_sim = Some(sim.clone());
         o.fs = Arc::new(fs.clone());
         let db = Db::open("/db", o.clone()).unwrap();
@@ -491,10 +495,10 @@ mod tests {
             db.put(key(i), val(b'2')).unwrap();
         }
         db.sync().unwrap();
-        let (snap, cs) = fs.snapshot_with(|| sim.crash_state());
+        let (fs, sim) = power_cut(&fs, &sim, 2);
         std::mem::forget(db);
-        o.fs = Arc::new(snap.restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(2)));
-        o.pm_sim = Some(Arc::new(SimPm::file_from_image(cs.minimal_image())));
+        o.fs = Arc::new(fs);
+        o.pm_sim = Some(sim);
         let db = Db::open("/db", o).unwrap();
         for i in 0..10 {
             assert_eq!(db.get(key(i)).unwrap(), Some(val(b'2')), "synced write {i} lost or overwritten");
