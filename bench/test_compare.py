@@ -63,6 +63,19 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(st["median"], 100)
         self.assertAlmostEqual(st["ratio"], 0.5)
 
+    def test_cpu_floor_line_and_cell(self):
+        line = ("cpufloor     : unit 3.60 us, 1347904 units: p50 3.64 p99 3.66 p99.9 18.80 p99.99 53.14 max 541 us; "
+                "353 hiccups/s over 10 us")
+        m = compare.FLOOR_RE.search("header\n" + line + "\n")
+        self.assertIsNotNone(m)
+        self.assertEqual(m.group(1), "3.60")
+        self.assertEqual(m.group(5), "18.80")
+        self.assertEqual(m.group(8), "353")
+        f = {"unit_us": 3.6, "p999_us": 18.8, "hiccups_per_sec": 353.0}
+        self.assertIn("above the bar", compare.floor_cell(f, 93.0))
+        self.assertIn("reachable", compare.floor_cell(f, 200.0))
+        self.assertEqual(compare.floor_cell(None, 93.0), "–")
+
     def test_suites_and_variants(self):
         s = compare.suites()
         self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix"})

@@ -33,7 +33,7 @@ pub struct Flags {
     /// Comma-separated benchmarks, run in order. Workloads: fillseq, fillrandom, overwrite, fillsync,
     /// readrandom, readmissing, readseq, readreverse, seekrandom, deleterandom, readwhilewriting,
     /// readrandomwriterandom, multireadrandom, ycsbload, ycsba..ycsbf; meta: flush, compact,
-    /// waitforcompaction, stats, levelstats.
+    /// waitforcompaction, stats, levelstats; cpufloor (the machine's latency floor, no database).
     #[arg(long, default_value = "fillseq,fillrandom,readrandom")]
     pub benchmarks: String,
     /// Number of key-value pairs in the database (YCSB: records).
@@ -108,9 +108,13 @@ pub struct Flags {
     /// Keys per write batch (fill*, overwrite, deleterandom) and per multi_get.
     #[arg(long, default_value_t = 1)]
     pub batch_size: usize,
-    /// Seconds to run each benchmark instead of a fixed count (0 = use counts).
+    /// Seconds to run each benchmark instead of a fixed count (0 = use counts; cpufloor: 5 s).
     #[arg(long, default_value_t = 0)]
     pub duration: u64,
+    /// cpufloor's unit of work in nanoseconds (0 = the mean time per
+    /// operation of the benchmark before it, or 3000 if there is none).
+    #[arg(long, default_value_t = 0)]
+    pub cpufloor_unit_ns: u64,
     /// Fields per YCSB record.
     #[arg(long, default_value_t = 10)]
     pub ycsb_fieldcount: usize,

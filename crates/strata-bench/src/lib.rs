@@ -10,8 +10,10 @@
 //! numbers), [`workloads`] (db_bench workloads), [`ycsb`] and [`ycsb_ops`]
 //! (YCSB generators, record layout, load and transaction phases),
 //! [`measure`] (latency, timeline), [`report`] (text and JSON), [`runner`]
-//! (the benchmark list), [`sysinfo`] (/proc), [`engine`] (the seam).
+//! (the benchmark list), [`sysinfo`] (/proc), [`engine`] (the seam),
+//! [`cpufloor`] (the machine's latency floor).
 
+pub mod cpufloor;
 pub mod engine;
 pub mod flags;
 pub mod keygen;

@@ -66,9 +66,12 @@ fn spec(name: &str) -> Option<Spec> {
 /// Meta benchmarks that do no timed work.
 const META: &[&str] = &["flush", "compact", "waitforcompaction", "stats", "levelstats", "resetstats"];
 
+/// Measures the machine rather than an engine (see [`crate::cpufloor`]).
+const CPU_FLOOR: &str = "cpufloor";
+
 /// Whether `name` is a benchmark strata-bench knows.
 pub fn known_benchmark(name: &str) -> bool {
-    META.contains(&name) || spec(name).is_some()
+    name == CPU_FLOOR || META.contains(&name) || spec(name).is_some()
 }
 
 /// The benchmark list's state across benchmarks.
@@ -121,11 +124,15 @@ impl Runner {
             self.say(&text)?;
         }
         self.header()?;
-        if !self.flags.use_existing_db {
-            engine::destroy(&self.flags)?;
+        let list = self.flags.benchmark_list();
+        // cpufloor alone needs no database (and must not leave one behind).
+        if list.iter().any(|n| n != CPU_FLOOR) {
+            if !self.flags.use_existing_db {
+                engine::destroy(&self.flags)?;
+            }
+            self.engine = Some(engine::open(&self.flags)?);
         }
-        self.engine = Some(engine::open(&self.flags)?);
-        for name in self.flags.benchmark_list() {
+        for name in list {
             self.run_one(&name)?;
             self.write_json()?;
         }
@@ -180,6 +187,9 @@ impl Runner {
     }
 
     fn run_one(&mut self, name: &str) -> Result<()> {
+        if name == CPU_FLOOR {
+            return self.cpu_floor();
+        }
         if META.contains(&name) {
             return self.meta(name);
         }
@@ -264,6 +274,19 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// Times units of pure CPU work as long as the last benchmark's mean
+    /// operation (or `--cpufloor_unit_ns`) for `--duration` seconds (5).
+    fn cpu_floor(&mut self) -> Result<()> {
+        let last_op_ns = self.results.last().map(|r| r.micros_per_op * 1000.0).filter(|ns| *ns >= 1.0);
+        let unit_ns = match self.flags.cpufloor_unit_ns {
+            0 => last_op_ns.map_or(3000, |ns| ns as u64),
+            ns => ns,
+        };
+        let secs = if self.flags.duration > 0 { self.flags.duration } else { 5 };
+        let floor = crate::cpufloor::measure(Duration::from_nanos(unit_ns), Duration::from_secs(secs));
+        self.say(&floor.line())
     }
 
     fn next_seed(&mut self) -> u64 {
