@@ -316,7 +316,8 @@ fn overlapping_head_syncs_never_disagree() {
 #[test]
 fn creating_a_region_on_a_nearly_full_tmpfs_is_an_error_not_a_sigbus() {
     if let Some(path) = std::env::var_os("STRATA_TMPFS_CHILD") {
-        let o = RegionOptions { len: 32 << 20, slot_bytes: 1 << 20, write_latency_ns: 0, create: true, expect_id: None };
+        let o =
+            RegionOptions { len: 32 << 20, slot_bytes: 1 << 20, write_latency_ns: 0, create: true, expect_id: None };
         let r = Region::open(Backing::File(path.into()), &o);
         eprintln!("open returned: {:?}", r.as_ref().map(|(r, _)| r.placement()));
         return;
@@ -350,5 +351,9 @@ fn creating_a_region_on_a_nearly_full_tmpfs_is_an_error_not_a_sigbus() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("open returned: Err"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("open returned: Err"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -451,6 +451,72 @@ fn flush_after_space_is_freed_does_not_report_a_stale_disk_full() {
     }
 }
 
+/// Tables written by a flush or compaction whose MANIFEST edit failed on a
+/// full disk are not named by any version, but the failed record may sit
+/// in the MANIFEST that CURRENT names, so they are kept until a new
+/// MANIFEST replaces that one, and removed then, without a reopen: every
+/// retry on a disk that stays full writes its tables again, and keeping
+/// the old ones would hold the space the retry needs.
+#[test]
+fn tables_of_a_failed_manifest_edit_are_removed_once_a_new_manifest_is_current() {
+    for l0 in [L0Kind::Sstable, L0Kind::Matrix] {
+        let (sim, mem, fault, mut o) = faulty(l0);
+        o.disable_auto_compaction = true;
+        o.pm_full_timeout_ms = 30;
+        let db = Db::open(DIR, o).unwrap();
+        let tables = |db: &Db| -> (usize, usize) {
+            let on_disk =
+                mem.list(std::path::Path::new(DIR)).unwrap().into_iter().filter(|n| n.ends_with(".sst")).count();
+            let s = db.stats();
+            // With the matrix, "level 0" counts rows in PM, not tables.
+            let levels = s.levels.iter().filter(|l| l0 == L0Kind::Sstable || l.level > 0);
+            (on_disk, levels.map(|l| l.files).sum::<usize>() + s.runs.iter().map(|r| r.files).sum::<usize>())
+        };
+        for round in 0..2u32 {
+            for i in 0..300u32 {
+                db.put(k(i), v(i, round)).unwrap();
+            }
+            if l0 == L0Kind::Matrix {
+                // Rows first; the tables come from moving them into L1.
+                db.flush().unwrap();
+            }
+        }
+        fault.inject(FaultPlan {
+            sticky: true,
+            path_contains: Some("MANIFEST"),
+            ..FaultPlan::nth(FaultOp::Append, 1, FaultError::Enospc)
+        });
+        let start = std::time::Instant::now();
+        while fault.stats().fired.len() < 3 {
+            let r = if l0 == L0Kind::Matrix { db.compact_range(..) } else { db.flush() };
+            assert!(matches!(r, Err(Error::DiskFull { .. })), "{l0:?}: {r:?}");
+            assert!(start.elapsed() < std::time::Duration::from_secs(60), "{l0:?}: no retry");
+        }
+        let (on_disk, named) = tables(&db);
+        assert!(on_disk > named, "{l0:?}: the failed edits' tables are still there ({on_disk} vs {named})");
+        fault.clear();
+        if l0 == L0Kind::Matrix {
+            db.compact_range(..).unwrap();
+        } else {
+            db.flush().unwrap();
+        }
+        // One more change after the MANIFEST roll, so the removal has run.
+        db.put(b"after", b"x").unwrap();
+        db.flush().unwrap();
+        let (on_disk, named) = tables(&db);
+        assert_eq!(on_disk, named, "{l0:?}: tables of failed edits left behind");
+        for i in 0..300u32 {
+            assert_eq!(db.get(k(i)).unwrap(), Some(v(i, 1).into_bytes()), "{l0:?}");
+        }
+        drop(db);
+        let db = Db::open(DIR, opts(l0, &sim, Arc::new(mem.clone()))).unwrap();
+        for i in 0..300u32 {
+            assert_eq!(db.get(k(i)).unwrap(), Some(v(i, 1).into_bytes()), "{l0:?}");
+        }
+        assert_eq!(db.get(b"after").unwrap(), Some(b"x".to_vec()), "{l0:?}");
+    }
+}
+
 /// Regression (found while writing the fs-fault mode): `compact_range`
 /// poisoned the database on any error, a full disk included, although a
 /// full disk is retryable everywhere else (background flushes and

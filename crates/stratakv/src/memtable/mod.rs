@@ -116,7 +116,13 @@ impl Memtable {
     }
 
     /// An empty memtable over `buffers` (see [`MemBuffers`]).
-    pub fn with_buffers(id: u64, region: Region, region_path: PathBuf, first_log: u64, buffers: MemBuffers) -> Memtable {
+    pub fn with_buffers(
+        id: u64,
+        region: Region,
+        region_path: PathBuf,
+        first_log: u64,
+        buffers: MemBuffers,
+    ) -> Memtable {
         let MemBuffers { list, filter, index, .. } = buffers;
         Memtable {
             list,

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::edit::VersionEdit;
-use super::filename::{current_path, manifest_path, temp_path};
+use super::filename::{current_path, manifest_path, table_path, temp_path};
 use super::manifest::{decode_records, encode_record};
 use super::{FileMeta, Run, Version, NUM_LEVELS};
 use crate::error::{Error, Result};
@@ -53,6 +53,12 @@ pub struct VersionSet {
     /// kept until a new MANIFEST replaces the damaged one (see
     /// [`VersionSet::log_and_apply_pinned`]).
     pinned: Vec<Box<dyn Any + Send>>,
+    /// Tables added by edits that failed to be recorded: no version names
+    /// them, but a failed record may sit in the MANIFEST that CURRENT
+    /// names, so they are removed only once a new MANIFEST replaces it.
+    /// A retry on a disk that stays full writes its tables anew, and these
+    /// would hold the space it needs until a reopen.
+    unrecorded_tables: Vec<u64>,
     /// A MANIFEST larger than this is rewritten as a fresh snapshot.
     roll_bytes: u64,
 }
@@ -86,6 +92,7 @@ impl VersionSet {
             manifest_damaged: false,
             manifest_bytes_written: 0,
             pinned: Vec::new(),
+            unrecorded_tables: Vec::new(),
             roll_bytes: MANIFEST_ROLL_BYTES,
         }
     }
@@ -218,7 +225,10 @@ impl VersionSet {
         if self.manifest_damaged {
             // Never trust a file whose write or fsync failed: rewrite the
             // whole state into a new MANIFEST first.
-            self.roll_manifest()?;
+            if let Err(e) = self.roll_manifest() {
+                self.note_unrecorded(&edit);
+                return Err(e);
+            }
             self.manifest_damaged = false;
         }
         let mpath = manifest_path(&self.dir, self.manifest_number);
@@ -232,6 +242,7 @@ impl VersionSet {
         if let Err(e) = written {
             self.manifest_damaged = true;
             self.pinned.extend(pin);
+            self.note_unrecorded(&edit);
             return Err(e);
         }
         self.manifest_bytes_written += rec.len() as u64;
@@ -246,6 +257,21 @@ impl VersionSet {
             self.manifest_damaged = true;
         }
         Ok(())
+    }
+
+    /// Remembers the tables `edit` (which failed to be recorded) created;
+    /// files it only moves are named by the current version and stay.
+    fn note_unrecorded(&mut self, edit: &VersionEdit) {
+        let live: HashSet<u64> = self
+            .current
+            .levels
+            .iter()
+            .flatten()
+            .chain(self.current.runs.iter().flat_map(|r| r.files.iter()))
+            .map(|f| f.number)
+            .collect();
+        let added = edit.added.iter().map(|a| a.1.number).chain(edit.run_added.iter().map(|a| a.1.number));
+        self.unrecorded_tables.extend(added.filter(|n| !live.contains(n)));
     }
 
     fn snapshot_edit(&self) -> VersionEdit {
@@ -307,6 +333,10 @@ impl VersionSet {
         self.fs.sync_dir(&self.dir).map_err(|e| Error::io(&self.dir, "fsync dir", e))?;
         // CURRENT no longer names a MANIFEST with a failed edit in it.
         self.pinned.clear();
+        for number in std::mem::take(&mut self.unrecorded_tables) {
+            // Best effort: a leftover is an orphan that the next open removes.
+            let _ = self.fs.remove(&table_path(&self.dir, number));
+        }
         let old = std::mem::replace(&mut self.manifest_number, number);
         self.manifest = Some(f);
         if old != 0 {
@@ -474,13 +504,19 @@ mod tests {
     fn apply_checks_deletions() {
         let mut base = Version::empty();
         let add = VersionEdit {
-            added: vec![(1, meta(3, b"m", b"n")), (1, meta(1, b"a", b"b")), (1, meta(2, b"c", b"d")), (2, meta(4, b"a", b"z"))],
+            added: vec![
+                (1, meta(3, b"m", b"n")),
+                (1, meta(1, b"a", b"b")),
+                (1, meta(2, b"c", b"d")),
+                (2, meta(4, b"a", b"z")),
+            ],
             ..Default::default()
         };
         base = apply(&base, &add).unwrap();
         let numbers = |v: &Version, l: usize| v.files(l).iter().map(|f| f.number).collect::<Vec<_>>();
         assert_eq!(numbers(&base, 1), vec![1, 2, 3]);
-        let del = VersionEdit { deleted: vec![(1, 1), (1, 3)], added: vec![(1, meta(5, b"x", b"y"))], ..Default::default() };
+        let del =
+            VersionEdit { deleted: vec![(1, 1), (1, 3)], added: vec![(1, meta(5, b"x", b"y"))], ..Default::default() };
         let next = apply(&base, &del).unwrap();
         assert_eq!(numbers(&next, 1), vec![2, 5]);
         assert_eq!(numbers(&next, 2), vec![4]);
@@ -498,9 +534,11 @@ mod tests {
     /// added anew gets a new one.
     #[test]
     fn a_trivial_move_keeps_the_files_arc() {
-        let base = apply(&Version::empty(), &VersionEdit { added: vec![(1, meta(1, b"a", b"b"))], ..Default::default() })
-            .unwrap();
-        let base = apply(&base, &VersionEdit { run_added: vec![(9, meta(2, b"c", b"d"))], ..Default::default() }).unwrap();
+        let base =
+            apply(&Version::empty(), &VersionEdit { added: vec![(1, meta(1, b"a", b"b"))], ..Default::default() })
+                .unwrap();
+        let base =
+            apply(&base, &VersionEdit { run_added: vec![(9, meta(2, b"c", b"d"))], ..Default::default() }).unwrap();
         let before_l1 = base.files(1)[0].clone();
         let before_run = base.runs[0].files[0].clone();
         let mv = VersionEdit {
@@ -512,7 +550,8 @@ mod tests {
         let next = apply(&base, &mv).unwrap();
         assert!(Arc::ptr_eq(&next.files(2)[0], &before_l1), "a level's file moved down got a new Arc");
         assert!(Arc::ptr_eq(&next.files(1)[0], &before_run), "a run's file moved into L1 got a new Arc");
-        let rewritten = VersionEdit { deleted: vec![(1, 2)], added: vec![(1, meta(2, b"c", b"e"))], ..Default::default() };
+        let rewritten =
+            VersionEdit { deleted: vec![(1, 2)], added: vec![(1, meta(2, b"c", b"e"))], ..Default::default() };
         let next = apply(&next, &rewritten).unwrap();
         assert!(!Arc::ptr_eq(&next.files(1)[0], &before_run), "a changed file kept the old Arc");
     }
