@@ -115,8 +115,8 @@ pub struct Options {
 
     // --- matrix L0 (l0 = Matrix) ---
     /// PM bytes the matrix container may hold (rows and the log they point
-    /// into). Column compaction starts at 60% of it, writers are paced above
-    /// 70% and wait at all of it. L1's target size is it times `max_runs`.
+    /// into). Column compaction starts at 40% of it, writers are paced above
+    /// 40% and wait at all of it. L1's target size is it times `max_runs`.
     /// Default: 0 = the smaller of 1 GiB and a quarter of `pm_size`.
     pub matrix_bytes: u64,
     /// Target data size of one column compaction. Default: 0 = `matrix_bytes / 16`
@@ -131,7 +131,8 @@ pub struct Options {
     /// than once per round (less write amplification; a point lookup checks
     /// up to `max_runs` more tables, each behind a bloom filter). 0 or 1 =
     /// no runs: columns merge straight into L1 (MatrixKV's column compaction).
-    /// Default: 4.
+    /// Default: 6 (rounds start at 40% of `matrix_bytes`, so 6 rounds hold
+    /// about as much as 4 did at 60%).
     pub max_runs: usize,
     /// Threads that merge one column compaction in parallel (each takes a
     /// key range of it). Default: 2.
@@ -188,7 +189,7 @@ impl Default for Options {
             matrix_bytes: 0,
             column_bytes: 0,
             rows_per_segment: 8,
-            max_runs: 4,
+            max_runs: 6,
             column_threads: 2,
             max_receiver_rows: 0,
             matrix_hash_index: true,
