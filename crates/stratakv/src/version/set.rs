@@ -262,14 +262,7 @@ impl VersionSet {
     /// Remembers the tables `edit` (which failed to be recorded) created;
     /// files it only moves are named by the current version and stay.
     fn note_unrecorded(&mut self, edit: &VersionEdit) {
-        let live: HashSet<u64> = self
-            .current
-            .levels
-            .iter()
-            .flatten()
-            .chain(self.current.runs.iter().flat_map(|r| r.files.iter()))
-            .map(|f| f.number)
-            .collect();
+        let live = self.live_files();
         let added = edit.added.iter().map(|a| a.1.number).chain(edit.run_added.iter().map(|a| a.1.number));
         self.unrecorded_tables.extend(added.filter(|n| !live.contains(n)));
     }
