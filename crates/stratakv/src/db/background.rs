@@ -74,8 +74,8 @@ impl DbInner {
                 Box::new(move || {
                     let mut previous: Option<(u64, u64)> = None;
                     while let Ok(job) = rx.recv() {
-                        let ext = match job {
-                            PrefaultJob::Extent(ext) => ext,
+                        let (ext, map_bytes) = match job {
+                            PrefaultJob::Extent { ext, map_bytes } => (ext, map_bytes),
                             PrefaultJob::Memtable(capacity) => {
                                 if spare_mem.lock().is_none() {
                                     let buffers = MemBuffers::new(capacity);
@@ -86,7 +86,7 @@ impl DbInner {
                             }
                         };
                         if region.sim().is_none() {
-                            region.prefault(ext.offset(), ext.len());
+                            region.prefault(ext.offset(), map_bytes.min(ext.len()));
                         }
                         // A failure is remembered by the extent: the writer
                         // or the next log sync reports it and poisons.
@@ -107,16 +107,17 @@ impl DbInner {
         Ok(())
     }
 
-    /// Asks the prefault thread to map in a fresh log extent, so the writer
-    /// filling it does not take a page fault (and the kernel's zeroing of a
-    /// new file page) every 4 KiB on the write path, and to make its head
-    /// durable. Without the thread, the head is synced here.
-    pub(crate) fn prefault(&self, ext: Extent) {
+    /// Asks the prefault thread to map in the first `map_bytes` of a fresh
+    /// log extent, so the writer filling it does not take a page fault (and
+    /// the kernel's zeroing of a new file page) every 4 KiB on the write
+    /// path, and to make its head durable. Without the thread, the head is
+    /// synced here.
+    pub(crate) fn prefault(&self, ext: Extent, map_bytes: u64) {
         let sent = match self.prefault.lock().as_ref() {
-            Some(tx) => tx.send(PrefaultJob::Extent(ext)).map_err(|e| e.0),
-            None => Err(PrefaultJob::Extent(ext)),
+            Some(tx) => tx.send(PrefaultJob::Extent { ext, map_bytes }).map_err(|e| e.0),
+            None => Err(PrefaultJob::Extent { ext, map_bytes }),
         };
-        if let Err(PrefaultJob::Extent(ext)) = sent {
+        if let Err(PrefaultJob::Extent { ext, .. }) = sent {
             let _ = ext.sync_head();
         }
     }

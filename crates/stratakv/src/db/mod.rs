@@ -150,8 +150,9 @@ impl PartialEq for UnsyncedLog {
 
 /// Work for the prefault thread, which takes page faults off the write path.
 pub(crate) enum PrefaultJob {
-    /// Map in a log extent the writer has just started, and make its head durable.
-    Extent(Extent),
+    /// Map in the first `map_bytes` of a log extent the writer has just
+    /// started, and make its head durable.
+    Extent { ext: Extent, map_bytes: u64 },
     /// Make buffers of this capacity ready for the next memtable.
     Memtable(usize),
 }

@@ -243,7 +243,8 @@ impl DbInner {
                             first_seq: w.next_seq,
                         });
                     }
-                    self.prefault(ext);
+                    let map = prefault_bytes(ext.len(), w.mem.approximate_bytes(), self.opts.write_buffer_size, len);
+                    self.prefault(ext, map);
                     // After the extent, so the writer's next pages are
                     // mapped before the prefault thread builds buffers.
                     if self.spare_mem.lock().is_none() {
@@ -301,6 +302,22 @@ impl DbInner {
     }
 }
 
+/// How much of a fresh log extent of `ext_len` bytes to map in ahead of
+/// the writer: what the memtable can still take before it is sealed (its
+/// size counts every log byte), plus `len`, the reservation that may cross
+/// that size. A memtable switch abandons the rest of its extent, and on an
+/// ordinary file every page mapped in for writing is a dirty page that is
+/// written back: mapping whole extents wrote back about 4 MiB of zeros per
+/// memtable. A memtable already past its size (no switch while sealed ones
+/// wait) keeps writing, so it gets the whole extent.
+fn prefault_bytes(ext_len: u64, mem_bytes: usize, buffer_size: usize, len: u64) -> u64 {
+    if mem_bytes >= buffer_size {
+        return ext_len;
+    }
+    let room = ((buffer_size - mem_bytes) as u64).saturating_add(len);
+    room.div_ceil(4096).saturating_mul(4096).min(ext_len)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -312,6 +329,21 @@ mod tests {
     use super::*;
     use crate::fs::{FsCrashMode, MemFs};
     use crate::{Db, Options};
+
+    #[test]
+    fn a_log_extent_is_mapped_in_only_as_far_as_the_memtable_can_fill_it() {
+        let mib = 1u64 << 20;
+        // Room for 3 MiB more, and this reservation: 3 MiB and a page.
+        assert_eq!(prefault_bytes(8 * mib, 61 << 20, 64 << 20, 1040), 3 * mib + 4096);
+        // Room for more than the extent: all of it.
+        assert_eq!(prefault_bytes(8 * mib, 1 << 20, 64 << 20, 1040), 8 * mib);
+        // At or past its size the memtable keeps writing (no switch while
+        // sealed ones wait): all of it.
+        assert_eq!(prefault_bytes(8 * mib, 64 << 20, 64 << 20, 1040), 8 * mib);
+        assert_eq!(prefault_bytes(8 * mib, 70 << 20, 64 << 20, 1040), 8 * mib);
+        // A reservation larger than the room still gets its pages.
+        assert_eq!(prefault_bytes(16 * mib, (64 << 20) - 10, 64 << 20, 9 * mib), 9 * mib + 4096);
+    }
 
     /// The disk and the ordinary-file region a power cut leaves: only
     /// fsynced files, only msynced pages.
