@@ -176,15 +176,24 @@ impl DbInner {
     fn sync_loop(self: Arc<Self>) {
         let every = Duration::from_millis(self.opts.pm_sync_interval_ms);
         while !self.shutting_down.load(Ordering::Acquire) {
-            {
-                let mut st = self.state.lock();
-                self.state_cv.wait_for(&mut st, every);
-            }
+            self.sleep_until(Instant::now() + every);
             if self.sync_log().is_err() {
                 // sync_log poisoned the database: retrying could report
                 // success without the data (fsyncgate).
                 return;
             }
+        }
+    }
+
+    /// Waits until `deadline` or shutdown. `state_cv` is notified by every
+    /// flush, compaction and write stall, so one wait on it is no interval:
+    /// the log sync waited that way and msynced many times a second, each
+    /// msync write-protecting the pages the writer is filling (a TLB
+    /// shootdown, then a fault and a re-dirtied page on its next copy).
+    fn sleep_until(&self, deadline: Instant) {
+        let mut st = self.state.lock();
+        while Instant::now() < deadline && !self.shutting_down.load(Ordering::Acquire) {
+            self.state_cv.wait_until(&mut st, deadline);
         }
     }
 
@@ -724,4 +733,26 @@ pub(crate) fn unmark_busy_inputs<'a>(st: &mut State, inputs: impl Iterator<Item 
         st.busy.remove(&f.number);
     }
     st.compactions_running = st.compactions_running.saturating_sub(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use crate::{Db, Options};
+
+    #[test]
+    fn the_log_sync_interval_is_not_cut_short_by_other_background_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::for_tests()).unwrap();
+        let inner = db.inner.clone();
+        let start = Instant::now();
+        let waiter = std::thread::spawn(move || inner.sleep_until(start + Duration::from_millis(300)));
+        while !waiter.is_finished() && start.elapsed() < Duration::from_secs(5) {
+            db.inner.state_cv.notify_all();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        waiter.join().unwrap();
+        assert!(start.elapsed() >= Duration::from_millis(300), "woke after {:?}", start.elapsed());
+    }
 }
