@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex};
 use strata_pmem::{Backing, Extent, Region, RegionOptions};
 
 use super::pipeline::Pipeline;
-use super::{Counters, DbInner, State, SuperVersion, WriteState};
+use super::{Counters, DbInner, State, SuperVersion, WriteState, LOG_HEADS_IN_FLIGHT};
 use crate::error::{Error, Result};
 use crate::log::{scan_extent, ScanEnd, EXTENT_KIND_LOG};
 use crate::matrix::build::EXTENT_KIND_ROW;
@@ -92,13 +92,15 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     // continues the log). Their numbers must never be handed out again: a
     // reused number would make their stale entries look like a valid
     // continuation of a later log. So record the high-water mark first.
-    // The last process may also have allocated one more log extent whose
-    // head never became durable (its msync comes after the writer starts
-    // filling it, and before the next allocation): at most the number
-    // after the newest durable head, or the MANIFEST's log number (if the
-    // extents before it were flushed), or the number it started at. That
-    // number is skipped too.
-    let next_log_number = (max_number + 2).max(vs.log_number + 1).max(vs.next_log_number + 1);
+    // The last process may also have allocated up to LOG_HEADS_IN_FLIGHT
+    // more log extents whose heads never became durable (a head's msync
+    // comes after the writer starts filling its extent): numbers right
+    // after the newest durable head, or from the MANIFEST's log number (if
+    // the extents before it were flushed), or from the number it started
+    // at. Those numbers are skipped too.
+    let in_flight = LOG_HEADS_IN_FLIGHT as u64;
+    let next_log_number =
+        (max_number + 1 + in_flight).max(vs.log_number + in_flight).max(vs.next_log_number + in_flight);
     if next_log_number > vs.next_log_number {
         vs.log_and_apply(VersionEdit { next_log_number: Some(next_log_number), ..Default::default() })?;
     }
@@ -228,7 +230,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let write = WriteState {
         mem: mem.clone(),
         writer: None,
-        last_log: None,
+        pending_heads: VecDeque::new(),
         log_tail: Arc::new(std::sync::atomic::AtomicU64::new(0)),
         log_number: 0,
         next_log_number,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use strata_pmem::{Placement, PmError, Slot};
 
-use super::{DbInner, UnsyncedLog, WriteState};
+use super::{DbInner, UnsyncedLog, WriteState, LOG_HEADS_IN_FLIGHT};
 use crate::batch::{Records, WriteBatch};
 use crate::error::{Error, Result};
 use crate::log::{clear_commit_word, entry_len, write_entry, EXTENT_KIND_LOG, HEADER_LEN};
@@ -209,15 +209,17 @@ impl DbInner {
                 }
             }
             let slots = len.div_ceil(self.region.slot_bytes()).max(1);
-            // A newer log extent's head must not reach the media before an
-            // older one's, or a power cut could keep the newer extent's
-            // entries without the older ones (a lost write in the middle of
-            // the log). The helper thread usually made it durable already.
-            if let Some(prev) = &w.last_log {
-                if let Err(e) = prev.sync() {
-                    let e = Error::from_pm(&self.region_path, e);
-                    self.poison(&e);
-                    return Err(e);
+            // Only the newest LOG_HEADS_IN_FLIGHT log heads may be missing
+            // at a power cut (the next open skips their numbers): the oldest
+            // pending one is made durable first. The helper thread, which
+            // msyncs heads in allocation order, has usually done it already.
+            if w.pending_heads.len() >= LOG_HEADS_IN_FLIGHT {
+                if let Some(oldest) = w.pending_heads.front() {
+                    if let Err(e) = oldest.sync() {
+                        let e = Error::from_pm(&self.region_path, e);
+                        self.poison(&e);
+                        return Err(e);
+                    }
                 }
             }
             // The new head's msync (a device flush) is left to the helper
@@ -228,7 +230,10 @@ impl DbInner {
                     w.next_log_number += 1;
                     let ext = writer.extent().clone();
                     w.mem.hold_extent(ext.clone());
-                    w.last_log = Some(ext.head_sync());
+                    if w.pending_heads.len() >= LOG_HEADS_IN_FLIGHT {
+                        w.pending_heads.pop_front();
+                    }
+                    w.pending_heads.push_back(ext.head_sync());
                     w.log_tail = Arc::new(AtomicU64::new(0));
                     if self.needs_msync() {
                         let (off, len) = (ext.offset(), ext.len());
@@ -354,12 +359,12 @@ mod tests {
     }
 
     /// Log extent heads are msynced off the write path (by the prefault
-    /// thread), but an older log extent's head is always durable before a
-    /// newer one is allocated: at a power cut, the durable heads name a
-    /// prefix of the log, never a later extent without an earlier one.
-    /// The prefault thread is cut off here, so only the writer syncs.
+    /// thread), but before a log extent is allocated, every head older than
+    /// the newest `LOG_HEADS_IN_FLIGHT` is durable: at a power cut, the
+    /// durable heads name the log up to at most that many extents from its
+    /// end. The prefault thread is cut off here, so only the writer syncs.
     #[test]
-    fn an_older_log_extent_head_is_durable_before_a_newer_one_is_allocated() {
+    fn log_heads_older_than_the_ones_in_flight_are_durable_before_a_newer_extent_is_allocated() {
         let sim = Arc::new(SimPm::new_file(4 << 20));
         let mut o = Options::for_tests();
         o.pm_size = 4 << 20;
@@ -390,11 +395,93 @@ mod tests {
             region.heads().unwrap().into_iter().filter(|h| h.kind == EXTENT_KIND_LOG).map(|h| h.number).collect();
         durable.sort_unstable();
         assert!(newest >= 8, "the writes spanned only {newest} log extents");
-        // Every extent but the newest, whose head may still be pending.
-        let older: Vec<u64> = durable.iter().copied().filter(|n| *n < newest).collect();
-        let first = older.first().copied().unwrap_or(newest);
+        // Every extent but the newest ones, whose heads may still be pending.
+        let settled = newest + 1 - LOG_HEADS_IN_FLIGHT as u64;
+        let older: Vec<u64> = durable.iter().copied().filter(|n| *n < settled).collect();
+        let first = older.first().copied().unwrap_or(settled);
         assert!(first <= start, "durable log heads {durable:?}, first log number {start}");
-        assert_eq!(older, (first..newest).collect::<Vec<u64>>(), "durable log heads {durable:?}");
+        assert_eq!(older, (first..settled).collect::<Vec<u64>>(), "durable log heads {durable:?}");
+    }
+
+    /// With two log heads in flight, a power cut can keep the newer one and
+    /// lose the older (a torn write of the head table). Recovery then keeps
+    /// the log up to the hole: the newer extent's entries do not continue
+    /// the sequence, so they are dropped with the older extent's, and the
+    /// writes that survive are a prefix of the history. Neither number is
+    /// handed out again, so the dropped entries never come back.
+    #[test]
+    fn a_newer_log_head_kept_without_an_older_one_recovers_the_log_up_to_the_hole() {
+        let slot = 64u64 << 10;
+        let mut o = Options::for_tests();
+        o.pm_size = 4 << 20;
+        o.pm_slot_bytes = slot;
+        o.write_buffer_size = 2 << 20;
+        o.pm_sync_interval_ms = 0;
+        let sim = Arc::new(SimPm::new_file(4 << 20));
+        let mem = MemFs::new();
+        o.pm_sim = Some(sim.clone());
+        o.fs = Arc::new(mem.clone());
+        let key = |i: u32| format!("k{i:04}");
+        let val = |tag: u8| vec![tag; 1000];
+        let db = Db::open("/db", o.clone()).unwrap();
+        let mut log_of = Vec::new();
+        for i in 0..400u32 {
+            db.put(key(i), val(b'1')).unwrap();
+            log_of.push(db.inner.write.lock().log_number);
+        }
+        let newest = db.inner.write.lock().log_number;
+        assert!(newest >= log_of[0] + 4, "the writes spanned too few log extents: {log_of:?}");
+        // Entries and heads all reach the media ...
+        db.sync().unwrap();
+        let (fs, sim) = power_cut(&mem, &sim, 1);
+        std::mem::forget(db);
+        // ... except the head of the second-newest extent.
+        let hole = newest - 1;
+        {
+            let ro = strata_pmem::RegionOptions {
+                len: 4 << 20,
+                slot_bytes: slot,
+                write_latency_ns: 0,
+                create: false,
+                expect_id: None,
+            };
+            let (region, _) = strata_pmem::Region::open(strata_pmem::Backing::Sim(sim.clone()), &ro).unwrap();
+            let h = region.heads().unwrap().into_iter().find(|h| h.kind == EXTENT_KIND_LOG && h.number == hole);
+            region.retire(h.expect("the hole's head was durable")).unwrap();
+        }
+        o.pm_sim = Some(sim.clone());
+        o.fs = Arc::new(fs.clone());
+        let db = Db::open("/db", o.clone()).unwrap();
+        for (i, log) in log_of.iter().enumerate() {
+            let got = db.get(key(i as u32)).unwrap();
+            if *log < hole {
+                assert_eq!(got, Some(val(b'1')), "write {i} (log {log}) before the hole lost");
+            } else {
+                assert_eq!(got, None, "write {i} (log {log}) at or after the hole kept");
+            }
+        }
+        // New writes, made durable, then another power cut: they are kept,
+        // and no entry dropped at the first one comes back.
+        for i in 0..20 {
+            db.put(key(i), val(b'2')).unwrap();
+        }
+        db.sync().unwrap();
+        let (fs, sim) = power_cut(&fs, &sim, 2);
+        std::mem::forget(db);
+        o.fs = Arc::new(fs);
+        o.pm_sim = Some(sim);
+        let db = Db::open("/db", o).unwrap();
+        for (i, log) in log_of.iter().enumerate() {
+            let got = db.get(key(i as u32)).unwrap();
+            let want = if i < 20 {
+                Some(val(b'2'))
+            } else if *log < hole {
+                Some(val(b'1'))
+            } else {
+                None
+            };
+            assert_eq!(got, want, "write {i} (log {log}) after the second power cut");
+        }
     }
 
     /// Regression (review of stop 18): writer X reserves space in log
@@ -503,25 +590,33 @@ mod tests {
         let key = |i: u32| format!("k{i:04}");
         let val = |tag: u8| vec![tag; 100];
         let db = Db::open("/db", o.clone()).unwrap();
-        // The prefault thread never makes the new extent's head durable.
+        // The prefault thread never makes the new extents' heads durable.
         let (tx, _held) = std::sync::mpsc::channel();
         *db.inner.prefault.lock() = Some(tx);
-        for i in 0..50 {
-            db.put(key(i), val(b'1')).unwrap();
+        // Enough for the writer to have as many extents as heads can be in
+        // flight, so none of their heads was synced by the writer either.
+        let mut n = 0;
+        while db.inner.write.lock().pending_heads.len() < LOG_HEADS_IN_FLIGHT {
+            db.put(key(n), val(b'1')).unwrap();
+            n += 1;
         }
-        // The kernel wrote the extent's entries back, not its head.
-        let (off, len) = {
-            let w = db.inner.write.lock();
-            let ext = w.writer.as_ref().unwrap().extent();
-            (ext.offset(), ext.len())
-        };
-        db.inner.region.sync(off, len).unwrap();
+        for _ in 0..10 {
+            db.put(key(n), val(b'1')).unwrap();
+            n += 1;
+        }
+        assert!(n < 1000 && db.inner.write.lock().pending_heads.len() == LOG_HEADS_IN_FLIGHT);
+        // The kernel wrote the extents' entries back, not their heads.
+        for ext in db.inner.write.lock().mem.extents() {
+            db.inner.region.sync(ext.offset(), ext.len()).unwrap();
+        }
         let (fs, sim) = power_cut(&mem, &sim, 1);
         std::mem::forget(db);
         o.pm_sim = Some(sim.clone());
         o.fs = Arc::new(fs.clone());
         let db = Db::open("/db", o.clone()).unwrap();
-        assert_eq!(db.get(key(20)).unwrap(), None, "an unsynced write with no durable head survived");
+        for i in 0..n {
+            assert_eq!(db.get(key(i)).unwrap(), None, "unsynced write {i} with no durable head survived");
+        }
         // Fewer writes of the same sizes, made durable.
         for i in 0..10 {
             db.put(key(i), val(b'2')).unwrap();
@@ -535,7 +630,7 @@ mod tests {
         for i in 0..10 {
             assert_eq!(db.get(key(i)).unwrap(), Some(val(b'2')), "synced write {i} lost or overwritten");
         }
-        for i in 10..50 {
+        for i in 10..n {
             assert_eq!(db.get(key(i)).unwrap(), None, "write {i}, lost at the first power cut, came back");
         }
     }
