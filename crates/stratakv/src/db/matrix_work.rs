@@ -11,7 +11,7 @@
 use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::DbInner;
 use crate::coding::varint_len;
@@ -156,24 +156,35 @@ impl DbInner {
     /// (column compaction frees them). A device out of space (a full tmpfs
     /// under the region) is returned: the caller backs off and writers get
     /// the error after `pm_full_timeout_ms`, as for a full disk.
+    ///
+    /// While it waits, `State::pm_wait_since` tells writers stalled behind
+    /// the unflushed memtables why, so they fail after `pm_full_timeout_ms`
+    /// instead of waiting for ever (say, iterators pin every flushed
+    /// memtable's log and the thread holding them writes).
     fn with_pm_space<T>(&self, mut build: impl FnMut() -> Result<T>) -> Result<T> {
-        loop {
+        let result = loop {
             match build() {
                 Err(e @ Error::PmFull(_)) => {
                     drop(e);
                     let mut st = self.state.lock();
+                    st.pm_wait_since.get_or_insert_with(Instant::now);
                     if let Some(p) = &st.poisoned {
-                        return Err(Error::Poisoned(p.clone()));
+                        break Err(Error::Poisoned(p.clone()));
                     }
                     if self.shutting_down.load(Ordering::Acquire) {
-                        return Err(Error::Closed);
+                        break Err(Error::Closed);
                     }
                     self.state_cv.notify_all();
                     self.state_cv.wait_for(&mut st, Duration::from_millis(20));
                 }
-                other => return other,
+                other => break other,
             }
+        };
+        let mut st = self.state.lock();
+        if st.pm_wait_since.take().is_some() {
+            self.state_cv.notify_all();
         }
+        result
     }
 
     /// Installs the matrix state `m` for readers (call with `state` held),

@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
@@ -96,6 +97,9 @@ pub(crate) struct State {
     /// A retryable background failure (the disk is full): flushes and
     /// compactions retry, writers get back-pressure and then this error.
     pub bg_error: Option<Error>,
+    /// Since when a flush (or row merge) has been waiting for free PM
+    /// slots to build a matrix row; None while it is not.
+    pub pm_wait_since: Option<Instant>,
     /// The value of `bg_retries` when the attempt that set `bg_error` began.
     pub bg_error_retry: u64,
     /// Bumped by a caller that waits on background work while `bg_error`

@@ -250,6 +250,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         obsolete: Vec::new(),
         poisoned: None,
         bg_error: None,
+        pm_wait_since: None,
         bg_error_retry: 0,
         bg_retries: 0,
         compactions_running: 0,

@@ -135,6 +135,23 @@ impl DbInner {
         }
     }
 
+    /// The error for a writer stalled since `since` while a flush has been
+    /// waiting for PM, once both have lasted `pm_full_timeout_ms`.
+    fn pm_full_error(&self, st: &super::State, since: Instant) -> Option<Error> {
+        let timeout = Duration::from_millis(self.opts.pm_full_timeout_ms);
+        let waiting = st.pm_wait_since?;
+        if since.elapsed() < timeout || waiting.elapsed() < timeout {
+            return None;
+        }
+        Some(Error::PmFull(format!(
+            "writes waited {:?} for sealed memtables whose flush has waited {:?} for free PM slots ({} free); \
+             nothing is freeing PM (long-lived iterators or snapshots pin flushed memtables?)",
+            since.elapsed(),
+            waiting.elapsed(),
+            self.region.free_slots()
+        )))
+    }
+
     /// Waits while the tree is too far behind (LevelDB-style slowdown, then stop).
     fn make_room(&self) -> Result<()> {
         let mut slowed = false;
@@ -164,6 +181,11 @@ impl DbInner {
                     if let Some(e) = self.disk_full_error(&st, since, retry) {
                         break Err(e);
                     }
+                }
+                // The memtables cannot drain: their flush waits for PM that
+                // nothing frees (the same timeout as a log extent's).
+                if let Some(e) = self.pm_full_error(&st, since) {
+                    break Err(e);
                 }
                 self.state_cv.notify_all();
                 self.state_cv.wait_for(&mut st, Duration::from_millis(100));
@@ -334,6 +356,26 @@ mod tests {
     use super::*;
     use crate::fs::{FsCrashMode, MemFs};
     use crate::{Db, Options};
+
+    /// A writer stalled behind memtables whose flush cannot get PM fails
+    /// once both have waited `pm_full_timeout_ms`, instead of waiting for
+    /// ever (seen as a hang of `limits::full_pm_region_*_matrix_l0` when the
+    /// memtables filled up before a log extent ran out).
+    #[test]
+    fn a_writer_stalled_behind_a_flush_waiting_for_pm_gets_pm_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = Options::for_tests();
+        o.pm_full_timeout_ms = 50;
+        let db = Db::open(dir.path(), o).unwrap();
+        let long_ago = Instant::now() - Duration::from_secs(1);
+        let mut st = db.inner.state.lock();
+        assert!(db.inner.pm_full_error(&st, long_ago).is_none(), "no flush is waiting for PM");
+        st.pm_wait_since = Some(Instant::now());
+        assert!(db.inner.pm_full_error(&st, long_ago).is_none(), "the flush has not waited long enough");
+        st.pm_wait_since = Some(long_ago);
+        assert!(db.inner.pm_full_error(&st, Instant::now()).is_none(), "the writer has not waited long enough");
+        assert!(matches!(db.inner.pm_full_error(&st, long_ago), Some(Error::PmFull(_))));
+    }
 
     #[test]
     fn a_log_extent_is_mapped_in_only_as_far_as_the_memtable_can_fill_it() {
