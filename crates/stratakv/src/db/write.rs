@@ -392,12 +392,38 @@ mod tests {
         assert_eq!(prefault_bytes(16 * mib, (64 << 20) - 10, 64 << 20, 9 * mib), 9 * mib + 4096);
     }
 
+    /// Options for a 4 MiB simulated ordinary-file region of 64 KiB slots
+    /// on an in-memory disk, with no background log sync, and both devices.
+    fn small_file_region() -> (Options, Arc<SimPm>, MemFs) {
+        let mut o = Options::for_tests();
+        o.pm_size = 4 << 20;
+        o.pm_slot_bytes = 64 << 10;
+        o.write_buffer_size = 2 << 20;
+        o.pm_sync_interval_ms = 0;
+        let sim = Arc::new(SimPm::new_file(4 << 20));
+        let mem = MemFs::new();
+        o.pm_sim = Some(sim.clone());
+        o.fs = Arc::new(mem.clone());
+        (o, sim, mem)
+    }
+
     /// The disk and the ordinary-file region a power cut leaves: only
     /// fsynced files, only msynced pages.
     fn power_cut(mem: &MemFs, sim: &SimPm, seed: u64) -> (MemFs, Arc<SimPm>) {
         let (snap, cs) = mem.snapshot_with(|| sim.crash_state());
         let fs = snap.restore(FsCrashMode::DropUnsynced, &mut StdRng::seed_from_u64(seed));
         (fs, Arc::new(SimPm::file_from_image(cs.minimal_image())))
+    }
+
+    /// Makes every write to `db` durable, cuts the power, and opens what
+    /// is left with `o`.
+    fn sync_cut_and_reopen(db: Db, mut o: Options, fs: &MemFs, sim: &SimPm, seed: u64) -> Db {
+        db.sync().unwrap();
+        let (fs, sim) = power_cut(fs, sim, seed);
+        std::mem::forget(db);
+        o.fs = Arc::new(fs);
+        o.pm_sim = Some(sim);
+        Db::open("/db", o).unwrap()
     }
 
     /// Log extent heads are msynced off the write path (by the prefault
@@ -453,16 +479,8 @@ mod tests {
     /// handed out again, so the dropped entries never come back.
     #[test]
     fn a_newer_log_head_kept_without_an_older_one_recovers_the_log_up_to_the_hole() {
-        let slot = 64u64 << 10;
-        let mut o = Options::for_tests();
-        o.pm_size = 4 << 20;
-        o.pm_slot_bytes = slot;
-        o.write_buffer_size = 2 << 20;
-        o.pm_sync_interval_ms = 0;
-        let sim = Arc::new(SimPm::new_file(4 << 20));
-        let mem = MemFs::new();
-        o.pm_sim = Some(sim.clone());
-        o.fs = Arc::new(mem.clone());
+        let (mut o, sim, mem) = small_file_region();
+        let slot = o.pm_slot_bytes;
         let key = |i: u32| format!("k{i:04}");
         let val = |tag: u8| vec![tag; 1000];
         let db = Db::open("/db", o.clone()).unwrap();
@@ -507,12 +525,7 @@ mod tests {
         for i in 0..20 {
             db.put(key(i), val(b'2')).unwrap();
         }
-        db.sync().unwrap();
-        let (fs, sim) = power_cut(&fs, &sim, 2);
-        std::mem::forget(db);
-        o.fs = Arc::new(fs);
-        o.pm_sim = Some(sim);
-        let db = Db::open("/db", o).unwrap();
+        let db = sync_cut_and_reopen(db, o, &fs, &sim, 2);
         for (i, log) in log_of.iter().enumerate() {
             let got = db.get(key(i as u32)).unwrap();
             let want = if i < 20 {
@@ -619,16 +632,7 @@ mod tests {
     /// first power cut had lost, over newer ones.
     #[test]
     fn a_log_number_whose_head_may_not_be_durable_is_not_reused() {
-        let slot = 64u64 << 10;
-        let mut o = Options::for_tests();
-        o.pm_size = 4 << 20;
-        o.pm_slot_bytes = slot;
-        o.write_buffer_size = 2 << 20;
-        o.pm_sync_interval_ms = 0;
-        let sim = Arc::new(SimPm::new_file(4 << 20));
-        let mem = MemFs::new();
-        o.pm_sim = Some(sim.clone());
-        o.fs = Arc::new(mem.clone());
+        let (mut o, sim, mem) = small_file_region();
         let key = |i: u32| format!("k{i:04}");
         let val = |tag: u8| vec![tag; 100];
         let db = Db::open("/db", o.clone()).unwrap();
@@ -663,12 +667,7 @@ mod tests {
         for i in 0..10 {
             db.put(key(i), val(b'2')).unwrap();
         }
-        db.sync().unwrap();
-        let (fs, sim) = power_cut(&fs, &sim, 2);
-        std::mem::forget(db);
-        o.fs = Arc::new(fs);
-        o.pm_sim = Some(sim);
-        let db = Db::open("/db", o).unwrap();
+        let db = sync_cut_and_reopen(db, o, &fs, &sim, 2);
         for i in 0..10 {
             assert_eq!(db.get(key(i)).unwrap(), Some(val(b'2')), "synced write {i} lost or overwritten");
         }
