@@ -162,10 +162,12 @@ impl DbInner {
     /// instead of waiting for ever (say, iterators pin every flushed
     /// memtable's log and the thread holding them writes).
     fn with_pm_space<T>(&self, mut build: impl FnMut() -> Result<T>) -> Result<T> {
+        let mut waited = false;
         let result = loop {
             match build() {
                 Err(e @ Error::PmFull(_)) => {
                     drop(e);
+                    waited = true;
                     let mut st = self.state.lock();
                     st.pm_wait_since.get_or_insert_with(Instant::now);
                     if let Some(p) = &st.poisoned {
@@ -180,8 +182,8 @@ impl DbInner {
                 other => break other,
             }
         };
-        let mut st = self.state.lock();
-        if st.pm_wait_since.take().is_some() {
+        if waited {
+            self.state.lock().pm_wait_since = None;
             self.state_cv.notify_all();
         }
         result

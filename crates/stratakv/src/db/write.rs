@@ -235,14 +235,11 @@ impl DbInner {
             // at a power cut (the next open skips their numbers): the oldest
             // pending one is made durable first. The helper thread, which
             // msyncs heads in allocation order, has usually done it already.
-            if w.pending_heads.len() >= LOG_HEADS_IN_FLIGHT {
-                if let Some(oldest) = w.pending_heads.front() {
-                    if let Err(e) = oldest.sync() {
-                        let e = Error::from_pm(&self.region_path, e);
-                        self.poison(&e);
-                        return Err(e);
-                    }
-                }
+            let oldest = w.pending_heads.front().filter(|_| w.pending_heads.len() >= LOG_HEADS_IN_FLIGHT);
+            if let Some(Err(e)) = oldest.map(|h| h.sync()) {
+                let e = Error::from_pm(&self.region_path, e);
+                self.poison(&e);
+                return Err(e);
             }
             // The new head's msync (a device flush) is left to the helper
             // thread, off the write path.
