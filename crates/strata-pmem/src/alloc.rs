@@ -52,15 +52,47 @@ impl ExtentHead {
     }
 }
 
-/// DRAM map of which slots are leased.
+/// DRAM map of which slots are leased, and which have had their memory
+/// reserved in this process (nothing ever gives it back: extents are not
+/// punched out when freed).
 pub(crate) struct SlotMap {
     used: Vec<bool>,
+    reserved: Vec<bool>,
     free: u64,
 }
 
 impl SlotMap {
     pub fn new(count: u64) -> SlotMap {
-        SlotMap { used: vec![false; count as usize], free: count }
+        SlotMap { used: vec![false; count as usize], reserved: vec![false; count as usize], free: count }
+    }
+
+    /// Whether every slot of `[start, start+n)` has its memory reserved.
+    pub fn is_reserved(&self, start: usize, n: usize) -> bool {
+        (start..start + n).all(|j| self.reserved.get(j).copied().unwrap_or(false))
+    }
+
+    /// Records that `[start, start+n)` has its memory reserved.
+    pub fn mark_reserved(&mut self, start: usize, n: usize) {
+        for j in start..start + n {
+            if let Some(r) = self.reserved.get_mut(j) {
+                *r = true;
+            }
+        }
+    }
+
+    /// Runs `(start, len)` of not yet reserved slots among the first `n`
+    /// free slots, lowest first: the ones the next allocations take (first
+    /// fit).
+    pub fn unreserved_ahead(&self, n: usize) -> Vec<(usize, usize)> {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        let free = self.used.iter().enumerate().filter(|(_, used)| !**used).map(|(i, _)| i).take(n);
+        for i in free.filter(|i| !self.reserved.get(*i).copied().unwrap_or(true)) {
+            match runs.last_mut() {
+                Some((start, len)) if *start + *len == i => *len += 1,
+                _ => runs.push((i, 1)),
+            }
+        }
+        runs
     }
 
     pub fn free(&self) -> u64 {
@@ -412,13 +444,13 @@ impl Region {
             )));
         }
         let geo = self.inner.geo;
-        let start = {
+        let (start, reserved) = {
             let mut map = self.inner.slots.lock();
             let Some(start) = map.find_run(slots as usize) else {
                 return Err(PmError::Full { wanted: slots, free: map.free() });
             };
             map.mark(start, slots as usize, true);
-            start as u64
+            (start as u64, map.is_reserved(start, slots as usize))
         };
         let head = ExtentHead { slot: start, kind, slots, number };
         // From here on the slots are ours; if a PM store fails the extent is
@@ -433,8 +465,13 @@ impl Region {
             }),
         };
         // On tmpfs, the memory behind the extent (a full tmpfs is then an
-        // error here, not a SIGBUS at the first store).
-        self.inner.reserve(extent.offset(), extent.len())?;
+        // error here, not a SIGBUS at the first store), unless an earlier
+        // lease or `reserve_ahead` got it already: even then the fallocate
+        // walks every page (1 ms per 8 MiB), on the writer's path.
+        if !reserved {
+            self.inner.reserve(extent.offset(), extent.len())?;
+            self.inner.slots.lock().mark_reserved(start as usize, slots as usize);
+        }
         // Stale heads inside the run would otherwise claim our slots after a
         // crash; clear them before the new head is published.
         let mut cleared = false;
@@ -526,6 +563,21 @@ mod tests {
         let h = ExtentHead { slot: 3, kind: 2, slots: 17, number: 123_456_789 };
         assert_eq!(ExtentHead::decode(3, h.encode()), Some(h));
         assert_eq!(ExtentHead::decode(0, 0), None);
+    }
+
+    #[test]
+    fn reserving_ahead_names_the_unreserved_slots_first_fit_takes_next() {
+        let mut m = SlotMap::new(8);
+        m.mark(0, 2, true);
+        m.mark(4, 1, true);
+        m.mark_reserved(3, 1);
+        // Free: 2, 3, 5, 6, 7; the first 4 are 2, 3, 5, 6, of which 3 is reserved.
+        assert_eq!(m.unreserved_ahead(4), vec![(2, 1), (5, 2)]);
+        assert!(!m.is_reserved(2, 2));
+        m.mark_reserved(2, 1);
+        assert!(m.is_reserved(2, 2));
+        assert_eq!(m.unreserved_ahead(2), Vec::<(usize, usize)>::new());
+        assert_eq!(m.unreserved_ahead(100), vec![(5, 3)]);
     }
 
     #[test]

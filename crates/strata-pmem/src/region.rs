@@ -326,6 +326,26 @@ impl Region {
         self.inner.slots.lock().free()
     }
 
+    /// On tmpfs, gives the next `slots` free slots (the ones the next
+    /// allocations take, first fit) their memory now, so that an
+    /// allocation on a writer's path finds it there instead of calling
+    /// fallocate (2 ms per 8 MiB on first use). A no-op elsewhere, and for
+    /// slots reserved before. An error means the tmpfs is full.
+    pub fn reserve_ahead(&self, slots: u64) -> Result<(), PmError> {
+        if self.inner.placement != Placement::Shm {
+            return Ok(());
+        }
+        let geo = self.inner.geo;
+        let runs = self.inner.slots.lock().unreserved_ahead(slots as usize);
+        for (start, n) in runs {
+            // Racing with an allocation of the same slots only reserves
+            // them twice: fallocate never changes contents.
+            self.inner.reserve(geo.slot_off(start as u64), n as u64 * geo.slot_bytes)?;
+            self.inner.slots.lock().mark_reserved(start, n);
+        }
+        Ok(())
+    }
+
     /// Path of the region file, if file-backed.
     pub fn path(&self) -> Option<&Path> {
         match &self.inner.mem {

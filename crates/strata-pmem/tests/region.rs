@@ -357,3 +357,40 @@ fn creating_a_region_on_a_nearly_full_tmpfs_is_an_error_not_a_sigbus() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// On tmpfs, `reserve_ahead` gives the next free slots their memory, and
+/// an allocation that takes them needs none more; one past them gets its
+/// own. Memory is counted by the file's allocated blocks.
+#[test]
+fn reserving_ahead_on_tmpfs_backs_the_slots_the_next_allocations_take() {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+        eprintln!("skipped: no /dev/shm");
+        return;
+    };
+    let path = dir.path().join("r.pm");
+    let slot = 64u64 << 10;
+    let o = RegionOptions { len: 2 << 20, slot_bytes: slot, write_latency_ns: 0, create: true, expect_id: None };
+    let (r, _) = Region::open(Backing::File(path.clone()), &o).unwrap();
+    if r.placement() != Placement::Shm {
+        eprintln!("skipped: /dev/shm is not tmpfs here ({:?})", r.placement());
+        return;
+    }
+    let backed = || std::fs::metadata(&path).unwrap().blocks() * 512;
+    let at_open = backed();
+    r.reserve_ahead(2).unwrap();
+    assert_eq!(backed(), at_open + 2 * slot, "two slots reserved ahead");
+    r.reserve_ahead(2).unwrap();
+    assert_eq!(backed(), at_open + 2 * slot, "the same two: nothing more");
+    let a = r.allocate(1, 1, 1).unwrap();
+    let b = r.allocate(1, 1, 2).unwrap();
+    assert_eq!(backed(), at_open + 2 * slot, "both allocations took reserved slots");
+    let c = r.allocate(1, 1, 3).unwrap();
+    assert_eq!(backed(), at_open + 3 * slot, "a third slot gets its memory as it is allocated");
+    // Freed slots keep their memory, and are the next to be reserved or taken.
+    drop(a);
+    r.reserve_ahead(1).unwrap();
+    let _a2 = r.allocate(1, 1, 4).unwrap();
+    assert_eq!(backed(), at_open + 3 * slot);
+    drop((b, c));
+}

@@ -21,6 +21,11 @@ use strata_pmem::Extent;
 /// unless a caller waiting on it asks for a retry sooner.
 const BACK_OFF: Duration = Duration::from_millis(250);
 
+/// Free PM slots the prefault thread keeps reserved ahead of the next log
+/// extents and rows on tmpfs (see `Region::reserve_ahead`): a log extent
+/// fills in about 25 ms at full speed, and each new one asks for more.
+const RESERVE_AHEAD_SLOTS: u64 = 4;
+
 /// Sets the calling thread's nice value, if `nice` > 0. Linux keeps one per
 /// thread and threads inherit it, so the column-compaction helpers a
 /// compaction thread starts run at its priority too. Best effort: a failure
@@ -87,6 +92,9 @@ impl DbInner {
                         };
                         if region.sim().is_none() {
                             region.prefault(ext.offset(), map_bytes.min(ext.len()));
+                            // A full tmpfs shows up where it matters: at
+                            // the allocation that needs the memory.
+                            let _ = region.reserve_ahead(RESERVE_AHEAD_SLOTS);
                         }
                         // A failure is remembered by the extent: the writer
                         // or the next log sync reports it and poisons.
