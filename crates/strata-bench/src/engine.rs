@@ -130,6 +130,9 @@ pub fn strata_options(f: &Flags) -> Result<Options> {
     if f.max_runs > 0 {
         o.max_runs = f.max_runs;
     }
+    if let Some(nice) = f.background_nice {
+        o.background_nice = nice;
+    }
     o.write_buffer_size = f.write_buffer_size;
     o.block_cache_bytes = f.cache_size;
     o.bloom_bits_per_key = f.bloom_bits_per_key();

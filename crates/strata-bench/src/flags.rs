@@ -135,6 +135,10 @@ pub struct Flags {
     /// (1 = none: columns merge straight into L1; 0 = the engine's default).
     #[arg(long, default_value_t = 0)]
     pub max_runs: usize,
+    /// Nice value of StrataKV's background threads (flush, compactions,
+    /// log sync), 0-19; unset = the engine's default.
+    #[arg(long)]
+    pub background_nice: Option<i32>,
     /// Directory of StrataKV's PM region file (default: `<db>/pm`); e.g. /dev/shm/x to emulate PM with DRAM.
     #[arg(long)]
     pub pm_dir: Option<PathBuf>,

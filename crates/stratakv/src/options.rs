@@ -102,8 +102,10 @@ pub struct Options {
     /// Nice value (0-19) of the engine's background threads on Linux, like
     /// RocksDB's lowered thread-pool CPU priority: above 0, flushes and
     /// compactions give way to the threads serving requests when cores are
-    /// short (shorter request tails, background work done in the gaps).
-    /// Best effort; other systems ignore it. Default: 0.
+    /// short (shorter request tails, background work done in the gaps; the
+    /// write throttle slows writers if that leaves the matrix filling).
+    /// 0 = the process's own priority. Best effort; other systems ignore
+    /// it. Default: 10.
     pub background_nice: i32,
     /// How often unsynced PM log data is msynced on an ordinary-file region,
     /// in milliseconds; 0 = only on sync writes and close. Default: 1000.
@@ -182,7 +184,7 @@ impl Default for Options {
             max_bytes_for_level_base: 256 << 20,
             level_size_multiplier: 10,
             background_compactions: 1,
-            background_nice: 0,
+            background_nice: 10,
             pm_sync_interval_ms: 1000,
             pm_full_timeout_ms: 30_000,
             disable_auto_compaction: false,

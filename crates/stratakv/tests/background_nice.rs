@@ -47,8 +47,9 @@ fn background_threads_run_at_the_nice_value_asked_for() {
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"v"[..]));
     db.close().unwrap();
 
-    // The default leaves them at the process's own priority.
-    let db = stratakv::Db::open(dir.path(), stratakv::Options::for_tests()).unwrap();
+    // 0 leaves them at the process's own priority.
+    let o = stratakv::Options { background_nice: 0, ..stratakv::Options::for_tests() };
+    let db = stratakv::Db::open(dir.path(), o).unwrap();
     let mut threads = background_nice_values();
     for _ in 0..200 {
         if threads.iter().any(|(c, _)| c == "strata-flush") {
@@ -62,4 +63,5 @@ fn background_threads_run_at_the_nice_value_asked_for() {
 
     let o = stratakv::Options { background_nice: 20, ..stratakv::Options::for_tests() };
     assert!(o.validate().is_err());
+    assert_eq!(stratakv::Options::default().background_nice, 10, "the default, as the server's");
 }
