@@ -104,7 +104,8 @@ pub struct Options {
     /// compactions give way to the threads serving requests when cores are
     /// short (shorter request tails, background work done in the gaps; the
     /// write throttle slows writers if that leaves the matrix filling).
-    /// 0 = the process's own priority. Best effort; other systems ignore
+    /// The thread that maps log pages in ahead of writers keeps their
+    /// priority. 0 = the process's own priority. Best effort; other systems ignore
     /// it. Default: 10.
     pub background_nice: i32,
     /// How often unsynced PM log data is msynced on an ordinary-file region,

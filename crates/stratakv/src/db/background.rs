@@ -41,8 +41,7 @@ fn lower_thread_priority(nice: i32) {
 
 impl DbInner {
     pub(crate) fn start_threads(self: &Arc<Self>) -> Result<()> {
-        let nice = self.opts.background_nice;
-        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+        let spawn_at = |name: String, nice: i32, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
                 .name(name)
                 .spawn(move || {
@@ -51,6 +50,7 @@ impl DbInner {
                 })
                 .map_err(|e| Error::io(&self.dir, "spawn thread", e))
         };
+        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| spawn_at(name, self.opts.background_nice, f);
         let mut threads = self.threads.lock();
         let me = self.clone();
         threads.push(spawn("strata-flush".into(), Box::new(move || me.flush_loop()))?);
@@ -74,8 +74,11 @@ impl DbInner {
             let (tx, rx) = std::sync::mpsc::channel::<PrefaultJob>();
             let region = self.region.clone();
             let spare_mem = self.spare_mem.clone();
-            threads.push(spawn(
+            // At the writers' own priority: they wait for what it does
+            // (pages mapped in, log heads made durable, spare memtables).
+            threads.push(spawn_at(
                 "strata-prefault".into(),
+                0,
                 Box::new(move || {
                     let mut previous: Option<(u64, u64)> = None;
                     while let Ok(job) = rx.recv() {
