@@ -105,8 +105,8 @@ pub struct Options {
     /// short (shorter request tails, background work done in the gaps; the
     /// write throttle slows writers if that leaves the matrix filling).
     /// The thread that maps log pages in ahead of writers keeps their
-    /// priority. 0 = the process's own priority. Best effort; other systems ignore
-    /// it. Default: 10.
+    /// priority. 0 = the process's own priority. Best effort; other
+    /// systems ignore it. Default: 10.
     pub background_nice: i32,
     /// How often unsynced PM log data is msynced on an ordinary-file region,
     /// in milliseconds; 0 = only on sync writes and close. Default: 1000.

@@ -439,12 +439,17 @@ mod tests {
         (fs, Arc::new(SimPm::file_from_image(cs.minimal_image())))
     }
 
-    /// Makes every write to `db` durable, cuts the power, and opens what
-    /// is left with `o`.
-    fn sync_cut_and_reopen(db: Db, mut o: Options, fs: &MemFs, sim: &SimPm, seed: u64) -> Db {
+    /// Makes every write to `db` durable and cuts the power: what is left.
+    fn sync_and_cut(db: Db, fs: &MemFs, sim: &SimPm, seed: u64) -> (MemFs, Arc<SimPm>) {
         db.sync().unwrap();
-        let (fs, sim) = power_cut(fs, sim, seed);
+        let left = power_cut(fs, sim, seed);
         std::mem::forget(db);
+        left
+    }
+
+    /// [`sync_and_cut`], then opens what is left with `o`.
+    fn sync_cut_and_reopen(db: Db, mut o: Options, fs: &MemFs, sim: &SimPm, seed: u64) -> Db {
+        let (fs, sim) = sync_and_cut(db, fs, sim, seed);
         o.fs = Arc::new(fs);
         o.pm_sim = Some(sim);
         Db::open("/db", o).unwrap()
@@ -516,9 +521,7 @@ mod tests {
         let newest = db.inner.write.lock().log_number;
         assert!(newest >= log_of[0] + 4, "the writes spanned too few log extents: {log_of:?}");
         // Entries and heads all reach the media ...
-        db.sync().unwrap();
-        let (fs, sim) = power_cut(&mem, &sim, 1);
-        std::mem::forget(db);
+        let (fs, sim) = sync_and_cut(db, &mem, &sim, 1);
         // ... except the head of the second-newest extent.
         let hole = newest - 1;
         {
