@@ -552,6 +552,13 @@ mod tests {
         for i in 0..20 {
             db.put(key(i), val(b'2')).unwrap();
         }
+        // The newest durable head was `newest`, and the cut process may have
+        // had LOG_HEADS_IN_FLIGHT more extents whose heads never became
+        // durable: none of those numbers is handed out again (their entries
+        // may be on the media, and a reused number would revive them).
+        let first_new = db.inner.write.lock().log_number;
+        let skipped = newest + LOG_HEADS_IN_FLIGHT as u64;
+        assert!(first_new > skipped, "log number {first_new} reused; numbers up to {skipped} must be skipped");
         let db = sync_cut_and_reopen(db, o, &fs, &sim, 2);
         for (i, log) in log_of.iter().enumerate() {
             let got = db.get(key(i as u32)).unwrap();
