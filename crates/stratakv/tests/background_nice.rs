@@ -43,10 +43,13 @@ fn background_threads_run_at_the_nice_value_asked_for() {
     o.background_nice = 7;
     let db = stratakv::Db::open(dir.path(), o).unwrap();
     // A thread names itself and sets its nice value as it starts: wait
-    // for that, a while.
+    // for that, a while, for the first thread started and the last.
+    let started = |threads: &[(String, i64)]| {
+        ["strata-flush", "strata-prefault"].iter().all(|name| threads.iter().any(|(c, _)| c == name))
+    };
     let mut threads = background_nice_values();
     for _ in 0..200 {
-        if threads.iter().any(|(c, _)| c == "strata-flush") && threads.iter().all(|(c, n)| *n == expected(c, 7)) {
+        if started(&threads) && threads.iter().all(|(c, n)| *n == expected(c, 7)) {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
