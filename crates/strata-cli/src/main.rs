@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use stratakv::iterator::InternalIterator;
-use stratakv::key::ParsedKey;
+use stratakv::tooling::InternalIterator;
+use stratakv::tooling::ParsedKey;
 use stratakv::{Db, KeyRange, Options, WriteOptions};
 
 #[derive(Parser, Debug)]
@@ -216,7 +216,7 @@ fn dump(cli: &Cli, what: &Dump) -> anyhow::Result<()> {
     match what {
         Dump::Sst { file } => {
             let fs = stratakv::fs::StdFs;
-            let t = Arc::new(stratakv::sstable::Table::open(&fs, file, 0, None)?);
+            let t = Arc::new(stratakv::tooling::Table::open(&fs, file, 0, None)?);
             let p = t.props();
             writeln!(
                 out,
@@ -247,10 +247,10 @@ fn dump(cli: &Cli, what: &Dump) -> anyhow::Result<()> {
             let cur = std::fs::read_to_string(cli.dir.join("CURRENT")).context("reading CURRENT")?;
             let path = cli.dir.join(cur.trim());
             let data = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            let (records, torn) = stratakv::version::manifest::decode_records(&data, &path)?;
+            let (records, torn) = stratakv::tooling::decode_manifest_records(&data, &path)?;
             writeln!(out, "# {}: {} records{}", path.display(), records.len(), if torn { " (torn tail)" } else { "" })?;
             for (off, rec) in records {
-                let e = stratakv::version::VersionEdit::decode(rec)
+                let e = stratakv::tooling::VersionEdit::decode(rec)
                     .map_err(|why| anyhow::anyhow!("record at {off}: {why}"))?;
                 writeln!(out, "@{off}: {e:?}")?;
             }
@@ -288,8 +288,8 @@ fn dump_pm(cli: &Cli, out: &mut impl Write) -> anyhow::Result<()> {
     }
     for h in region.heads()? {
         let kind = match h.kind {
-            1 => "log",
-            2 => "row",
+            stratakv::tooling::EXTENT_KIND_LOG => "log",
+            stratakv::tooling::EXTENT_KIND_ROW => "row",
             _ => "?",
         };
         writeln!(out, "extent at slot {:>5}: {kind:<3} number {:>8}, {} slots", h.slot, h.number, h.slots)?;

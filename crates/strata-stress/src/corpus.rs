@@ -9,8 +9,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use strata_pmem::SimPm;
 use stratakv::fs::{Fs, MemFs};
-use stratakv::key::{internal_key, Kind};
-use stratakv::sstable::BlockBuilder;
+use stratakv::tooling::BlockBuilder;
+use stratakv::tooling::{internal_key, Kind};
 use stratakv::{Db, L0Kind};
 
 use crate::fuzz_targets::{fuzz_options, join_matrix_input, FUZZ_DIR, FUZZ_PM_SIZE};

@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use strata_pmem::SimPm;
 use stratakv::fs::{Fs, MemFs};
-use stratakv::iterator::InternalIterator;
-use stratakv::key::{internal_key, KIND_FOR_SEEK};
-use stratakv::sstable::{key_hash, Block, BlockIter, Table};
-use stratakv::version::VersionSet;
+use stratakv::tooling::InternalIterator;
+use stratakv::tooling::VersionSet;
+use stratakv::tooling::{internal_key, KIND_FOR_SEEK};
+use stratakv::tooling::{key_hash, Block, BlockIter, Table};
 use stratakv::{Db, L0Kind, Options};
 
 /// Size of the PM region of the `log_recover` and `matrix_row` targets.
@@ -108,8 +108,8 @@ pub fn manifest_replay(data: &[u8]) {
     let _ = fs.write_file(&dir.join("CURRENT"), b"MANIFEST-000001\n");
     let _ = fs.write_file(&dir.join("MANIFEST-000001"), data);
     let _ = VersionSet::recover(Arc::new(fs), dir);
-    let _ = stratakv::version::VersionEdit::decode(data);
-    let _ = stratakv::matrix::MatrixRecord::decode(data);
+    let _ = stratakv::tooling::VersionEdit::decode(data);
+    let _ = stratakv::tooling::MatrixRecord::decode(data);
 }
 
 /// Opens a database on `fs` and a PM image, reads it all, checks it,

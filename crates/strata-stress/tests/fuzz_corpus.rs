@@ -78,12 +78,12 @@ fn matrix_seed_holds_rows_and_data() {
     strata_stress::corpus::generate(dir.path()).unwrap();
     let s = std::fs::read(dir.path().join("matrix_row/matrix")).unwrap();
     let (man, _) = split_matrix_input(&s).unwrap();
-    let (recs, _) = stratakv::version::manifest::decode_records(man, Path::new("m")).unwrap();
+    let (recs, _) = stratakv::tooling::decode_manifest_records(man, Path::new("m")).unwrap();
     let has_rows = recs.iter().any(|(_, r)| {
-        stratakv::version::VersionEdit::decode(r)
+        stratakv::tooling::VersionEdit::decode(r)
             .ok()
             .and_then(|e| e.matrix)
-            .and_then(|m| stratakv::matrix::MatrixRecord::decode(&m).ok())
+            .and_then(|m| stratakv::tooling::MatrixRecord::decode(&m).ok())
             .is_some_and(|m| !m.rows.is_empty())
     });
     assert!(has_rows, "the matrix seed's MANIFEST names no rows");

@@ -19,28 +19,30 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod batch;
-pub mod coding;
-pub mod compaction;
-pub mod db;
-pub mod error;
+mod batch;
+mod coding;
+mod compaction;
+mod db;
+mod error;
+mod filter;
 pub mod fs;
-pub mod iterator;
-pub mod key;
-pub mod log;
-pub mod matrix;
-pub mod memtable;
-pub mod options;
-pub mod prefix;
-pub mod sstable;
-pub mod version;
+mod iterator;
+mod key;
+mod log;
+mod matrix;
+mod memtable;
+mod options;
+mod sstable;
+mod version;
+
+pub mod tooling;
 
 #[cfg(test)]
 mod test_util;
 
 pub use batch::WriteBatch;
-pub use db::{Cursor, Db, DbIter, KeyRange, LevelStats, Snapshot, Stats, REGION_FILE};
+pub use db::{Cursor, Db, DbIter, LevelStats, Snapshot, Stats, REGION_FILE};
 pub use error::{Error, Result};
+pub use key::{FixedPrefix, KeyRange, PrefixExtractor, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use options::{L0Kind, Options, ReadOptions, WriteOptions};
-pub use prefix::{FixedPrefix, PrefixExtractor};
 pub use sstable::Compression;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use strata_pmem::SimPm;
 
 use crate::fs::{default_fs, Fs};
-use crate::prefix::PrefixExtractor;
+use crate::key::PrefixExtractor;
 use crate::sstable::Compression;
 
 /// What level 0 is made of.

@@ -5,7 +5,7 @@
 use std::ops::Bound;
 use std::path::Path;
 
-use stratakv::key::MAX_KEY_LEN;
+use stratakv::MAX_KEY_LEN;
 use stratakv::{Db, KeyRange, Options, WriteBatch, WriteOptions};
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use stratakv::key::{MAX_KEY_LEN, MAX_VALUE_LEN};
 use stratakv::{Db, Error, L0Kind, Options, WriteBatch};
+use stratakv::{MAX_KEY_LEN, MAX_VALUE_LEN};
 
 use crate::report::Report;
 

@@ -59,8 +59,6 @@ pub struct CompactionTask {
     pub grandparents: Vec<Arc<FileMeta>>,
     /// Move the single input down without rewriting it.
     pub trivial_move: bool,
-    /// Why the task was picked.
-    pub reason: &'static str,
 }
 
 impl CompactionTask {
@@ -140,8 +138,7 @@ pub fn pick_range(
     if next_inputs.iter().any(|f| busy.contains(&f.number)) {
         return None;
     }
-    let mut t =
-        CompactionTask { level, inputs, next_inputs, grandparents: Vec::new(), trivial_move: false, reason: "manual" };
+    let mut t = CompactionTask { level, inputs, next_inputs, grandparents: Vec::new(), trivial_move: false };
     finish(v, policy, &mut t);
     // A manual compaction should rewrite data (to drop tombstones), not just move it.
     t.trivial_move = false;
@@ -159,14 +156,7 @@ fn pick_l0(v: &Version, busy: &HashSet<u64>) -> Option<CompactionTask> {
     if next_inputs.iter().any(|f| busy.contains(&f.number)) {
         return None;
     }
-    Some(CompactionTask {
-        level: 0,
-        inputs,
-        next_inputs,
-        grandparents: Vec::new(),
-        trivial_move: false,
-        reason: "l0 files",
-    })
+    Some(CompactionTask { level: 0, inputs, next_inputs, grandparents: Vec::new(), trivial_move: false })
 }
 
 /// Picks the file of `level` whose overlap with `level + 1` is smallest for
@@ -201,7 +191,6 @@ fn pick_level(v: &Version, level: usize, busy: &HashSet<u64>, pointers: &[Vec<u8
                 next_inputs,
                 grandparents: Vec::new(),
                 trivial_move: false,
-                reason: "level size",
             };
             best = Some((ratio, task));
         }

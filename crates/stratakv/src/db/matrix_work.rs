@@ -19,15 +19,16 @@ use crate::compaction::picker::key_may_exist_below;
 use crate::compaction::{build_tables, Dropper};
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
+use crate::key::key_hash;
+use crate::key::key_prefix;
 use crate::key::{Kind, ParsedKey};
 use crate::matrix::build::{build_row, compare_elems, RowEntry, RowSpec};
 use crate::matrix::column::{pick_column, ColumnTask};
 use crate::matrix::iter::RowIter;
 use crate::matrix::merge::{pick_merge, MergeCandidate};
-use crate::matrix::row::{key_prefix, Elem, Row};
+use crate::matrix::row::{Elem, Row};
 use crate::matrix::{LiveRow, MatrixState, SoloProbe};
 use crate::memtable::Memtable;
-use crate::sstable::key_hash;
 use crate::version::{FileMeta, LevelIter, Version, VersionEdit, VersionSet};
 
 /// Percent of the matrix budget at which a column-compaction round starts.

@@ -19,7 +19,8 @@ mod snapshot;
 mod stats;
 mod write;
 
-pub use iter::{Cursor, DbIter, KeyRange};
+pub use crate::key::KeyRange;
+pub use iter::{Cursor, DbIter};
 pub use open::REGION_FILE;
 pub use snapshot::Snapshot;
 pub use stats::{LevelStats, Stats};
@@ -39,11 +40,11 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, Fs};
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::key::{SeqNo, MAX_KEY_LEN};
+use crate::key::key_hash;
+use crate::key::{Lookup, SeqNo, MAX_KEY_LEN};
 use crate::matrix::{MatrixState, MatrixView};
-use crate::memtable::{Lookup, MemBuffers, Memtable};
+use crate::memtable::{MemBuffers, Memtable};
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::sstable::key_hash;
 use crate::sstable::TableOptions;
 use crate::version::{FileMeta, TableCache, Version, VersionSet};
 
@@ -477,7 +478,7 @@ impl DbInner {
         for m in &sv.imms {
             out.push(Box::new(m.iter()));
         }
-        let prefix = self.opts.prefix_extractor.as_deref().and_then(|x| crate::prefix::range_prefix(x, range));
+        let prefix = self.opts.prefix_extractor.as_deref().and_then(|x| crate::key::range_prefix(x, range));
         let skipped = sv.matrix.add_iterators(&mut out, prefix.as_deref());
         self.counters.prefix_skipped_rows.fetch_add(skipped as u64, Ordering::Relaxed);
         sv.version.add_iterators(&self.tables, &mut out)?;

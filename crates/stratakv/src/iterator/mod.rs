@@ -47,13 +47,15 @@ pub trait InternalIterator: Send {
     }
 }
 
-/// An iterator over a sorted vector (tests and small in-memory sources).
+/// An iterator over a sorted vector (tests).
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     pos: Option<usize>,
 }
 
+#[cfg(test)]
 impl VecIterator {
     /// Wraps entries, which must be sorted by internal key.
     pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> VecIterator {
@@ -65,6 +67,7 @@ impl VecIterator {
     }
 }
 
+#[cfg(test)]
 impl InternalIterator for VecIterator {
     fn valid(&self) -> bool {
         self.entry().is_some()

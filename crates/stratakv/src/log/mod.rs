@@ -36,7 +36,7 @@
 
 mod recovery;
 
-pub use recovery::{scan_extent, RecoveredEntry, ScanEnd};
+pub use recovery::{scan_extent, ScanEnd};
 
 use strata_pmem::{PmError, Slot};
 

@@ -12,8 +12,6 @@ use crate::error::{Error, Result};
 /// One accepted entry.
 #[derive(Debug)]
 pub struct RecoveredEntry<'a> {
-    /// Region offset of the entry.
-    pub offset: u64,
     /// First sequence number.
     pub seq: u64,
     /// Bytes the entry occupies, padding included.
@@ -122,7 +120,7 @@ pub fn scan_extent<'a>(
         }
         let padded = (total + 7) & !7;
         *next_seq = Some(seq + count as u64);
-        f(RecoveredEntry { offset: entry_off, seq, len: padded, records })?;
+        f(RecoveredEntry { seq, len: padded, records })?;
         pos += padded;
     }
 }

@@ -37,6 +37,7 @@ impl ColumnTask {
     }
 
     /// Elements moved.
+    #[cfg(test)]
     pub fn elements(&self) -> u64 {
         self.slices.iter().map(|(_, s, e)| (e - s) as u64).sum()
     }

@@ -137,6 +137,7 @@ impl HashIndex {
     }
 
     /// Keys entered and the slots they could fill before a rebuild.
+    #[cfg(test)]
     pub fn load(&self) -> (usize, usize) {
         (self.keys, (self.slots.words.len() as f64 * MAX_LOAD) as usize)
     }
@@ -227,7 +228,7 @@ impl HashIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sstable::key_hash;
+    use crate::key::key_hash;
 
     #[test]
     fn every_run_start_is_a_candidate_and_absent_keys_rarely_are() {

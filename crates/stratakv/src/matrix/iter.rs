@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use super::row::{key_prefix, Elem, Row};
+use super::row::{Elem, Row};
 use super::Fences;
 use crate::error::Result;
 use crate::iterator::InternalIterator;
+use crate::key::key_prefix;
 use crate::key::user_key;
 
 /// How far ahead of the cursor keys are prefetched.

@@ -21,7 +21,6 @@
 
 pub mod build;
 pub mod column;
-pub mod filter;
 pub mod hash_index;
 pub mod iter;
 pub mod merge;
@@ -33,13 +32,14 @@ use std::sync::Arc;
 
 use crate::coding::{put_varint, Reader};
 use crate::error::Result;
+use crate::filter::BlockedBloom;
 use crate::iterator::InternalIterator;
+use crate::key::key_prefix;
+use crate::key::Lookup;
 use crate::key::{make_internal_key, Kind, SeqNo, KIND_FOR_SEEK};
-use crate::memtable::Lookup;
-use crate::prefix::{prefix_hash, PrefixExtractor};
-use filter::BlockedBloom;
+use crate::key::{prefix_hash, PrefixExtractor};
 use hash_index::HashIndex;
-use row::{key_prefix, Row};
+use row::Row;
 
 /// Bloom bits per key for row and segment filters.
 const FILTER_BITS: u32 = 10;
@@ -476,7 +476,7 @@ fn probe_of(rows: &[(u64, Vec<u64>)], room: usize, hash_index: bool) -> SegProbe
         return SegProbe::Index(Arc::new(HashIndex::build(rows, room)));
     }
     let keys: usize = rows.iter().map(|(_, h)| h.len()).sum();
-    let mut f = BlockedBloom::with_capacity(keys.max(room), FILTER_BITS);
+    let f = BlockedBloom::with_capacity(keys.max(room), FILTER_BITS);
     rows.iter().for_each(|(_, hs)| hs.iter().for_each(|h| f.insert(*h)));
     SegProbe::Bloom(Arc::new(f))
 }
@@ -856,11 +856,6 @@ impl MatrixView {
             out.push(Box::new(iter::RowIter::with_fences(r.row.clone(), r.start, r.row.len(), r.fences.clone())));
         }
         skipped
-    }
-
-    /// Log bytes of data not yet compacted.
-    pub fn data_bytes(&self) -> u64 {
-        self.rows.iter().map(|r| r.remaining_data_bytes()).sum()
     }
 
     /// DRAM held by the rows' filters, fences and prefix filters and by the segments' indexes or filters.

@@ -37,7 +37,7 @@ use strata_pmem::{Extent, Region};
 
 use crate::coding::{crc, crc2, get_u32, get_u64, mask_crc, put_u32, put_u64, unmask_crc, varint_len};
 use crate::error::{Error, Result};
-use crate::key::{Kind, ParsedKey, SeqNo};
+use crate::key::{key_prefix, Kind, ParsedKey, SeqNo};
 
 /// Bytes of a row header.
 pub const HEADER_LEN: u64 = 64;
@@ -100,14 +100,6 @@ impl Elem {
             hint: get_u32(b, 32)?,
         })
     }
-}
-
-/// The prefix of a user key as used in elements.
-pub fn key_prefix(user_key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = user_key.len().min(8);
-    b[..n].copy_from_slice(&user_key[..n]);
-    u64::from_be_bytes(b)
 }
 
 /// What a row header says.
@@ -215,11 +207,6 @@ impl Row {
         self.header.count as u32
     }
 
-    /// Whether it has no elements.
-    pub fn is_empty(&self) -> bool {
-        self.header.count == 0
-    }
-
     /// The row's extent.
     pub fn extent(&self) -> &Extent {
         &self.extent
@@ -228,11 +215,6 @@ impl Row {
     /// Log extents the row refers to.
     pub fn logs(&self) -> &[Extent] {
         &self.logs
-    }
-
-    /// PM bytes the row keeps alive: its own extent plus its log extents.
-    pub fn pm_bytes(&self) -> u64 {
-        self.extent.len() + self.logs.iter().map(|e| e.len()).sum::<u64>()
     }
 
     fn corrupt(&self, at: u64, why: &str) -> Error {
@@ -383,13 +365,6 @@ impl Row {
         }
         Ok(lo)
     }
-}
-
-/// Checks that an element's key and value lie inside the region (used when
-/// building rows from memtables and by `check`).
-pub fn elem_in_bounds(region: &Region, e: &Elem) -> bool {
-    let end = e.value_off().saturating_add(e.value_len as u64);
-    end <= region.len() && e.key_off.saturating_add(e.key_len as u64) <= region.len()
 }
 
 /// CRC of a row body (elements then hashes), as stored in the header.

@@ -12,13 +12,14 @@ use strata_pmem::Region;
 use super::build::{build_row, RowEntry, RowSpec};
 use super::column::pick_column;
 use super::iter::RowIter;
-use super::row::{key_prefix, Elem, Row};
+use super::row::{Elem, Row};
 use super::{LiveRow, MatrixRecord, MatrixState, RowMeta, SegProbe};
 use crate::coding::put_varint;
 use crate::iterator::InternalIterator;
+use crate::key::key_hash;
+use crate::key::key_prefix;
+use crate::key::Lookup;
 use crate::key::{internal_key, Kind, KIND_FOR_SEEK};
-use crate::memtable::Lookup;
-use crate::sstable::key_hash;
 
 fn region() -> (Region, Arc<PathBuf>) {
     (crate::test_util::sim_region(32 << 20), Arc::new(PathBuf::from("sim.pm")))

@@ -2,7 +2,6 @@
 //! value. Values are never copied into DRAM; they stay in the log entry
 //! they were written to (the index-unified log, DESIGN.md §2).
 
-mod filter;
 mod point_index;
 mod skiplist;
 
@@ -14,28 +13,17 @@ use parking_lot::Mutex;
 use strata_pmem::{Extent, Region};
 
 use crate::error::{Error, Result};
+use crate::filter::BlockedBloom;
 use crate::iterator::InternalIterator;
-use crate::key::{make_internal_key, Kind, ParsedKey, SeqNo, KIND_FOR_SEEK};
-use filter::AtomicBloom;
+use crate::key::{make_internal_key, Kind, Lookup, ParsedKey, SeqNo, KIND_FOR_SEEK};
 use point_index::{PointIndex, Probe};
 use skiplist::SkipList;
-
-/// Result of a point lookup in one layer of the tree.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Lookup {
-    /// The newest visible version is a value.
-    Found(Vec<u8>),
-    /// The newest visible version is a tombstone.
-    Deleted,
-    /// This layer has no version of the key.
-    Missing,
-}
 
 /// A memtable over PM-resident log entries.
 pub struct Memtable {
     list: SkipList,
     /// Bloom filter over user keys: a miss skips the skiplist search.
-    filter: AtomicBloom,
+    filter: BlockedBloom,
     /// Key hash to the node of the key's newest version: a hit skips the skiplist search.
     index: PointIndex,
     region: Region,
@@ -73,7 +61,7 @@ impl std::fmt::Debug for Memtable {
 /// pages faulted in off the write path.
 pub struct MemBuffers {
     list: SkipList,
-    filter: AtomicBloom,
+    filter: BlockedBloom,
     index: PointIndex,
     capacity: usize,
 }
@@ -84,7 +72,7 @@ impl MemBuffers {
         MemBuffers {
             list: SkipList::new(capacity / 2),
             // Sized for entries of ~64 bytes; more, smaller entries only raise the false-positive rate.
-            filter: AtomicBloom::new(capacity / 64),
+            filter: BlockedBloom::with_capacity(capacity / 64, 10),
             // About two buckets per entry of ~64 bytes.
             index: PointIndex::new((capacity / 32).next_power_of_two()),
             capacity,
@@ -111,6 +99,7 @@ impl MemBuffers {
 impl Memtable {
     /// An empty memtable whose entries start in log `first_log`, sized for
     /// about `capacity` bytes of writes.
+    #[cfg(test)]
     pub fn new(id: u64, region: Region, region_path: PathBuf, first_log: u64, capacity: usize) -> Memtable {
         Memtable::with_buffers(id, region, region_path, first_log, MemBuffers::new(capacity))
     }
@@ -233,7 +222,7 @@ impl Memtable {
     /// `key`: the filter, the byte count and the point index. Readers see
     /// the record only once its sequence is published, after all of this.
     fn note_linked(&self, seq: SeqNo, key: &[u8], node: u32) {
-        let hash = crate::sstable::key_hash(key);
+        let hash = crate::key::key_hash(key);
         self.filter.insert(hash);
         self.bytes.fetch_add(key.len() + 8 + 96, Ordering::Relaxed);
         self.index.record(hash, node, |old| {

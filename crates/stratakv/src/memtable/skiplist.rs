@@ -35,7 +35,7 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
-use crate::key::{key_trailer, user_key};
+use crate::key::{key_prefix, key_trailer, user_key};
 
 const MAX_HEIGHT: usize = 12;
 /// Index of the head node; also "null" in links (nothing links to the head).
@@ -52,11 +52,7 @@ const MAX_CHUNKS: usize = 4096;
 /// The first 8 bytes of the user key of an internal key, zero padded, as a
 /// big-endian number: comparing prefixes orders keys whenever they differ.
 pub(crate) fn prefix_of(ikey: &[u8]) -> u64 {
-    let uk = user_key(ikey);
-    let mut b = [0u8; 8];
-    let n = uk.len().min(8);
-    b[..n].copy_from_slice(&uk[..n]);
-    u64::from_be_bytes(b)
+    key_prefix(user_key(ikey))
 }
 
 /// Append-only storage of words, addressed by a global word index.

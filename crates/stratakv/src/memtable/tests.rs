@@ -48,7 +48,7 @@ fn check(capacity: usize, keys: u32, seed: u64) {
             Some((_, None)) => Lookup::Deleted,
             Some((_, Some(v))) => Lookup::Found(v.to_le_bytes().to_vec()),
         };
-        let got = mem.get(&key, crate::sstable::key_hash(&key), at).unwrap();
+        let got = mem.get(&key, crate::key::key_hash(&key), at).unwrap();
         assert_eq!(got, want, "key {} at seq {at}", String::from_utf8_lossy(&key));
     }
 }

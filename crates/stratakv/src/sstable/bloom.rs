@@ -6,11 +6,6 @@
 //! Probe i tests bit `(h1 + i*h2) mod nbits`, with h1/h2 the halves of
 //! xxh3-64 of the user key (double hashing, Kirsch-Mitzenmacher).
 
-/// Hash used to build and probe filters (stable across versions).
-pub fn key_hash(user_key: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(user_key)
-}
-
 /// Builds a filter for the given key hashes.
 pub fn build(hashes: &[u64], bits_per_key: u32) -> Vec<u8> {
     let bits_per_key = bits_per_key.clamp(1, 100);
@@ -64,6 +59,7 @@ pub fn may_contain(filter: &[u8], h: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::key_hash;
 
     #[test]
     fn no_false_negatives_and_few_false_positives() {

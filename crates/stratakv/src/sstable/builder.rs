@@ -63,11 +63,6 @@ impl TableBuilder {
         }
     }
 
-    /// Number of entries added.
-    pub fn entries(&self) -> u64 {
-        self.props.entries
-    }
-
     /// Bytes written so far plus the open block.
     pub fn estimated_size(&self) -> u64 {
         self.offset + self.block.size_estimate() as u64
@@ -94,7 +89,7 @@ impl TableBuilder {
         }
         let uk = p.user_key;
         if self.props.entries == 0 || user_key(&self.last_key) != uk {
-            self.hashes.push(bloom::key_hash(uk));
+            self.hashes.push(crate::key::key_hash(uk));
         }
         self.props.entries += 1;
         if p.kind == Kind::Delete {

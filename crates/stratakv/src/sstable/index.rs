@@ -9,16 +9,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::block::{Block, BlockBuilder, BlockIter};
-use super::format::{BlockHandle, IndexKind};
+use super::format::BlockHandle;
 use crate::coding::Reader;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
-use crate::key::{compare_internal, user_key};
+use crate::key::{compare_internal, key_prefix, user_key};
 
 /// Maps keys to data blocks.
 pub trait TableIndex: Send + Sync + std::fmt::Debug {
-    /// Which kind of index this is.
-    fn kind(&self) -> IndexKind;
     /// Number of data blocks.
     fn num_blocks(&self) -> usize;
     /// Handle of block `i`.
@@ -57,11 +55,7 @@ const SAMPLE: usize = 64;
 /// The 8 bytes of `ukey` after its first `skip`, zero-padded, as a number
 /// that orders like the bytes: if `a < b` then `prefix8(a) <= prefix8(b)`.
 fn prefix8(ukey: &[u8], skip: usize) -> u64 {
-    let mut b = [0u8; 8];
-    let rest = ukey.get(skip..).unwrap_or(&[]);
-    let n = rest.len().min(8);
-    b[..n].copy_from_slice(&rest[..n]);
-    u64::from_be_bytes(b)
+    key_prefix(ukey.get(skip..).unwrap_or(&[]))
 }
 
 impl BinaryIndex {
@@ -138,10 +132,6 @@ impl BinaryIndex {
 }
 
 impl TableIndex for BinaryIndex {
-    fn kind(&self) -> IndexKind {
-        IndexKind::Binary
-    }
-
     fn num_blocks(&self) -> usize {
         self.handles.len()
     }

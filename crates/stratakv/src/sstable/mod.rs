@@ -15,12 +15,9 @@ mod props;
 mod reader;
 
 pub use block::{Block, BlockBuilder, BlockIter};
-pub use bloom::key_hash;
 pub use builder::{TableBuilder, TableOptions};
 pub use cache::BlockCache;
-pub use format::{BlockHandle, Compression, Footer, IndexKind, FOOTER_LEN};
-pub use index::{BinaryIndex, TableIndex};
-pub use props::TableProps;
+pub use format::Compression;
 pub use reader::{Table, TableIter};
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use super::*;
 use crate::fs::{Fs, StdFs};
 use crate::iterator::InternalIterator;
-use crate::key::{internal_key, Kind};
+use crate::key::{internal_key, key_hash, Kind};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 

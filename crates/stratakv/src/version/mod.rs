@@ -22,8 +22,8 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::iterator::InternalIterator;
+use crate::key::Lookup;
 use crate::key::{compare_internal, make_internal_key, user_key, Kind, ParsedKey, SeqNo, KIND_FOR_SEEK};
-use crate::memtable::Lookup;
 
 /// Number of levels (L0..L6).
 pub const NUM_LEVELS: usize = 7;
@@ -117,11 +117,6 @@ impl Version {
     /// Every table of the version: levels and runs.
     pub fn all_files(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
         self.levels.iter().flatten().chain(self.runs.iter().flat_map(|r| r.files.iter()))
-    }
-
-    /// Total bytes in the runs.
-    pub fn run_bytes(&self) -> u64 {
-        self.runs.iter().map(|r| r.bytes()).sum()
     }
 
     /// Files of `level`.

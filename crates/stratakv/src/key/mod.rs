@@ -7,6 +7,19 @@
 //! Internal keys order by user key ascending, then trailer *descending*,
 //! so the newest version of a key comes first. Kinds are written to disk
 //! and must never be renumbered.
+//!
+//! Besides internal keys, this module holds what every layer of the tree
+//! shares about keys: the key hash that filters and hash indexes use, the
+//! 8-byte key prefix word that skiplists, rows and fences compare first,
+//! the [`Lookup`] answer of one layer, [`KeyRange`] and the optional
+//! [`PrefixExtractor`].
+
+mod prefix;
+mod range;
+
+pub(crate) use prefix::prefix_hash;
+pub use prefix::{range_prefix, FixedPrefix, PrefixExtractor};
+pub use range::KeyRange;
 
 use std::cmp::Ordering;
 
@@ -104,6 +117,33 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
         Ordering::Equal => key_trailer(b).cmp(&key_trailer(a)),
         o => o,
     }
+}
+
+/// Hash of a user key, used by every filter and hash index (stable across
+/// versions: table filters and matrix rows store it).
+pub fn key_hash(user_key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(user_key)
+}
+
+/// The first 8 bytes of a user key, zero padded, as a big-endian number:
+/// if `a < b` then `key_prefix(a) <= key_prefix(b)`, so comparing prefixes
+/// orders two keys whenever their prefixes differ.
+pub fn key_prefix(user_key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = user_key.len().min(8);
+    b[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// Result of a point lookup in one layer of the tree.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// The newest visible version is a value.
+    Found(Vec<u8>),
+    /// The newest visible version is a tombstone.
+    Deleted,
+    /// This layer has no version of the key.
+    Missing,
 }
 
 /// A key shorter than or equal to `limit`'s user key that is >= `start`:

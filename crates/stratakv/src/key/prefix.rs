@@ -10,7 +10,7 @@
 use std::fmt::Debug;
 use std::ops::Bound;
 
-use crate::db::KeyRange;
+use super::KeyRange;
 
 /// Names the prefix group of a key.
 ///
