@@ -82,7 +82,7 @@ fn matrix_seed_holds_rows_and_data() {
     let has_rows = recs.iter().any(|(_, r)| {
         stratakv::tooling::VersionEdit::decode(r)
             .ok()
-            .and_then(|e| e.matrix)
+            .and_then(|e| e.l0_record)
             .and_then(|m| stratakv::tooling::MatrixRecord::decode(&m).ok())
             .is_some_and(|m| !m.rows.is_empty())
     });

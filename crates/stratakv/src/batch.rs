@@ -7,7 +7,7 @@
 //! record = kind u8 | key_len varint | key | (kind == Put: value_len varint | value)
 //! ```
 
-use crate::coding::{put_varint, Reader};
+use crate::coding::{put_varint, varint_len, Reader};
 use crate::key::{Kind, MAX_KEY_LEN, MAX_VALUE_LEN};
 
 /// An ordered list of updates applied all-or-nothing, also across a crash.
@@ -117,6 +117,37 @@ pub struct Record<'a> {
     pub key_off: u64,
 }
 
+/// Where a record of the PM log lies: what a source that indexes log
+/// records (a memtable, a matrix row) knows of its current entry, so that
+/// level 0 can index the record again without copying it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordLoc {
+    /// Region offset of the user key.
+    pub key_off: u64,
+    /// User key length.
+    pub key_len: u32,
+    /// Value length (0 for tombstones).
+    pub value_len: u32,
+    /// The key's hash, if the source stores it.
+    pub hash: Option<u64>,
+}
+
+/// Where a record's key starts, given where its value starts: a put's
+/// value length varint sits between its key and its value; a tombstone's
+/// `value_off` (as [`Records`] reports it) is where its key ends. This and
+/// [`value_offset`] are the only places that do arithmetic on the layout.
+pub(crate) fn key_offset(kind: Kind, value_off: u64, value_len: u32, key_len: u32) -> u64 {
+    match kind {
+        Kind::Put => value_off - varint_len(value_len as u64) as u64 - key_len as u64,
+        Kind::Delete => value_off - key_len as u64,
+    }
+}
+
+/// Where a put's value starts, given where its key starts.
+pub(crate) fn value_offset(key_off: u64, key_len: u32, value_len: u32) -> u64 {
+    key_off + key_len as u64 + varint_len(value_len as u64) as u64
+}
+
 /// Decodes the records of a batch body; yields `Err(offset)` at a malformed record.
 pub struct Records<'a> {
     r: Reader<'a>,
@@ -179,6 +210,12 @@ mod tests {
         assert_eq!(recs[0].key, b"a");
         assert_eq!(recs[1].kind, Kind::Delete);
         assert_eq!(recs[2].value.len(), 300);
+        for r in &recs {
+            assert_eq!(key_offset(r.kind, r.value_off, r.value.len() as u32, r.key.len() as u32), r.key_off);
+            if r.kind == Kind::Put {
+                assert_eq!(value_offset(r.key_off, r.key.len() as u32, r.value.len() as u32), r.value_off);
+            }
+        }
         let off = (recs[2].value_off - 1000) as usize;
         let koff = (recs[2].key_off - 1000) as usize;
         assert_eq!(&b.rep()[koff..koff + 3], b"ccc");

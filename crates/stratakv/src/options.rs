@@ -27,6 +27,15 @@ impl L0Kind {
         }
     }
 
+    /// The kind a MANIFEST records (`None`: written before kinds were
+    /// recorded, which had SSTable L0s).
+    pub(crate) fn from_code(code: Option<u8>) -> L0Kind {
+        match code {
+            Some(1) => L0Kind::Matrix,
+            _ => L0Kind::Sstable,
+        }
+    }
+
     /// Parses `sstable` or `matrix`.
     pub fn parse(s: &str) -> Option<L0Kind> {
         match s {

@@ -1,8 +1,12 @@
-//! Compaction: which files to merge (a pure policy, [`picker`]) and the
-//! merge itself ([`build_tables`]), shared by flushes and compactions.
+//! Compaction: which files to merge (a pure policy, [`picker`]; the
+//! matrix's own policy is in `matrix::policy`) and the merge itself
+//! ([`executor`], writing tables with [`build_tables`]), shared by flushes
+//! and every compaction.
 
+mod executor;
 pub mod picker;
-pub mod runs;
+
+pub(crate) use executor::{execute, sorted_input, table_input, Merge};
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

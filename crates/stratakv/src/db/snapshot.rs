@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use super::{DbInner, DbIter, KeyRange};
+use super::{DbInner, DbIter};
 use crate::error::Result;
+use crate::key::KeyRange;
 use crate::key::SeqNo;
 use crate::options::ReadOptions;
 
@@ -25,8 +26,8 @@ impl Snapshot {
         // Register under the same lock compaction reads the oldest snapshot
         // with, so no compaction can drop what this snapshot needs.
         let seq = {
-            let mut snaps = db.snapshots.lock();
-            let seq = db.pipeline.visible();
+            let mut snaps = db.eng.snapshots.lock();
+            let seq = db.eng.pipeline.visible();
             *snaps.entry(seq).or_insert(0) += 1;
             seq
         };
@@ -55,14 +56,14 @@ impl Snapshot {
     }
 
     fn pin(db: &Arc<DbInner>, seq: SeqNo) -> Snapshot {
-        *db.snapshots.lock().entry(seq).or_insert(0) += 1;
+        *db.eng.snapshots.lock().entry(seq).or_insert(0) += 1;
         Snapshot { db: db.clone(), seq }
     }
 }
 
 impl Drop for Snapshot {
     fn drop(&mut self) {
-        let mut snaps = self.db.snapshots.lock();
+        let mut snaps = self.db.eng.snapshots.lock();
         if let Some(n) = snaps.get_mut(&self.seq) {
             *n -= 1;
             if *n == 0 {

@@ -1,134 +1,22 @@
-//! Counters and the shape of the tree, for `Db::stats` and `strata stats`.
+//! `Db::stats`: the engine's counters and the shape of the tree.
 
-use std::fmt;
 use std::sync::atomic::Ordering;
 
 use super::DbInner;
-
-/// One level of the tree.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LevelStats {
-    /// Level number.
-    pub level: usize,
-    /// Table files.
-    pub files: usize,
-    /// Bytes in those files.
-    pub bytes: u64,
-}
-
-/// A snapshot of the engine's counters.
-#[derive(Clone, Debug, Default)]
-pub struct Stats {
-    /// What L0 is made of (`sstable` or `matrix`).
-    pub l0: &'static str,
-    /// Every level, L0 first.
-    pub levels: Vec<LevelStats>,
-    /// Sorted runs between the matrix and L1 (`Options::max_runs`), newest first.
-    pub runs: Vec<LevelStats>,
-    /// Levels holding at least one file (the runs count as one level).
-    pub nonempty_levels: usize,
-    /// Bytes attributed to the mutable memtable (DRAM index + PM entries).
-    pub memtable_bytes: u64,
-    /// Entries in the mutable memtable.
-    pub memtable_entries: u64,
-    /// Sealed memtables waiting for flush.
-    pub immutable_memtables: usize,
-    /// Rows in the matrix (l0 = matrix).
-    pub matrix_rows: usize,
-    /// Log bytes of matrix data not yet compacted into L1.
-    pub matrix_data_bytes: u64,
-    /// PM bytes the matrix holds (rows and the log they point into).
-    pub matrix_pm_bytes: u64,
-    /// The matrix's PM budget.
-    pub matrix_limit_bytes: u64,
-    /// Column compactions since open.
-    pub columns: u64,
-    /// Merges of runs into L1 since open.
-    pub run_merges: u64,
-    /// Where the PM region lives (`dax`, `file`, `shm`, `sim`).
-    pub pm_placement: &'static str,
-    /// PM region size.
-    pub pm_region_bytes: u64,
-    /// PM slot size.
-    pub pm_slot_bytes: u64,
-    /// PM slots in total.
-    pub pm_slots: u64,
-    /// PM slots leased (log extents, rows).
-    pub pm_slots_used: u64,
-    /// Bytes stored into PM since open.
-    pub pm_bytes_written: u64,
-    /// PM persist (flush + fence) operations since open.
-    pub pm_persists: u64,
-    /// msync calls since open.
-    pub pm_syncs: u64,
-    /// Highest published sequence number.
-    pub last_sequence: u64,
-    /// Updates written since open.
-    pub writes: u64,
-    /// Key and value bytes the user wrote since open (encoded batches).
-    pub user_bytes_written: u64,
-    /// Table bytes written by flushes and compactions since open.
-    pub table_bytes_written: u64,
-    /// MANIFEST bytes written since open.
-    pub manifest_bytes_written: u64,
-    /// Bytes written to the SSD since open (tables + MANIFEST).
-    pub device_bytes_written: u64,
-    /// SSD bytes written per user byte (device / user).
-    pub write_amplification: f64,
-    /// Memtable flushes since open.
-    pub flushes: u64,
-    /// Compactions since open.
-    pub compactions: u64,
-    /// Bytes read by compactions since open.
-    pub compaction_bytes_read: u64,
-    /// Time writers spent stopped by back-pressure, in microseconds.
-    pub stall_micros: u64,
-    /// Writes delayed by the L0 slowdown trigger.
-    pub slowdowns: u64,
-    /// Time writers spent throttled while the matrix was filling, in microseconds.
-    pub throttled_micros: u64,
-    /// Matrix rows that range iterators left out because the rows' prefix
-    /// filters ruled out the range's prefix (with a prefix extractor).
-    pub prefix_skipped_rows: u64,
-    /// Bytes in the block cache.
-    pub block_cache_bytes: u64,
-    /// DRAM held by table indexes and filters.
-    pub table_index_bytes: u64,
-    /// DRAM held by the matrix's row hash indexes, filters and fences.
-    pub matrix_dram_bytes: u64,
-    /// How long the last open took, recovery included, in microseconds.
-    pub recovery_micros: u64,
-    /// Why the database refuses writes, if it does.
-    pub poisoned: Option<String>,
-}
+use crate::stats::{LevelStats, Stats};
 
 impl DbInner {
     pub(crate) fn stats(&self) -> Stats {
-        let (version, mem, imms, poisoned, matrix, mdata, mpm) = {
-            let st = self.state.lock();
-            (
-                st.version.clone(),
-                st.mem.clone(),
-                st.imms.len(),
-                st.poisoned.clone(),
-                st.matrix.clone(),
-                st.matrix_data_bytes,
-                st.matrix_pm_bytes,
-            )
+        let eng = &self.eng;
+        let (version, mem, imms, poisoned) = {
+            let st = eng.state.lock();
+            (st.version.clone(), st.mem.clone(), st.imms.len(), st.poisoned.clone())
         };
-        let is_matrix = self.opts.l0 == crate::options::L0Kind::Matrix;
         let levels: Vec<LevelStats> = version
             .levels
             .iter()
             .enumerate()
-            .map(|(level, files)| {
-                if level == 0 && is_matrix {
-                    // L0 is the matrix: rows and their data.
-                    LevelStats { level, files: matrix.len(), bytes: mdata }
-                } else {
-                    LevelStats { level, files: files.len(), bytes: files.iter().map(|f| f.size).sum() }
-                }
-            })
+            .map(|(level, files)| LevelStats { level, files: files.len(), bytes: files.iter().map(|f| f.size).sum() })
             .collect();
         // A run's `level` field holds its id.
         let runs: Vec<LevelStats> = version
@@ -136,37 +24,29 @@ impl DbInner {
             .iter()
             .map(|r| LevelStats { level: r.id as usize, files: r.files.len(), bytes: r.bytes() })
             .collect();
-        let nonempty = levels.iter().filter(|l| l.files > 0).count() + usize::from(!runs.is_empty());
-        let manifest = self.versions.lock().manifest_bytes_written;
-        let c = &self.counters;
+        let manifest = eng.versions.lock().manifest_bytes_written;
+        let c = &eng.counters;
         let user = c.user_bytes.load(Ordering::Relaxed);
         let tables = c.table_bytes_written.load(Ordering::Relaxed);
         let device = tables + manifest;
-        let pm = self.region.stats();
-        Stats {
-            l0: self.opts.l0.name(),
-            nonempty_levels: nonempty,
+        let pm = eng.region.stats();
+        let mut s = Stats {
             levels,
             runs,
             memtable_bytes: mem.approximate_bytes() as u64,
             memtable_entries: mem.len() as u64,
             immutable_memtables: imms,
-            matrix_rows: matrix.len(),
-            matrix_dram_bytes: matrix.dram_bytes(),
-            matrix_data_bytes: mdata,
-            matrix_pm_bytes: mpm,
-            matrix_limit_bytes: if is_matrix { self.opts.matrix_limit() } else { 0 },
             columns: c.columns.load(Ordering::Relaxed),
             run_merges: c.run_merges.load(Ordering::Relaxed),
-            pm_placement: self.region.placement().name(),
-            pm_region_bytes: self.region.len(),
-            pm_slot_bytes: self.region.slot_bytes(),
-            pm_slots: self.region.slot_count(),
-            pm_slots_used: self.region.slot_count() - self.region.free_slots(),
+            pm_placement: eng.region.placement().name(),
+            pm_region_bytes: eng.region.len(),
+            pm_slot_bytes: eng.region.slot_bytes(),
+            pm_slots: eng.region.slot_count(),
+            pm_slots_used: eng.region.slot_count() - eng.region.free_slots(),
             pm_bytes_written: pm.bytes_written,
             pm_persists: pm.persists,
             pm_syncs: pm.syncs,
-            last_sequence: self.pipeline.visible(),
+            last_sequence: eng.pipeline.visible(),
             writes: c.writes.load(Ordering::Relaxed),
             user_bytes_written: user,
             table_bytes_written: tables,
@@ -180,101 +60,15 @@ impl DbInner {
             slowdowns: c.slowdowns.load(Ordering::Relaxed),
             throttled_micros: c.throttled_micros.load(Ordering::Relaxed),
             prefix_skipped_rows: c.prefix_skipped_rows.load(Ordering::Relaxed),
-            block_cache_bytes: self.tables.block_cache().map(|b| b.used_bytes()).unwrap_or(0),
-            table_index_bytes: self.tables.memory_bytes() as u64,
+            block_cache_bytes: eng.tables.block_cache().map(|b| b.used_bytes()).unwrap_or(0),
+            table_index_bytes: eng.tables.memory_bytes() as u64,
             recovery_micros: self.recovery_micros,
             poisoned,
-        }
-    }
-}
-
-fn mib(b: u64) -> f64 {
-    b as f64 / (1u64 << 20) as f64
-}
-
-impl fmt::Display for Stats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "l0 layout:            {}", self.l0)?;
-        writeln!(f, "levels in use:        {}", self.nonempty_levels)?;
-        writeln!(f, "level  files        MiB   (L0 = matrix rows in PM when l0 = matrix)")?;
-        for l in &self.levels {
-            writeln!(f, "  L{}  {:>6}  {:>10.2}", l.level, l.files, mib(l.bytes))?;
-            if l.level == 0 && !self.runs.is_empty() {
-                let files: usize = self.runs.iter().map(|r| r.files).sum();
-                let bytes: u64 = self.runs.iter().map(|r| r.bytes).sum();
-                writeln!(f, "  runs{:>5}  {:>10.2}   ({} sorted runs before L1)", files, mib(bytes), self.runs.len())?;
-            }
-        }
-        writeln!(
-            f,
-            "memtable:             {:.2} MiB, {} entries; {} sealed waiting",
-            mib(self.memtable_bytes),
-            self.memtable_entries,
-            self.immutable_memtables
-        )?;
-        if self.l0 == "matrix" {
-            writeln!(
-                f,
-                "matrix:               {} rows, {:.2} MiB data, {:.2} of {:.0} MiB PM, {} columns compacted, {} run merges",
-                self.matrix_rows,
-                mib(self.matrix_data_bytes),
-                mib(self.matrix_pm_bytes),
-                mib(self.matrix_limit_bytes),
-                self.columns,
-                self.run_merges
-            )?;
-        }
-        writeln!(
-            f,
-            "PM region:            {} ({:.0} MiB, {} slots of {} KiB, {} used)",
-            self.pm_placement,
-            mib(self.pm_region_bytes),
-            self.pm_slots,
-            self.pm_slot_bytes / 1024,
-            self.pm_slots_used
-        )?;
-        writeln!(
-            f,
-            "PM traffic:           {:.2} MiB written, {} persists, {} msyncs",
-            mib(self.pm_bytes_written),
-            self.pm_persists,
-            self.pm_syncs
-        )?;
-        writeln!(f, "last sequence:        {}", self.last_sequence)?;
-        writeln!(
-            f,
-            "since open:           {} writes, {:.2} MiB user data, {:.2} MiB to SSD (write amp {:.2})",
-            self.writes,
-            mib(self.user_bytes_written),
-            mib(self.device_bytes_written),
-            self.write_amplification
-        )?;
-        writeln!(
-            f,
-            "background:           {} flushes, {} compactions ({:.2} MiB read)",
-            self.flushes,
-            self.compactions,
-            mib(self.compaction_bytes_read)
-        )?;
-        writeln!(
-            f,
-            "write stalls:         {} ms stopped, {} slowed writes, {} ms throttled",
-            self.stall_micros / 1000,
-            self.slowdowns,
-            self.throttled_micros / 1000
-        )?;
-        writeln!(
-            f,
-            "DRAM:                 {:.2} MiB block cache, {:.2} MiB table indexes/filters, {:.2} MiB matrix indexes",
-            mib(self.block_cache_bytes),
-            mib(self.table_index_bytes),
-            mib(self.matrix_dram_bytes)
-        )?;
-        writeln!(f, "prefix filters:       {} matrix rows skipped by range scans", self.prefix_skipped_rows)?;
-        writeln!(f, "open took:            {:.1} ms", self.recovery_micros as f64 / 1000.0)?;
-        if let Some(p) = &self.poisoned {
-            writeln!(f, "REFUSING WRITES:      {p}")?;
-        }
-        Ok(())
+            ..Stats::default()
+        };
+        // Level 0's own part (its level-0 entry, for one).
+        self.l0.stats(&version, &mut s);
+        s.nonempty_levels = s.levels.iter().filter(|l| l.files > 0).count() + usize::from(!s.runs.is_empty());
+        s
     }
 }

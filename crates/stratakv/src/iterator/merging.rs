@@ -181,6 +181,13 @@ impl InternalIterator for MergingIterator {
         Ok(())
     }
 
+    fn log_record(&self) -> Result<Option<crate::batch::RecordLoc>> {
+        match self.current().and_then(|i| self.children.get(i)) {
+            Some(c) => c.log_record(),
+            None => Ok(None),
+        }
+    }
+
     fn key(&self) -> &[u8] {
         self.current().and_then(|i| self.children.get(i)).map(|c| c.key()).unwrap_or(&[])
     }

@@ -9,6 +9,7 @@ mod merging;
 
 pub use merging::MergingIterator;
 
+use crate::batch::RecordLoc;
 use crate::error::Result;
 
 /// A cursor over internal keys in [`crate::key::compare_internal`] order.
@@ -33,6 +34,12 @@ pub trait InternalIterator: Send {
     fn key(&self) -> &[u8];
     /// The current value.
     fn value(&self) -> &[u8];
+
+    /// Where the current entry's record lies in the PM log, for sources
+    /// that index log records (memtables, matrix rows); None for others.
+    fn log_record(&self) -> Result<Option<RecordLoc>> {
+        Ok(None)
+    }
 
     /// Moves to the last entry <= `target`.
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {

@@ -34,9 +34,18 @@
 //! entries other writers reserved after it are never mistaken for valid
 //! entries following a damaged one (which would point at corruption).
 
+mod pipeline;
+mod prefault;
 mod recovery;
+mod writer;
 
-pub use recovery::{scan_extent, ScanEnd};
+pub(crate) use pipeline::Pipeline;
+pub(crate) use recovery::{next_log_number, replay, split_logs};
+#[cfg(test)]
+pub(crate) use recovery::{scan_extent, ScanEnd};
+#[cfg(test)]
+pub(crate) use writer::LOG_HEADS_IN_FLIGHT;
+pub(crate) use writer::{ExtentFailure, LogWriter, NewExtent, Reserved, WriteState};
 
 use strata_pmem::{PmError, Slot};
 

@@ -1,13 +1,18 @@
-//! Scanning a log extent after a restart.
+//! The log at open: which log numbers may have been used, which extents
+//! are live, and the memtable rebuilt from the live ones.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use strata_pmem::Extent;
+use strata_pmem::{Extent, ExtentHead, Region};
 
-use super::HEADER_LEN;
+use super::writer::LOG_HEADS_IN_FLIGHT;
+use super::{EXTENT_KIND_LOG, HEADER_LEN};
 use crate::batch::{Record, Records};
 use crate::coding::{crc2, get_u32, get_u64, unmask_crc};
 use crate::error::{Error, Result};
+use crate::key::{key_prefix, Kind, SeqNo};
+use crate::memtable::{MemBuffers, Memtable};
 
 /// One accepted entry.
 #[derive(Debug)]
@@ -123,4 +128,133 @@ pub fn scan_extent<'a>(
         f(RecoveredEntry { seq, len: padded, records })?;
         pos += padded;
     }
+}
+
+/// The number the next log extent gets: past every log number that may
+/// have been handed out before.
+///
+/// Recovery may erase log heads (extents with no entry that continues the
+/// log); their numbers must never be handed out again, or their stale
+/// entries would look like a valid continuation of a later log. The last
+/// process may also have allocated up to [`LOG_HEADS_IN_FLIGHT`] more log
+/// extents whose heads never became durable (a head's msync comes after
+/// the writer starts filling its extent): numbers right after the newest
+/// durable head (`heads`), or after the MANIFEST's log number (if the
+/// extents before it were flushed), or after the number it started at
+/// (the MANIFEST's `next_log_number`). Those numbers are skipped too.
+pub(crate) fn next_log_number(heads: &[ExtentHead], manifest_log_number: u64, manifest_next: u64) -> u64 {
+    let newest = heads.iter().filter(|h| h.kind == EXTENT_KIND_LOG).map(|h| h.number).max().unwrap_or(0);
+    let in_flight = LOG_HEADS_IN_FLIGHT as u64;
+    (newest + 1 + in_flight).max(manifest_log_number + in_flight).max(manifest_next + in_flight)
+}
+
+/// The log extents of a region at open, by number: those at or after the
+/// MANIFEST's log number hold writes not yet in level 0 (`live`); older
+/// ones hold nothing a table needs, but level 0 may still point into them
+/// (matrix rows do) and claims them before the rest are retired.
+pub(crate) fn split_logs(heads: &[ExtentHead], log_number: u64) -> (Vec<ExtentHead>, Vec<ExtentHead>) {
+    let mut logs: Vec<ExtentHead> = heads.iter().filter(|h| h.kind == EXTENT_KIND_LOG).copied().collect();
+    logs.sort_by_key(|h| h.number);
+    logs.into_iter().partition(|h| h.number >= log_number)
+}
+
+/// What replaying the live log extents gave.
+pub(crate) struct Replayed {
+    /// A memtable holding every accepted record.
+    pub mem: Arc<Memtable>,
+    /// The highest sequence number in the log, or the MANIFEST's.
+    pub last_seq: SeqNo,
+    /// Damage recovery stepped over: (region offset, what).
+    pub anomalies: Vec<(u64, String)>,
+}
+
+/// A record found in the log during recovery, located in PM.
+struct Found {
+    prefix: u64,
+    key_off: u64,
+    key_len: u32,
+    trailer: u64,
+    value_off: u64,
+    value_len: u32,
+}
+
+/// Rebuilds the memtable from the `live` log extents, in log order, into
+/// `buffers` (memtable id 1, first log `first_log`); the MANIFEST says every
+/// write up to `last_sequence` is elsewhere. An extent whose entries do not
+/// continue the log is retired.
+pub(crate) fn replay(
+    region: &Region,
+    region_path: &Path,
+    live: Vec<ExtentHead>,
+    last_sequence: SeqNo,
+    first_log: u64,
+    buffers: MemBuffers,
+) -> Result<Replayed> {
+    let pm = |e| Error::from_pm(region_path, e);
+    let mem = Arc::new(Memtable::with_buffers(1, region.clone(), region_path.to_path_buf(), first_log, buffers));
+    let mut next_seq = Some(last_sequence + 1);
+    let mut anomalies: Vec<(u64, String)> = Vec::new();
+    // The records are collected first and inserted in key order: sorted
+    // inserts walk a cache-hot path of the skiplist (several times faster
+    // for a big log).
+    let mut found: Vec<Found> = Vec::new();
+    for h in live {
+        let ext = region.adopt(h).map_err(pm)?;
+        let mut accepted = 0u64;
+        let end = scan_extent(&ext, h.number, &mut next_seq, region_path, |entry| {
+            for (i, rec) in entry.records.iter().enumerate() {
+                found.push(Found {
+                    prefix: key_prefix(rec.key),
+                    key_off: rec.key_off,
+                    key_len: rec.key.len() as u32,
+                    trailer: (entry.seq + i as u64) << 8 | rec.kind as u64,
+                    value_off: rec.value_off,
+                    value_len: rec.value.len() as u32,
+                });
+            }
+            mem.charge(entry.len as usize);
+            accepted += 1;
+            Ok(())
+        })?;
+        if let ScanEnd::Torn { offset, valid_after: true } = end {
+            anomalies.push((
+                offset,
+                format!(
+                    "log extent {} has a damaged entry followed by valid ones; \
+                     recovery kept the log up to it (point-in-time)",
+                    h.number
+                ),
+            ));
+        }
+        if accepted > 0 {
+            // Read back from the page cache after a process crash, neither
+            // its entries nor its head may ever have been msynced, and no
+            // log sync of this process covers the extent: make both durable
+            // now, before a sync write after it (or a row pointing into it)
+            // can be acknowledged.
+            region.sync(ext.offset(), ext.len()).map_err(pm)?;
+            ext.sync_head().map_err(pm)?;
+            mem.hold_extent(ext);
+        } else {
+            // Nothing here continues the log: never written, or written after
+            // a gap (never acknowledged, or past a damaged entry). Erase its
+            // head so it cannot be taken for part of a later memtable's log.
+            drop(ext);
+            region.retire(h).map_err(pm)?;
+        }
+    }
+    let key_of = |r: &Found| region.read(r.key_off, r.key_len as u64).unwrap_or(&[]);
+    found.sort_unstable_by(|a, b| {
+        a.prefix.cmp(&b.prefix).then_with(|| key_of(a).cmp(key_of(b))).then_with(|| b.trailer.cmp(&a.trailer))
+    });
+    for r in &found {
+        let key = region.read(r.key_off, r.key_len as u64).map_err(pm)?;
+        let kind = Kind::from_u8(r.trailer as u8)
+            .ok_or_else(|| Error::corruption(region_path, r.key_off, "bad record kind"))?;
+        mem.add(r.trailer >> 8, kind, key, r.value_off, r.value_len)?;
+    }
+    drop(found);
+    let last_seq = next_seq.map(|s| s - 1).unwrap_or(last_sequence).max(last_sequence);
+    mem.note_seq(last_seq);
+    Ok(Replayed { mem, last_seq, anomalies })
 }

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
+use super::fences::Fences;
 use super::row::{Elem, Row};
-use super::Fences;
+use crate::batch::RecordLoc;
 use crate::error::Result;
 use crate::iterator::InternalIterator;
 use crate::key::key_prefix;
@@ -114,6 +115,17 @@ impl InternalIterator for RowIter {
                 Ok(())
             }
         }
+    }
+
+    fn log_record(&self) -> Result<Option<RecordLoc>> {
+        let Some(i) = self.pos else { return Ok(None) };
+        let e = self.row.elem(i)?;
+        Ok(Some(RecordLoc {
+            key_off: e.key_off,
+            key_len: e.key_len,
+            value_len: e.value_len,
+            hash: Some(self.row.hash(i)?),
+        }))
     }
 
     fn key(&self) -> &[u8] {

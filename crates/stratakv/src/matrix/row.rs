@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use strata_pmem::{Extent, Region};
 
-use crate::coding::{crc, crc2, get_u32, get_u64, mask_crc, put_u32, put_u64, unmask_crc, varint_len};
+use crate::coding::{crc, crc2, get_u32, get_u64, mask_crc, put_u32, put_u64, unmask_crc};
 use crate::error::{Error, Result};
 use crate::key::{key_prefix, Kind, ParsedKey, SeqNo};
 
@@ -77,7 +77,7 @@ impl Elem {
 
     /// Region offset of the value (valid for puts).
     pub fn value_off(&self) -> u64 {
-        self.key_off + self.key_len as u64 + varint_len(self.value_len as u64) as u64
+        crate::batch::value_offset(self.key_off, self.key_len, self.value_len)
     }
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {

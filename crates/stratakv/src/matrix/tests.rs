@@ -10,10 +10,11 @@ use rand::{Rng, SeedableRng};
 use strata_pmem::Region;
 
 use super::build::{build_row, RowEntry, RowSpec};
-use super::column::pick_column;
 use super::iter::RowIter;
+use super::policy::column::pick_column;
+use super::probe::SegProbe;
 use super::row::{Elem, Row};
-use super::{LiveRow, MatrixRecord, MatrixState, RowMeta, SegProbe};
+use super::{LiveRow, Matrix, MatrixRecord, RowMeta};
 use crate::coding::put_varint;
 use crate::iterator::InternalIterator;
 use crate::key::key_hash;
@@ -111,7 +112,7 @@ fn long_shared_key(rng: &mut StdRng, space: u32) -> Vec<u8> {
 }
 
 /// Builds `n_rows` rows of random data; seqs grow with row age (newest = highest).
-fn build_matrix(seed: u64, n_rows: usize, per_row: usize, space: u32) -> (Region, MatrixState) {
+fn build_matrix(seed: u64, n_rows: usize, per_row: usize, space: u32) -> (Region, Matrix) {
     build_matrix_with(random_key, seed, n_rows, per_row, space, Shape::default())
 }
 
@@ -149,10 +150,10 @@ fn build_matrix_with(
     per_row: usize,
     space: u32,
     shape: Shape,
-) -> (Region, MatrixState) {
+) -> (Region, Matrix) {
     let mut rng = StdRng::seed_from_u64(seed);
     let (region, path) = region();
-    let mut state = MatrixState::new(3, shape.hash_index);
+    let mut state = Matrix::new(3, shape.hash_index);
     let mut seq = 1u64;
     for r in 0..n_rows {
         let mut keys = BTreeSet::new();
@@ -172,7 +173,8 @@ fn build_matrix_with(
             seq += 1;
         }
         let (mut entries, log, bytes) = write_log(&region, 1000 + r as u64, &recs);
-        let id = state.new_row_id();
+        let id = state.next_row_id;
+        state.next_row_id += 1;
         let older = state.rows.first().map(|l| l.row.clone());
         let spec = RowSpec { id, entries: &mut entries, older: older.as_deref(), log_bytes: bytes, logs: vec![log] };
         let row = build_row(&region, &path, spec).unwrap();
@@ -184,7 +186,7 @@ fn build_matrix_with(
 }
 
 /// Reference: full binary search of every row, newest first.
-fn brute(state: &MatrixState, k: &[u8], seq: u64) -> Lookup {
+fn brute(state: &Matrix, k: &[u8], seq: u64) -> Lookup {
     let probe = internal_key(k, seq, KIND_FOR_SEEK);
     for lr in &state.rows {
         let i = lr.row.lower_bound(&probe, key_prefix(k), lr.start, lr.row.len()).unwrap();
@@ -217,7 +219,7 @@ fn hints_never_skip_a_present_key() {
                 state.rows.iter().map(|r| (r.row.id(), r.row.upper_bound_user(&u, r.start).unwrap())).collect();
             state.apply_column(&ends);
         }
-        let view = state.view();
+        let view = &state;
         let mut found = 0;
         for _ in 0..4000 {
             let k = random_key(&mut rng, 450);
@@ -251,7 +253,7 @@ fn fences_find_keys_that_share_a_long_prefix() {
     let key_fns: [fn(&mut StdRng, u32) -> Vec<u8>; 2] = [shared_prefix_key, tagged_key];
     for (seed, (key_fn, shape)) in key_fns.into_iter().flat_map(|k| SHAPES.map(|s| (k, s))).enumerate() {
         let (_region, state) = build_matrix_with(key_fn, 5 + seed as u64, 6, 700, 5000, shape);
-        let view = state.view();
+        let view = &state;
         let mut rng = StdRng::seed_from_u64(55 + seed as u64);
         let max_seq = 6 * 700 + 1;
         let mut found = 0;
@@ -392,7 +394,7 @@ fn segment_filters_keep_a_low_false_positive_rate() {
     for ((n_rows, grow), hash_index) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
         let shape = Shape { grow, hash_index, ..Shape::default() };
         let (_region, state) = build_matrix_with(random_key, 33, n_rows, 40, 1_000_000, shape);
-        let view = state.view();
+        let view = &state;
         let mut rng = StdRng::seed_from_u64(7);
         let mut cands = Vec::new();
         for g in &view.groups {
@@ -430,7 +432,7 @@ fn every_segment_has_a_filter_that_admits_its_keys() {
     for ((n_rows, grow, groups), hash_index) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
         let shape = Shape { grow, hash_index, versions: true };
         let (_region, state) = build_matrix_with(random_key, 21, n_rows, 40, 1_000_000, shape);
-        let view = state.view();
+        let view = &state;
         assert_eq!(view.groups.len(), groups, "{:?}", view.groups.iter().map(|g| g.len).collect::<Vec<_>>());
         for g in &view.groups {
             let f = g.probe.as_ref().expect("every segment has a probe");

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use strata_pmem::{Extent, Region};
 
+use crate::batch::{key_offset, RecordLoc};
 use crate::error::{Error, Result};
 use crate::filter::BlockedBloom;
 use crate::iterator::InternalIterator;
@@ -339,11 +340,6 @@ impl MemIter {
         }
         Ok(())
     }
-
-    /// Region offset and length of the current value (for the matrix).
-    pub fn value_location(&self) -> Option<(u64, u32)> {
-        self.valid().then_some(self.value)
-    }
 }
 
 impl InternalIterator for MemIter {
@@ -374,6 +370,22 @@ impl InternalIterator for MemIter {
     fn prev(&mut self) -> Result<()> {
         let x = self.mem.list.prev_of(self.cur);
         self.land(x)
+    }
+
+    fn log_record(&self) -> Result<Option<RecordLoc>> {
+        if !self.valid() {
+            return Ok(None);
+        }
+        let p = ParsedKey::parse(&self.key)
+            .ok_or_else(|| Error::corruption(&self.mem.region_path, self.value.0, "malformed key in memtable"))?;
+        let key_len = p.user_key.len() as u32;
+        let (value_off, value_len) = self.value;
+        Ok(Some(RecordLoc {
+            key_off: key_offset(p.kind, value_off, value_len, key_len),
+            key_len,
+            value_len: if p.kind == Kind::Put { value_len } else { 0 },
+            hash: None,
+        }))
     }
 
     fn key(&self) -> &[u8] {

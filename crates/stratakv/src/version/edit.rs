@@ -41,8 +41,9 @@ pub struct VersionEdit {
     pub added: Vec<(u32, FileMeta)>,
     /// The L0 layout the database was created with (0 = sstable, 1 = matrix).
     pub l0_kind: Option<u8>,
-    /// Opaque record of the matrix container (see matrix::root).
-    pub matrix: Option<Vec<u8>>,
+    /// Level 0's record of its state outside tables (the matrix's rows),
+    /// opaque here (see `L0State::record`).
+    pub l0_record: Option<Vec<u8>>,
     /// Log numbers below this may have been handed out already and are
     /// never used again, even after recovery erased their extents' heads.
     pub next_log_number: Option<u64>,
@@ -104,7 +105,7 @@ impl VersionEdit {
         for (run, f) in &self.run_added {
             field(TAG_NEW_RUN_FILE, &encode_file(*run, f));
         }
-        if let Some(m) = &self.matrix {
+        if let Some(m) = &self.l0_record {
             field(TAG_MATRIX, m);
         }
         if let Some(v) = self.next_log_number {
@@ -151,7 +152,7 @@ impl VersionEdit {
                     let run = p.varint().ok_or_else(short)?;
                     e.run_added.push((run, decode_file(&mut p).ok_or_else(short)??));
                 }
-                TAG_MATRIX => e.matrix = Some(payload.to_vec()),
+                TAG_MATRIX => e.l0_record = Some(payload.to_vec()),
                 TAG_NEXT_LOG => e.next_log_number = Some(p.varint().ok_or_else(short)?),
                 other => return Err(format!("unknown field tag {other} (written by a newer version?)")),
             }
@@ -223,7 +224,7 @@ mod tests {
                 },
             )],
             l0_kind: Some(1),
-            matrix: Some(vec![1, 2, 3]),
+            l0_record: Some(vec![1, 2, 3]),
             run_deleted: vec![(40, 6)],
             run_added: vec![(
                 41,

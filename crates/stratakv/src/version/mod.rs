@@ -7,12 +7,14 @@
 
 mod edit;
 pub mod filename;
+mod l0_state;
 mod level_iter;
 pub mod manifest;
 mod set;
 mod table_cache;
 
 pub use edit::VersionEdit;
+pub(crate) use l0_state::L0State;
 pub use level_iter::LevelIter;
 pub use set::VersionSet;
 pub use table_cache::TableCache;
@@ -97,7 +99,8 @@ impl Run {
     }
 }
 
-/// The tables of every level at one point in time.
+/// The tables of every level, and what level 0 keeps besides tables, at
+/// one point in time.
 #[derive(Clone, Debug, Default)]
 pub struct Version {
     /// `levels[0]` newest file first (files may overlap); deeper levels
@@ -106,12 +109,15 @@ pub struct Version {
     /// Sorted runs between L0 and L1, newest (largest id) first. Reads
     /// consult them after L0 and before L1.
     pub runs: Vec<Run>,
+    /// Level 0's state outside table files (the matrix's rows), read
+    /// before every table.
+    pub(crate) l0: Option<Arc<dyn L0State>>,
 }
 
 impl Version {
     /// A version with no files.
     pub fn empty() -> Version {
-        Version { levels: vec![Vec::new(); NUM_LEVELS], runs: Vec::new() }
+        Version { levels: vec![Vec::new(); NUM_LEVELS], runs: Vec::new(), l0: None }
     }
 
     /// Every table of the version: levels and runs.
@@ -148,8 +154,15 @@ impl Version {
         }
     }
 
-    /// The newest version of `ukey` (hash `hash`) with sequence <= `seq` in the tables.
+    /// The newest version of `ukey` (hash `hash`) with sequence <= `seq`
+    /// below the memtables.
     pub fn get(&self, tables: &TableCache, ukey: &[u8], hash: u64, seq: SeqNo) -> Result<Lookup> {
+        if let Some(l0) = &self.l0 {
+            match l0.get(ukey, seq, hash)? {
+                Lookup::Missing => {}
+                found => return Ok(found),
+            }
+        }
         let mut seek = Vec::with_capacity(ukey.len() + 8);
         make_internal_key(&mut seek, ukey, seq, KIND_FOR_SEEK);
         for f in self.files(0) {
@@ -175,8 +188,25 @@ impl Version {
         Ok(Lookup::Missing)
     }
 
-    /// Cursors over every table: one per L0 file, one per run, one per deeper level.
-    pub fn add_iterators(&self, tables: &Arc<TableCache>, out: &mut Vec<Box<dyn InternalIterator>>) -> Result<()> {
+    /// Asks for the cache lines a point lookup of a key with hash `hash`
+    /// reads first in level 0's state.
+    pub fn prefetch(&self, hash: u64) {
+        if let Some(l0) = &self.l0 {
+            l0.prefetch(hash);
+        }
+    }
+
+    /// Cursors over everything below the memtables, newest source first:
+    /// level 0's state, one per L0 file, one per run, one per deeper level.
+    /// With `prefix` (every key the caller reads begins with it), level 0
+    /// may leave out sources that hold no such key; returns how many it did.
+    pub fn add_iterators(
+        &self,
+        tables: &Arc<TableCache>,
+        out: &mut Vec<Box<dyn InternalIterator>>,
+        prefix: Option<&[u8]>,
+    ) -> Result<usize> {
+        let skipped = self.l0.as_ref().map_or(0, |l0| l0.add_iterators(out, prefix));
         for f in self.files(0) {
             out.push(Box::new(tables.get(f.number)?.iter()));
         }
@@ -184,7 +214,7 @@ impl Version {
         for files in sorted.filter(|f| !f.is_empty()) {
             out.push(Box::new(LevelIter::new(tables.clone(), files.clone())));
         }
-        Ok(())
+        Ok(skipped)
     }
 }
 

@@ -5,7 +5,6 @@
 //! the database opens, and when the old one grows large) becomes the
 //! manifest of record by an atomic rename of a temporary file to CURRENT.
 
-use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +12,7 @@ use std::sync::Arc;
 use super::edit::VersionEdit;
 use super::filename::{current_path, manifest_path, table_path, temp_path};
 use super::manifest::{decode_records, encode_record};
-use super::{FileMeta, Run, Version, NUM_LEVELS};
+use super::{FileMeta, L0State, Run, Version, NUM_LEVELS};
 use crate::error::{Error, Result};
 use crate::fs::{Fs, WritableFile};
 use crate::key::compare_internal;
@@ -38,8 +37,10 @@ pub struct VersionSet {
     pub pm_region_id: Option<u64>,
     /// L0 kind the database was created with.
     pub l0_kind: Option<u8>,
-    /// The matrix container's record.
-    pub matrix: Option<Vec<u8>>,
+    /// Level 0's record as the MANIFEST replay found it, until level 0
+    /// has rebuilt its state from it ([`VersionSet::install_l0`]); from
+    /// then on the current version's state is the record.
+    l0_record: Option<Vec<u8>>,
     /// Per level, where the next compaction starts.
     pub compact_pointers: Vec<Vec<u8>>,
     manifest: Option<Box<dyn WritableFile>>,
@@ -49,10 +50,10 @@ pub struct VersionSet {
     manifest_damaged: bool,
     /// Bytes written to MANIFEST files (for write amplification).
     pub manifest_bytes_written: u64,
-    /// Leases on PM structures named by edits whose append or fsync failed,
-    /// kept until a new MANIFEST replaces the damaged one (see
-    /// [`VersionSet::log_and_apply_pinned`]).
-    pinned: Vec<Box<dyn Any + Send>>,
+    /// Level-0 states (and so the leases on the PM structures they name)
+    /// of edits whose append or fsync failed, kept until a new MANIFEST
+    /// replaces the damaged one (see [`VersionSet::log_and_apply_l0`]).
+    pinned: Vec<Arc<dyn L0State>>,
     /// Tables added by edits that failed to be recorded: no version names
     /// them, but a failed record may sit in the MANIFEST that CURRENT
     /// names, so they are removed only once a new MANIFEST replaces it.
@@ -85,7 +86,7 @@ impl VersionSet {
             next_log_number: 0,
             pm_region_id: None,
             l0_kind: None,
-            matrix: None,
+            l0_record: None,
             compact_pointers: vec![Vec::new(); NUM_LEVELS],
             manifest: None,
             manifest_number: 0,
@@ -131,6 +132,9 @@ impl VersionSet {
             let edit = VersionEdit::decode(rec).map_err(|why| Error::corruption(&mpath, off, why))?;
             version = apply(&version, &edit).map_err(|why| Error::corruption(&mpath, off, why))?;
             vs.absorb(&edit);
+            if let Some(r) = &edit.l0_record {
+                vs.l0_record = Some(r.clone());
+            }
         }
         vs.current = Arc::new(version);
         // Always start a new MANIFEST, never append to the one just read:
@@ -162,9 +166,6 @@ impl VersionSet {
         }
         if let Some(v) = e.l0_kind {
             self.l0_kind = Some(v);
-        }
-        if let Some(m) = &e.matrix {
-            self.matrix = Some(m.clone());
         }
         for (level, key) in &e.compact_pointers {
             if let Some(p) = self.compact_pointers.get_mut(*level as usize) {
@@ -209,19 +210,24 @@ impl VersionSet {
 
     /// Records `edit` durably, then makes the resulting version current.
     pub fn log_and_apply(&mut self, edit: VersionEdit) -> Result<()> {
-        self.log_and_apply_pinned(edit, None)
+        self.log_and_apply_l0(edit, None)
     }
 
-    /// [`VersionSet::log_and_apply`] for an edit that names new PM
-    /// structures (a matrix row), whose leases `pin` holds. If the edit's
-    /// append or fsync fails, its record may still be in the MANIFEST that
-    /// CURRENT names (in the page cache, perhaps on disk), where a reopen or
-    /// a crash will read it: `pin` is then kept until a new MANIFEST
-    /// replaces that one, so the PM the record names is not reused meanwhile.
-    pub fn log_and_apply_pinned(&mut self, mut edit: VersionEdit, pin: Option<Box<dyn Any + Send>>) -> Result<()> {
+    /// [`VersionSet::log_and_apply`] for an edit that also replaces level
+    /// 0's state with `l0` (recorded with the edit). If the edit's append
+    /// or fsync fails, its record may still be in the MANIFEST that CURRENT
+    /// names (in the page cache, perhaps on disk), where a reopen or a crash
+    /// will read it: `l0`, with the leases on the PM structures it names, is
+    /// then kept until a new MANIFEST replaces that one, so the PM the
+    /// record names is not reused meanwhile.
+    pub(crate) fn log_and_apply_l0(&mut self, mut edit: VersionEdit, l0: Option<Arc<dyn L0State>>) -> Result<()> {
         let mpath = manifest_path(&self.dir, self.manifest_number);
-        let version = apply(&self.current, &edit)
+        let mut version = apply(&self.current, &edit)
             .map_err(|why| Error::corruption(&mpath, 0, format!("edit does not apply: {why}")))?;
+        if let Some(state) = &l0 {
+            edit.l0_record = Some(state.record());
+            version.l0 = Some(state.clone());
+        }
         if self.manifest_damaged {
             // Never trust a file whose write or fsync failed: rewrite the
             // whole state into a new MANIFEST first.
@@ -241,7 +247,7 @@ impl VersionSet {
             .and_then(|_| m.sync().map_err(|e| Error::io(&mpath, "fsync", e)));
         if let Err(e) = written {
             self.manifest_damaged = true;
-            self.pinned.extend(pin);
+            self.pinned.extend(l0);
             self.note_unrecorded(&edit);
             return Err(e);
         }
@@ -257,6 +263,23 @@ impl VersionSet {
             self.manifest_damaged = true;
         }
         Ok(())
+    }
+
+    /// Level 0's record as the MANIFEST replay found it (None once level 0
+    /// has installed its state).
+    pub(crate) fn l0_record(&self) -> Option<&[u8]> {
+        self.l0_record.as_deref()
+    }
+
+    /// Makes `l0` level 0's state in the current version without a
+    /// MANIFEST record: the state level 0 rebuilt from the record at open,
+    /// or a change that needs no record of its own (the next edit's record
+    /// holds it, and losing it at a crash is harmless).
+    pub(crate) fn install_l0(&mut self, l0: Arc<dyn L0State>) {
+        let mut v = (*self.current).clone();
+        v.l0 = Some(l0);
+        self.current = Arc::new(v);
+        self.l0_record = None;
     }
 
     /// Remembers the tables `edit` (which failed to be recorded) created;
@@ -275,7 +298,7 @@ impl VersionSet {
             next_log_number: (self.next_log_number > 0).then_some(self.next_log_number),
             pm_region_id: self.pm_region_id,
             l0_kind: self.l0_kind,
-            matrix: self.matrix.clone(),
+            l0_record: self.current.l0.as_ref().map(|s| s.record()).or_else(|| self.l0_record.clone()),
             ..Default::default()
         };
         for (level, p) in self.compact_pointers.iter().enumerate() {
@@ -433,7 +456,7 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, Strin
     for run in &mut runs {
         sort_disjoint(&mut run.files).map_err(|(a, b)| format!("files {a} and {b} overlap in run {}", run.id))?;
     }
-    Ok(Version { levels, runs })
+    Ok(Version { levels, runs, l0: base.l0.clone() })
 }
 
 /// Sorts `files` by key; `Err` names two that overlap.

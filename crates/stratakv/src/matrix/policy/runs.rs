@@ -1,6 +1,6 @@
 //! Run merges (the tiered part of the matrix profile): which sorted runs
 //! to merge into L1, and when. A pure function of a version, like the
-//! leveled [`picker`](super::picker).
+//! leveled picker (`compaction::picker`).
 //!
 //! Each column-compaction round writes one new sorted run instead of
 //! rewriting the L1 tables its columns overlap; once `trigger` complete runs

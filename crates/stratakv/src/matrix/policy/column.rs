@@ -8,9 +8,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::row::Row;
-use super::LiveRow;
 use crate::error::Result;
+use crate::matrix::row::Row;
+use crate::matrix::LiveRow;
 use crate::version::FileMeta;
 
 /// One column: for each compactor row, the element range to move.

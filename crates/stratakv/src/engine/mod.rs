@@ -1,0 +1,218 @@
+//! The engine's shared state: what the write path, the read path, the
+//! background threads and the level-0 kinds (`l0/`) all work on. `db/` is
+//! the facade over it; level-0 kinds use it without knowing `db/`.
+//!
+//! # Locks, in the only order they are taken
+//!
+//! 1. `log` write lock ([`LogWriter::lock`]: sequence numbers, log space,
+//!    the mutable memtable)
+//! 2. `versions` (the MANIFEST and the current version)
+//! 3. a level-0 kind's own lock, if it has one (the matrix's round)
+//! 4. `state` (sealed memtables, the version readers see, busy files,
+//!    stall/poison/background error), with `cv` for waiting on it
+//!
+//! A thread holding a lock may take only locks later in this list; the
+//! write lock and `versions` are never held together. The remaining
+//! mutexes are leaves, never held while taking another: `snapshots`, the
+//! throttle's clock, the pipeline's, the log's unsynced list, the prefault
+//! thread's sender and spare buffers, and the table cache's.
+
+mod background;
+mod state;
+mod throttle;
+
+pub(crate) use state::{Counters, State, SuperVersion};
+pub(crate) use throttle::Throttle;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex};
+use strata_pmem::Region;
+
+use crate::compaction::BuildCtx;
+use crate::error::Result;
+use crate::fs::Fs;
+use crate::key::SeqNo;
+use crate::log::{LogWriter, Pipeline, WriteState};
+use crate::options::Options;
+use crate::sstable::TableOptions;
+use crate::version::filename::table_path;
+use crate::version::{FileMeta, L0State, TableCache, Version, VersionEdit, VersionSet};
+
+/// The shared state of an open database (see the module doc).
+pub(crate) struct Engine {
+    /// The data directory.
+    pub dir: PathBuf,
+    /// Options, as validated and fixed at open.
+    pub opts: Options,
+    /// The file system tables and the MANIFEST live on.
+    pub fs: Arc<dyn Fs>,
+    /// The PM region.
+    pub region: Region,
+    /// The region file's path, for error messages.
+    pub region_path: Arc<PathBuf>,
+    /// Open tables and the block cache.
+    pub tables: Arc<TableCache>,
+    /// Table format options for new tables.
+    pub table_opts: TableOptions,
+    /// The log writer (holds the write lock).
+    pub log: LogWriter,
+    /// Publishes writes in sequence order.
+    pub pipeline: Pipeline,
+    /// The MANIFEST and the current version.
+    pub versions: Mutex<VersionSet>,
+    /// Background state.
+    pub state: Mutex<State>,
+    /// Signalled when background work may be due or has finished.
+    pub cv: Condvar,
+    /// What readers see, swapped atomically.
+    pub sv: ArcSwap<SuperVersion>,
+    /// Registered snapshots: sequence -> count.
+    pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
+    /// Paces writers while level 0 drains slower than they fill it.
+    pub throttle: Throttle,
+    /// Counters behind `Stats`.
+    pub counters: Counters,
+    /// Set once `close` (or the last drop) began.
+    pub shutting_down: AtomicBool,
+    /// Mirrors `state.poisoned.is_some()` for a lock-free check on the write path.
+    pub poisoned_flag: AtomicBool,
+}
+
+/// A change to record in the MANIFEST and install for readers.
+#[derive(Default)]
+pub(crate) struct Commit {
+    /// The edit.
+    pub edit: VersionEdit,
+    /// Level 0's new state, if the change has one.
+    pub l0: Option<Arc<dyn L0State>>,
+    /// The sealed memtable whose data the change holds now (dropped from
+    /// the sealed list).
+    pub flushed: Option<u64>,
+    /// Table files the change no longer uses (deleted once no version does).
+    pub obsolete: Vec<Arc<FileMeta>>,
+}
+
+impl Engine {
+    /// Rebuilds the readers' view from `st` (call with `state` held).
+    pub fn install_sv(&self, st: &State) {
+        self.sv.store(Arc::new(SuperVersion {
+            mem: st.mem.clone(),
+            imms: st.imms.iter().rev().cloned().collect(),
+            version: st.version.clone(),
+        }));
+    }
+
+    /// The readers' view and a read point for reading now. The view is
+    /// taken first: it holds every write visible at that moment, with every
+    /// version it read (a flush that drops versions older than the newest
+    /// visible one builds a new view). Taking the point first would let a
+    /// flush in between drop the version the point needs.
+    pub fn view_now(&self) -> (arc_swap::Guard<Arc<SuperVersion>>, SeqNo) {
+        let sv = self.sv.load();
+        (sv, self.pipeline.visible())
+    }
+
+    /// Oldest sequence any reader may still read at.
+    pub fn oldest_snapshot(&self) -> SeqNo {
+        let snaps = self.snapshots.lock();
+        let visible = self.pipeline.visible();
+        snaps.keys().next().copied().map(|s| s.min(visible)).unwrap_or(visible)
+    }
+
+    /// msyncs the log so every write published so far is durable.
+    pub fn sync_log(&self) -> Result<()> {
+        self.sync_log_upto(self.pipeline.visible())
+    }
+
+    /// msyncs the log up to sequence `filled` (see [`LogWriter::sync_upto`]).
+    /// A failed msync poisons the database before this returns: writers
+    /// acknowledged after it check for poison.
+    pub fn sync_log_upto(&self, filled: u64) -> Result<()> {
+        self.log.sync_upto(filled).inspect_err(|e| self.poison(e))
+    }
+
+    /// Seals the mutable memtable, starts a new one, and lets background
+    /// work flush the sealed one.
+    pub fn switch_memtable(&self, w: &mut WriteState) {
+        let old = self.log.new_memtable(w);
+        let mut st = self.state.lock();
+        st.imms.push_back(old);
+        st.mem = w.mem.clone();
+        self.install_sv(&st);
+        self.cv.notify_all();
+    }
+
+    /// Records `c` in the MANIFEST (`vs` is the locked version set) and
+    /// installs the new version for readers.
+    pub fn commit(&self, vs: &mut VersionSet, c: Commit) -> Result<()> {
+        vs.log_and_apply_l0(c.edit, c.l0)?;
+        self.publish(vs, c.flushed, c.obsolete);
+        Ok(())
+    }
+
+    /// Makes `vs`'s current version the one readers and background work
+    /// see, after dropping the sealed memtable `flushed` and noting the
+    /// files that became `obsolete`.
+    pub fn publish(&self, vs: &VersionSet, flushed: Option<u64>, obsolete: Vec<Arc<FileMeta>>) {
+        let mut st = self.state.lock();
+        if let Some(id) = flushed {
+            if st.imms.front().map(|m| m.id()) == Some(id) {
+                st.imms.pop_front();
+            }
+        }
+        st.version = vs.current();
+        st.obsolete.extend(obsolete);
+        self.install_sv(&st);
+        self.cv.notify_all();
+    }
+
+    /// The current version, as background work sees it.
+    pub fn version(&self) -> Arc<Version> {
+        self.state.lock().version.clone()
+    }
+
+    /// Hands out a table file number.
+    pub fn new_file_number(&self) -> u64 {
+        self.versions.lock().new_file_number()
+    }
+
+    /// Where and how a merge writes tables of about `target` bytes, with
+    /// file numbers from `next`.
+    pub fn build_ctx<'a>(&'a self, next: &'a dyn Fn() -> u64, target: u64) -> BuildCtx<'a> {
+        BuildCtx {
+            fs: &*self.fs,
+            dir: &self.dir,
+            table: self.table_opts.clone(),
+            target_file_size: target,
+            next_number: next,
+            stop: Some(&self.shutting_down),
+            pause: None,
+        }
+    }
+
+    /// Deletes table files that no version references any more.
+    pub fn delete_obsolete(&self) {
+        let doomed: Vec<Arc<FileMeta>> = {
+            let mut st = self.state.lock();
+            let (dead, alive): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut st.obsolete).into_iter().partition(|f| Arc::strong_count(f) == 1);
+            st.obsolete = alive;
+            dead
+        };
+        for f in doomed {
+            self.tables.evict(f.number);
+            // Best effort: an undeleted orphan is removed at the next open.
+            let _ = self.fs.remove(&table_path(&self.dir, f.number));
+        }
+    }
+
+    /// Whether the database is closing.
+    pub fn closing(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+}

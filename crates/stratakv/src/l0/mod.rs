@@ -1,0 +1,136 @@
+//! Level 0: what a sealed memtable becomes, and the work that moves it
+//! further down. Each kind of level 0 implements [`Level0`]; `db/` drives
+//! whichever the database was created with and never branches on the kind.
+//!
+//! | kind | file | a sealed memtable becomes |
+//! | --- | --- | --- |
+//! | `sstable` | [`tables`] | L0 tables on SSD, compacted into L1 (LevelDB/RocksDB) |
+//! | `matrix` | [`matrix`] | a row in PM; column compactions move key ranges of the oldest rows into sorted runs or L1 (MatrixKV) |
+//!
+//! What a kind keeps besides table files (the matrix's rows) is an
+//! immutable [`L0State`] that each [`Version`] holds, so one MANIFEST edit
+//! installs a level-0 change together with the table changes it makes, and
+//! readers reach level 0 through the version they already hold
+//! (`Version::get`, `Version::add_iterators`).
+//!
+//! # How the seed designs still to come fit this interface
+//!
+//! * **SLM-DB (`single-level`)**: `flush` writes the memtable as tables of
+//!   its one level and inserts every key into a persistent B+-tree in PM
+//!   before the MANIFEST edit that adds the tables; the tree's root and
+//!   the compaction record are its [`L0State`] (its `get` answers every
+//!   lookup that misses the memtables: found, or absent, never `Missing`
+//!   for a key the tree lacks). Selective compaction is a [`Lane::Own`]
+//!   lane; its candidates (live-key ratio, leaf scans, range-query
+//!   sequentiality) feed `stall`, and `recover` opens the tree and finishes
+//!   or rolls back the recorded compaction.
+//! * **ListDB (`pm-only`)**: `flush` links the sealed memtable's log entries
+//!   into an L0 PM skiplist (only link words are written) and publishes it
+//!   in its [`L0State`]; zipper compaction into the L1 PM skiplist is a
+//!   [`Lane::Own`] lane whose readers never block because every state a
+//!   reader can hold is a sorted list; `stall` reports PM pressure, `drain`
+//!   zips everything into L1, and `recover` resumes a zipper merge from its
+//!   record. No table is ever written, so the leveled levels stay empty.
+
+pub(crate) mod matrix;
+pub(crate) mod tables;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata_pmem::{ExtentHead, Region};
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::memtable::Memtable;
+use crate::options::{L0Kind, Options};
+use crate::stats::Stats;
+use crate::version::{L0State, Version};
+
+/// How writers must wait for level 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stall {
+    /// Writers stop until level 0 drains.
+    pub stop: bool,
+    /// Each writer is delayed once (LevelDB's slowdown).
+    pub slow: bool,
+}
+
+/// Which threads a level-0 job is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// The kind's own thread number `i` (see [`Level0::lanes`]).
+    Own(usize),
+    /// The shared compaction threads, which take level-0 jobs before
+    /// leveled compactions.
+    Shared,
+}
+
+/// A unit of level-0 background work, picked with its inputs marked busy;
+/// running it releases them, whatever the outcome.
+pub(crate) type Job<'a> = Box<dyn FnOnce(&Engine) -> Result<()> + Send + 'a>;
+
+/// What `recover` works from.
+pub(crate) struct RecoverCx<'a> {
+    /// The PM region.
+    pub region: &'a Region,
+    /// Its file's path, for errors.
+    pub region_path: &'a Arc<PathBuf>,
+    /// The MANIFEST, for errors in the record.
+    pub manifest_path: &'a Path,
+    /// Level 0's record as the MANIFEST holds it (None: none yet).
+    pub record: Option<&'a [u8]>,
+    /// Every extent head of the region.
+    pub heads: &'a [ExtentHead],
+}
+
+/// A kind of level 0 (see the module doc).
+pub(crate) trait Level0: Send + Sync {
+    /// The kind's name (`Stats::l0`).
+    fn name(&self) -> &'static str;
+
+    /// Rebuilds level 0's state when the database opens: adopts the PM
+    /// extents its record names, retires extents of its own kinds that no
+    /// record names (built but never published), and takes out of
+    /// `older_logs` (log extents older than the MANIFEST's log number) the
+    /// ones its state still points into; the rest are retired after it.
+    fn recover(&self, cx: &RecoverCx<'_>, older_logs: &mut Vec<ExtentHead>) -> Result<Option<Arc<dyn L0State>>>;
+
+    /// Makes the oldest sealed memtable `imm` (every write in it is
+    /// published) part of level 0, durably, and installs the change; then
+    /// does whatever work belongs with a flush (the matrix merges rows).
+    fn flush(&self, eng: &Engine, imm: &Arc<Memtable>) -> Result<()>;
+
+    /// How writers must wait for level 0 in version `v` (called with the
+    /// engine's `state` lock held: it must not take locks).
+    fn stall(&self, v: &Version) -> Stall;
+
+    /// Target bytes of L1 for the leveled compaction below level 0.
+    fn l1_target_bytes(&self) -> u64;
+
+    /// Names of the threads the kind runs jobs on besides the flush thread
+    /// and the shared compaction threads ([`Lane::Own`]).
+    fn lanes(&self) -> &'static [&'static str];
+
+    /// The next job for `lane`, if one is due.
+    fn next_job(&self, eng: &Engine, lane: Lane) -> Result<Option<Job<'_>>>;
+
+    /// Whether level-0 work is running, or due (`auto`: background
+    /// compaction is on).
+    fn work_pending(&self, eng: &Engine, v: &Version, auto: bool) -> bool;
+
+    /// Moves everything level 0 holds now below it (`compact_range`);
+    /// returns the level whose files `compact_range` pushes down next.
+    fn drain(&self, eng: &Engine) -> Result<usize>;
+
+    /// Fills level 0's part of `stats` for version `v`.
+    fn stats(&self, v: &Version, stats: &mut Stats);
+}
+
+/// The level 0 the options ask for.
+pub(crate) fn for_options(opts: &Options) -> Box<dyn Level0> {
+    match opts.l0 {
+        L0Kind::Sstable => Box::new(tables::TablesL0::new(opts)),
+        L0Kind::Matrix => Box::new(matrix::MatrixL0::new(opts)),
+    }
+}
