@@ -185,10 +185,15 @@ fn phase_options(l0: L0Kind, p: u32) -> Res<Options> {
     Ok(o)
 }
 
-/// A value of `lo..hi` random bytes.
+/// A value of `lo..hi` bytes: random ones, then as many of one letter,
+/// so that table blocks compress (a block that does not shrink by an
+/// eighth is stored uncompressed, and the codecs would go untested).
 fn value(rng: &mut Rng, lo: u64, hi: u64) -> Vec<u8> {
-    let n = lo + rng.below(hi - lo);
-    rng.bytes(n as usize)
+    let n = (lo + rng.below(hi - lo)) as usize;
+    let mut v = rng.bytes(n / 2);
+    let letter = b'a' + rng.below(26) as u8;
+    v.resize(n, letter);
+    v
 }
 
 /// The data set, phase by phase.
