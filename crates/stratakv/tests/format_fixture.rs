@@ -237,10 +237,48 @@ fn format_v1_matrix_fixture_opens_reads_and_checks() {
     fixture_round_trip(L0Kind::Matrix);
 }
 
-/// The fixture itself is intact and complete: no LOCK file, a PM region
-/// and tables in each database, and nothing the tests above would write.
+/// FNV-1a over every fixture file but the README (relative path, length,
+/// bytes, in path order): the fixture as committed.
+fn fixture_digest() -> u64 {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let name = format!("{rel}{}", e.file_name().to_string_lossy());
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), &format!("{name}/"), out);
+            } else if name != "README.md" {
+                out.push((name, e.path()));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&fixture(), "", &mut files);
+    files.sort();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    for (name, path) in &files {
+        let data = std::fs::read(path).unwrap();
+        eat(name.as_bytes());
+        eat(&(data.len() as u64).to_le_bytes());
+        eat(&data);
+    }
+    h
+}
+
+/// The fixture itself is as committed: no file changed, added or removed
+/// (it is never regenerated), no LOCK file, a PM region and tables in each
+/// database.
 #[test]
 fn format_v1_fixture_is_as_committed() {
+    assert_eq!(
+        fixture_digest(),
+        FIXTURE_DIGEST,
+        "tests/fixtures/format-v1 changed: it must stay as written (see its README)"
+    );
     for l0 in [L0Kind::Sstable, L0Kind::Matrix] {
         let dir = fixture().join(l0.name());
         let names: Vec<String> =
@@ -252,3 +290,6 @@ fn format_v1_fixture_is_as_committed() {
         assert_eq!(std::fs::metadata(&pm).unwrap().len(), 1 << 20, "{}", pm.display());
     }
 }
+
+/// [`fixture_digest`] of the committed fixture.
+const FIXTURE_DIGEST: u64 = 0xe5d3_9f82_3124_bf67;
