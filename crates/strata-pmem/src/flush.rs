@@ -3,6 +3,9 @@
 
 use std::sync::atomic::{fence, Ordering};
 
+/// Size of a CPU cache line, the unit in which PM is flushed.
+pub const CACHE_LINE: u64 = 64;
+
 /// Which instruction writes a cache line back to memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LineFlush {

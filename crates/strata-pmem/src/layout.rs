@@ -1,5 +1,5 @@
 //! On-PM layout of the region header. These numbers are written to PM and
-//! must never be renumbered; see `docs/format/pm_region.md`.
+//! must never be renumbered; see FORMAT.md, "PM region".
 //!
 //! ```text
 //! offset  size  field

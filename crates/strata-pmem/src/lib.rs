@@ -31,11 +31,12 @@
 //! The region starts with a 4 KiB superblock, then a table with one 8-byte
 //! *head word* per slot, then the slots themselves. Space is handed out as
 //! *extents*: runs of contiguous slots whose first head word names the
-//! extent's kind, length and number. See `docs/format/pm_region.md`.
+//! extent's kind, length and number. See FORMAT.md, "PM region".
 //!
 //! This is the only crate of the workspace that contains `unsafe` code; it
-//! is confined to the `map`, `flush` and `region` modules, and `UNSAFE.md`
-//! at the repository root lists every block and why it is sound.
+//! is confined to the `map`, `flush`, `region`, `alloc` (`Slot::write`) and
+//! `prefetch` modules, and `UNSAFE.md` at the repository root lists every
+//! block and why it is sound.
 
 mod alloc;
 mod error;
@@ -45,13 +46,13 @@ mod map;
 mod prefetch;
 mod region;
 mod sim;
+mod slots;
 
-pub use alloc::{Extent, ExtentHead, ExtentWriter, HeadSync, Slot};
+pub use alloc::{Extent, ExtentWriter, HeadSync, Slot};
 pub use error::PmError;
+pub use flush::CACHE_LINE;
 pub use layout::{ROOT_WORDS, SUPERBLOCK_BYTES};
 pub use prefetch::prefetch;
 pub use region::{Backing, OpenOutcome, Placement, Region, RegionOptions, RegionStats};
 pub use sim::{CrashModel, CrashState, SimPm};
-
-/// Size of a CPU cache line, the unit in which PM is flushed.
-pub const CACHE_LINE: u64 = 64;
+pub use slots::ExtentHead;

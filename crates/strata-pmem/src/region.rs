@@ -9,7 +9,7 @@
 //! checked against `len` before a pointer is formed.
 //!
 //! Writes happen only through [`Inner::write_raw`] and [`Inner::store_u64`],
-//! whose callers own the bytes they write: a [`crate::Slot`] (a range handed
+//! whose callers own the bytes they write: a `Slot` (alloc.rs: a range handed
 //! out once by a bump allocator inside an extent that is itself handed out
 //! once), the superblock during creation (before the region is shared), or
 //! an aligned 8-byte word written with an atomic store.
@@ -29,12 +29,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::alloc::{ExtentHead, SlotMap};
 use crate::error::PmError;
 use crate::flush::{sfence, spin_ns, LineFlush};
 use crate::layout::*;
 use crate::map::{is_tmpfs, reserve_blocks, Mapping};
 use crate::sim::SimPm;
+use crate::slots::{ExtentHead, SlotMap};
 
 /// Where the region's bytes live.
 #[derive(Clone, Debug)]

@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use parking_lot::Mutex;
 use rand::Rng;
 
+use crate::flush::CACHE_LINE;
 use crate::map::HeapBuf;
-use crate::CACHE_LINE;
 
 /// How unflushed stores may survive a simulated crash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
