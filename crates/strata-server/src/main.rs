@@ -35,6 +35,9 @@ fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
                 pm_dir: cfg.pm_dir.clone(),
                 write_buffer_size: cfg.write_buffer_size as usize,
                 background_nice: cfg.background_nice as i32,
+                // Collection scans (HGETALL, SMEMBERS, ZRANGEBYSCORE,
+                // LRANGE) skip the matrix rows that hold none of their members.
+                prefix_extractor: Some(Arc::new(strata_server::keyspace::MemberPrefix)),
                 ..stratakv::Options::default()
             };
             if let Some(size) = cfg.pm_size {

@@ -23,13 +23,10 @@ pub struct EngineStore {
 }
 
 impl EngineStore {
-    /// Opens (creating if needed) the engine in `dir` with `opts`.
-    /// Collection scans (HGETALL, SMEMBERS, ZRANGEBYSCORE, LRANGE) get the
-    /// engine's prefix filters unless `opts` names another extractor.
-    pub fn open(dir: &Path, mut opts: Options) -> StoreResult<EngineStore> {
-        if opts.prefix_extractor.is_none() {
-            opts.prefix_extractor = Some(std::sync::Arc::new(crate::keyspace::MemberPrefix));
-        }
+    /// Opens (creating if needed) the engine in `dir` with `opts` (the
+    /// server gives it `keyspace::MemberPrefix` as its prefix extractor, so
+    /// collection scans get the engine's prefix filters).
+    pub fn open(dir: &Path, opts: Options) -> StoreResult<EngineStore> {
         Ok(EngineStore { db: Db::open(dir, opts)?, group: GroupSync::default(), failed: AtomicBool::new(false) })
     }
 }

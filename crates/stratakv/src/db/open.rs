@@ -4,25 +4,22 @@
 
 use std::io;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use arc_swap::ArcSwap;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use strata_pmem::{Backing, Region, RegionOptions};
 
 use super::DbInner;
-use crate::engine::{Counters, Engine, State, SuperVersion, Throttle};
+use crate::engine::{Engine, EngineParts};
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, Fs};
 use crate::l0::{self, RecoverCx};
-use crate::log::{next_log_number, replay, split_logs, LogWriter, Pipeline};
+use crate::log::{next_log_number, replay, split_logs};
 use crate::memtable::MemBuffers;
-use crate::options::{L0Kind, Options};
-use crate::sstable::{BlockCache, TableOptions};
+use crate::options::Options;
 use crate::version::filename::{self, lock_path, FileKind};
-use crate::version::{TableCache, VersionEdit, VersionSet};
+use crate::version::{VersionEdit, VersionSet};
 
 /// Name of the region file inside the PM directory.
 pub const REGION_FILE: &str = "strata.pm";
@@ -34,11 +31,11 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let lock = lock_dir(&*fs, dir, &opts)?;
     let mut vs = open_versions(&fs, dir, &opts)?;
     // A database keeps the level 0 it was created with.
-    opts.l0 = L0Kind::from_code(vs.l0_kind);
+    let level0 = l0::for_manifest(&mut opts, vs.l0_kind);
     let (region, region_path) = open_region(dir, &opts, &mut vs)?;
     let region_path = Arc::new(region_path);
 
-    let heads = region.heads().map_err(|e| Error::from_pm(&*region_path, e))?;
+    let heads = region.heads().map_err(|e| Error::from_pm(&region_path, e))?;
     // Log numbers that may have been used are never handed out again; see
     // `next_log_number`. Recorded before recovery erases any log head.
     let next_log = next_log_number(&heads, vs.log_number, vs.next_log_number);
@@ -48,7 +45,6 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
 
     // Level 0 adopts its PM structures and the older log extents they
     // point into; the other older log extents hold nothing any more.
-    let level0 = l0::for_options(&opts);
     let (live_logs, mut older_logs) = split_logs(&heads, vs.log_number);
     let manifest_path = vs.manifest_path();
     let cx = RecoverCx {
@@ -60,7 +56,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     };
     let l0_state = level0.recover(&cx, &mut older_logs)?;
     for h in older_logs {
-        region.retire(h).map_err(|e| Error::from_pm(&*region_path, e))?;
+        region.retire(h).map_err(|e| Error::from_pm(&region_path, e))?;
     }
     if let Some(s) = l0_state {
         vs.install_l0(s);
@@ -72,45 +68,17 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let replayed = replay(&region, &region_path, live_logs, vs.last_sequence, vs.log_number, buffers)?;
 
     remove_orphans(&*fs, dir, &vs);
-
-    let blocks = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
-    let tables = Arc::new(TableCache::new(fs.clone(), dir, blocks));
-    let version = vs.current();
-    let mem = replayed.mem;
-    let log = LogWriter::new(
-        region.clone(),
-        region_path.to_path_buf(),
-        mem.clone(),
-        next_log,
-        replayed.last_seq + 1,
-        opts.write_buffer_size,
-    );
-    let sv = SuperVersion { mem: mem.clone(), imms: Vec::new(), version: version.clone() };
-    let eng = Engine {
+    let eng = Engine::new(EngineParts {
         dir: dir.to_path_buf(),
+        opts,
         fs,
         region,
         region_path,
-        tables,
-        table_opts: TableOptions {
-            block_size: opts.block_size,
-            restart_interval: opts.block_restart_interval,
-            bloom_bits_per_key: opts.bloom_bits_per_key,
-            compression: opts.compression,
-        },
-        log,
-        pipeline: Pipeline::new(replayed.last_seq),
-        versions: Mutex::new(vs),
-        state: Mutex::new(State::new(mem, version)),
-        cv: Condvar::new(),
-        sv: ArcSwap::from_pointee(sv),
-        snapshots: Mutex::new(Default::default()),
-        throttle: Throttle::default(),
-        counters: Counters::default(),
-        shutting_down: AtomicBool::new(false),
-        poisoned_flag: AtomicBool::new(false),
-        opts,
-    };
+        versions: vs,
+        mem: replayed.mem,
+        next_log_number: next_log,
+        last_seq: replayed.last_seq,
+    });
     let inner = Arc::new(DbInner {
         eng,
         l0: level0,

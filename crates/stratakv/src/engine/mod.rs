@@ -38,8 +38,9 @@ use crate::error::Result;
 use crate::fs::Fs;
 use crate::key::SeqNo;
 use crate::log::{LogWriter, Pipeline, WriteState};
+use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::sstable::TableOptions;
+use crate::sstable::{BlockCache, TableOptions};
 use crate::version::filename::table_path;
 use crate::version::{FileMeta, L0State, TableCache, Version, VersionEdit, VersionSet};
 
@@ -83,6 +84,28 @@ pub(crate) struct Engine {
     pub poisoned_flag: AtomicBool,
 }
 
+/// What an open has made ready for the engine.
+pub(crate) struct EngineParts {
+    /// The data directory.
+    pub dir: PathBuf,
+    /// Validated options, with the database's level 0.
+    pub opts: Options,
+    /// The file system.
+    pub fs: Arc<dyn Fs>,
+    /// The PM region.
+    pub region: Region,
+    /// Its file's path.
+    pub region_path: Arc<PathBuf>,
+    /// The replayed MANIFEST, with level 0's state installed.
+    pub versions: VersionSet,
+    /// The memtable the log replay rebuilt.
+    pub mem: Arc<Memtable>,
+    /// The number the next log extent gets.
+    pub next_log_number: u64,
+    /// The last sequence number in the log or the MANIFEST.
+    pub last_seq: SeqNo,
+}
+
 /// A change to record in the MANIFEST and install for readers.
 #[derive(Default)]
 pub(crate) struct Commit {
@@ -98,6 +121,48 @@ pub(crate) struct Commit {
 }
 
 impl Engine {
+    /// The engine of a database opened this far; no thread runs yet.
+    pub fn new(p: EngineParts) -> Engine {
+        let opts = p.opts;
+        let blocks = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
+        let tables = Arc::new(TableCache::new(p.fs.clone(), &p.dir, blocks));
+        let version = p.versions.current();
+        let log = LogWriter::new(
+            p.region.clone(),
+            p.region_path.to_path_buf(),
+            p.mem.clone(),
+            p.next_log_number,
+            p.last_seq + 1,
+            opts.write_buffer_size,
+        );
+        let sv = SuperVersion { mem: p.mem.clone(), imms: Vec::new(), version: version.clone() };
+        Engine {
+            dir: p.dir,
+            fs: p.fs,
+            region: p.region,
+            region_path: p.region_path,
+            tables,
+            table_opts: TableOptions {
+                block_size: opts.block_size,
+                restart_interval: opts.block_restart_interval,
+                bloom_bits_per_key: opts.bloom_bits_per_key,
+                compression: opts.compression,
+            },
+            log,
+            pipeline: Pipeline::new(p.last_seq),
+            versions: Mutex::new(p.versions),
+            state: Mutex::new(State::new(p.mem, version)),
+            cv: Condvar::new(),
+            sv: ArcSwap::from_pointee(sv),
+            snapshots: Mutex::new(BTreeMap::new()),
+            throttle: Throttle::default(),
+            counters: Counters::default(),
+            shutting_down: AtomicBool::new(false),
+            poisoned_flag: AtomicBool::new(false),
+            opts,
+        }
+    }
+
     /// Rebuilds the readers' view from `st` (call with `state` held).
     pub fn install_sv(&self, st: &State) {
         self.sv.store(Arc::new(SuperVersion {

@@ -127,8 +127,10 @@ pub(crate) trait Level0: Send + Sync {
     fn stats(&self, v: &Version, stats: &mut Stats);
 }
 
-/// The level 0 the options ask for.
-pub(crate) fn for_options(opts: &Options) -> Box<dyn Level0> {
+/// The level 0 a database was created with (`code` from its MANIFEST;
+/// a new database's is `opts.l0`), with `opts.l0` set to match.
+pub(crate) fn for_manifest(opts: &mut Options, code: Option<u8>) -> Box<dyn Level0> {
+    opts.l0 = L0Kind::from_code(code);
     match opts.l0 {
         L0Kind::Sstable => Box::new(tables::TablesL0::new(opts)),
         L0Kind::Matrix => Box::new(matrix::MatrixL0::new(opts)),
