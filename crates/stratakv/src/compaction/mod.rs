@@ -5,6 +5,8 @@
 
 mod executor;
 pub mod picker;
+#[cfg(test)]
+mod picker_cases;
 
 pub(crate) use executor::{execute, sorted_input, table_input, Merge};
 

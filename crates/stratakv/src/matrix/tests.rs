@@ -22,6 +22,8 @@ use crate::key::key_prefix;
 use crate::key::Lookup;
 use crate::key::{internal_key, Kind, KIND_FOR_SEEK};
 
+mod hint_cases;
+
 fn region() -> (Region, Arc<PathBuf>) {
     (crate::test_util::sim_region(32 << 20), Arc::new(PathBuf::from("sim.pm")))
 }
