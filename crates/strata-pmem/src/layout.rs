@@ -1,23 +1,5 @@
 //! On-PM layout of the region header. These numbers are written to PM and
-//! must never be renumbered; see FORMAT.md, "PM region".
-//!
-//! ```text
-//! offset  size  field
-//! 0       8     magic "STRATAPM" (published last at creation)
-//! 8       4     format version
-//! 12      4     reserved (0)
-//! 16      8     region length in bytes
-//! 24      8     slot size in bytes
-//! 32      8     slot count
-//! 40      8     offset of the head-word table
-//! 48      8     offset of slot 0
-//! 56      8     region id (random, recorded by the engine's MANIFEST)
-//! 64      8*64  root words, for the engine (8-byte atomic publish)
-//! 576..4096     reserved (0)
-//! 4096    8*N   head words, one per slot
-//! data_off      slots
-//! ```
-//! All integers little-endian.
+//! must never be renumbered; the byte layout is in FORMAT.md, "PM region".
 
 /// Bytes reserved for the superblock at the start of the region.
 pub const SUPERBLOCK_BYTES: u64 = 4096;

@@ -1,11 +1,10 @@
 //! Write batches: several puts and deletes applied atomically.
 //!
-//! The batch's byte representation is exactly the body of a PM log entry
-//! (see `log::format`), so committing a batch is one copy into PM.
-//!
-//! ```text
-//! record = kind u8 | key_len varint | key | (kind == Put: value_len varint | value)
-//! ```
+//! The batch's byte representation is exactly the records of a PM log
+//! entry (FORMAT.md, "Log entry"), so committing a batch is one copy into
+//! PM. This module is the one place that knows the record layout: it
+//! encodes records, decodes them ([`Records`]) and locates their parts
+//! ([`key_offset`], [`value_offset`]).
 
 use crate::coding::{put_varint, varint_len, Reader};
 use crate::key::{Kind, MAX_KEY_LEN, MAX_VALUE_LEN};

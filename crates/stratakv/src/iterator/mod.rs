@@ -12,7 +12,8 @@ pub use merging::MergingIterator;
 use crate::batch::RecordLoc;
 use crate::error::Result;
 
-/// A cursor over internal keys in [`crate::key::compare_internal`] order.
+/// A cursor over internal keys in internal-key order (user key ascending,
+/// then newest first).
 ///
 /// Positioning methods return an error if a source is unreadable; after an
 /// error the cursor is not valid. `key`/`value` may only be called while

@@ -1,9 +1,6 @@
 //! Internal keys: a user key followed by an 8-byte trailer.
 //!
-//! ```text
-//! internal key = user key ++ trailer (u64 little-endian)
-//! trailer      = sequence << 8 | kind
-//! ```
+//! The byte layout is in FORMAT.md, "Internal keys".
 //! Internal keys order by user key ascending, then trailer *descending*,
 //! so the newest version of a key comes first. Kinds are written to disk
 //! and must never be renumbered.

@@ -4,16 +4,9 @@
 //! log extent. There is no separate WAL file and no copy at flush: the
 //! memtable indexes offsets into these entries.
 //!
-//! # Entry format (all integers little-endian)
-//!
-//! ```text
-//! 0   8  commit word = masked crc32c(bytes 8..len) << 32 | len   (stored last)
-//! 8   8  log number (must equal the extent's number)
-//! 16  8  first sequence number
-//! 24  4  record count
-//! 28  4  reserved, 0
-//! 32  .. records (see batch.rs), then zero padding to 8 bytes
-//! ```
+//! The entry's byte layout is in FORMAT.md, "Log entry". This module
+//! writes entries ([`write_entry`]); [`writer`] hands out log space,
+//! sequence numbers and extents; [`recovery`] reads the log back at open.
 //!
 //! # Persist order
 //!

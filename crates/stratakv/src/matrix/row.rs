@@ -1,31 +1,7 @@
 //! A row of the matrix: a sorted array of fixed-size elements in PM, each
 //! naming one log entry record, plus a cross-row hint into the next-older row.
 //!
-//! # Format (in a row extent; all integers little-endian)
-//!
-//! ```text
-//! header (64 bytes)
-//! 0   8  magic "STRATROW"
-//! 8   8  row id (the extent's number)
-//! 16  8  element count n
-//! 24  8  id of the older row the hints point into (0 = none)
-//! 32  8  smallest sequence
-//! 40  8  largest sequence
-//! 48  8  log bytes the row's entries occupy (for space accounting)
-//! 56  4  masked crc32c of elements and hashes
-//! 60  4  masked crc32c of header bytes 0..60
-//! elements (40 bytes each)
-//! 0   8  key prefix: the first 8 bytes of the user key, zero padded, big-endian order
-//! 8   8  trailer (sequence << 8 | kind)
-//! 16  8  region offset of the user key bytes (inside a log entry record)
-//! 24  4  key length
-//! 28  4  value length
-//! 32  4  hint: index in the older row of its first element >= this one (internal-key order)
-//! 36  4  reserved, 0
-//! hashes (8 bytes each): xxh3-64 of each element's user key, for bloom filters
-//! ```
-//!
-//! The value of a put follows its key in the log record: `value_len varint |
+//! The byte layout is in FORMAT.md, "Matrix rows". The value of a put follows its key in the log record: `value_len varint |
 //! value`. A row is written whole, persisted, and only then published by a
 //! MANIFEST edit, so a row never changes once readers can see it.
 

@@ -1,9 +1,6 @@
 //! Data and index blocks: prefix-compressed entries with restart points.
 //!
-//! ```text
-//! entry    = shared varint | unshared varint | value_len varint | key[shared..] | value
-//! block    = entry* | restart offset u32 * n | n u32
-//! ```
+//! The byte layout is in FORMAT.md, "SSTable (data/index block)".
 //! Every `restart_interval`-th entry stores its whole key (shared = 0) and
 //! its offset is listed in the restart array, so seeks binary-search the
 //! restarts and then scan forward.

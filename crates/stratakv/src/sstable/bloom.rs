@@ -1,8 +1,6 @@
 //! A bloom filter over the user keys of one table.
 //!
-//! ```text
-//! filter = bit array | probes u8
-//! ```
+//! The byte layout is in FORMAT.md, "SSTable (filter block)".
 //! Probe i tests bit `(h1 + i*h2) mod nbits`, with h1/h2 the halves of
 //! xxh3-64 of the user key (double hashing, Kirsch-Mitzenmacher).
 

@@ -94,16 +94,7 @@ impl IndexKind {
 
 /// The fixed-size footer at the end of a table.
 ///
-/// ```text
-/// 0   filter handle   (u64 offset, u64 size)
-/// 16  index handle
-/// 32  props handle
-/// 48  index kind u8, 3 reserved bytes
-/// 52  format version u32
-/// 56  masked CRC32C of bytes 0..56
-/// 60  reserved u32
-/// 64  magic u64
-/// ```
+/// The byte layout is in FORMAT.md, "SSTable (footer)".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footer {
     /// The bloom filter block (size 0 = none).

@@ -1,7 +1,7 @@
 //! SSTables: immutable sorted files of internal keys (format in FORMAT.md).
 //!
 //! A table is data blocks (prefix-compressed, with restart points), a bloom
-//! filter over user keys, an index block behind the [`TableIndex`]
+//! filter over user keys, an index block behind the `TableIndex`
 //! interface, a properties block and a fixed footer; every block carries a
 //! CRC32C.
 

@@ -1,10 +1,6 @@
 //! The properties block: counts and key range of a table.
 //!
-//! ```text
-//! version varint (1) | entries | deletions | raw_key_bytes | raw_value_bytes
-//! | data_blocks | smallest_seq | largest_seq        (all varints)
-//! | smallest key (len-prefixed) | largest key (len-prefixed)
-//! ```
+//! The byte layout is in FORMAT.md, "SSTable (props block)".
 
 use crate::coding::{put_bytes, put_varint, Reader};
 

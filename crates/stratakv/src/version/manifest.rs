@@ -1,8 +1,6 @@
 //! Record framing of the MANIFEST:
 //!
-//! ```text
-//! length u32 | masked crc32c(length) u32 | masked crc32c(payload) u32 | payload
-//! ```
+//! The byte layout is in FORMAT.md, "MANIFEST".
 //!
 //! The length has its own checksum, so a damaged length is told apart from
 //! a record cut short at the end of the file by a crash while appending

@@ -2,7 +2,7 @@
 //! structures and policy in `crate::matrix`): a sealed memtable becomes a
 //! row ([`seal`]), receiver rows are merged as they pile up, column
 //! compaction moves key ranges of the compactor rows into sorted runs or
-//! L1 ([`column`]), and complete runs are merged into L1 ([`runs`]).
+//! L1 ([`mod@column`]), and complete runs are merged into L1 ([`runs`]).
 //!
 //! Every change follows the same order: build the new PM structure (row)
 //! or the new tables, persist them, then record the new matrix state in the

@@ -1,6 +1,6 @@
 //! The matrix's policy, as pure functions of its state: when a
 //! column-compaction round starts and how fast writers may go meanwhile
-//! (here), where a column is cut ([`column`]), which receiver rows merge
+//! (here), where a column is cut ([`mod@column`]), which receiver rows merge
 //! ([`merge`]), and when sorted runs merge into L1 ([`runs`]).
 
 pub(crate) mod column;
