@@ -56,9 +56,9 @@ impl BlockedBloom {
 
     /// A filter holding `hashes`, sized for `count` keys.
     pub fn from_hashes<'a>(hashes: impl IntoIterator<Item = &'a u64>, count: usize, bits_per_key: u32) -> BlockedBloom {
-        let f = BlockedBloom::with_capacity(count, bits_per_key);
+        let mut f = BlockedBloom::with_capacity(count, bits_per_key);
         for h in hashes {
-            f.insert(*h);
+            f.insert_mut(*h);
         }
         f
     }
@@ -83,6 +83,21 @@ impl BlockedBloom {
             let bit = (m & 511) as usize;
             if let Some(w) = b.get(bit / 64) {
                 w.fetch_or(1 << (bit % 64), Ordering::Relaxed);
+            }
+            m >>= 9;
+        }
+    }
+
+    /// Adds a key hash to a filter nobody else holds: plain stores instead
+    /// of `fetch_or` (the matrix builds its filters this way).
+    pub fn insert_mut(&mut self, h: u64) {
+        let n = self.blocks.len() as u64;
+        let Some(b) = self.blocks.get_mut((((h >> 32) * n) >> 32) as usize) else { return };
+        let mut m = mix(h);
+        for _ in 0..PROBES {
+            let bit = (m & 511) as usize;
+            if let Some(w) = b.0.get_mut(bit / 64) {
+                *w.get_mut() |= 1 << (bit % 64);
             }
             m >>= 9;
         }
@@ -133,8 +148,8 @@ mod tests {
     fn a_clone_keeps_the_bits_and_grows_apart() {
         let f = BlockedBloom::with_capacity(100, 10);
         f.insert(1);
-        let g = f.clone();
-        g.insert(2);
+        let mut g = f.clone();
+        g.insert_mut(2);
         assert!(g.may_contain(1) && g.may_contain(2));
         assert!(f.may_contain(1));
         assert_eq!(f.bytes(), g.bytes());

@@ -34,7 +34,7 @@ impl DbInner {
         let mut st = self.eng.state.lock();
         let t = pick(&st.version, &policy, &st.busy, &vs.compact_pointers)?;
         st.mark_busy(t.all_inputs());
-        let v = st.version.clone();
+        let v = st.version.tables_only();
         Some(Box::new(move |eng: &Engine| run_compaction_and_release(eng, &t, &v)))
     }
 
@@ -96,7 +96,7 @@ impl DbInner {
                     match pick_range(&st.version, &policy, level, lo.as_deref(), hi.as_deref(), &st.busy) {
                         Some(t) => {
                             st.mark_busy(t.all_inputs());
-                            Some((t, st.version.clone()))
+                            Some((t, st.version.tables_only()))
                         }
                         None => {
                             eng.cv.wait_for(&mut st, Duration::from_millis(20));
@@ -150,7 +150,7 @@ fn run_compaction_and_release(eng: &Engine, t: &CompactionTask, v: &Arc<Version>
     let r = run_compaction(eng, t, v);
     let mut st = eng.state.lock();
     st.unmark_busy(t.all_inputs());
-    eng.cv.notify_all();
+    eng.notify(&mut st);
     r
 }
 

@@ -65,8 +65,8 @@ impl DbInner {
             return Ok(());
         }
         {
-            let _st = eng.state.lock();
-            eng.cv.notify_all();
+            let mut st = eng.state.lock();
+            eng.notify(&mut st);
         }
         eng.log.prefault.stop();
         let handles: Vec<_> = self.threads.lock().drain(..).collect();
@@ -132,9 +132,7 @@ impl DbInner {
         loop {
             let retry = eng.attempt();
             let job = loop {
-                if eng.closing() {
-                    return;
-                }
+                let Some(seen) = eng.working_epoch() else { return };
                 let picked =
                     if eng.opts.disable_auto_compaction { Ok(None) } else { self.l0.next_job(eng, Lane::Own(lane)) };
                 match picked {
@@ -145,8 +143,7 @@ impl DbInner {
                         return;
                     }
                 }
-                // Checked under `state`, which shutdown holds while notifying.
-                if eng.wait_a_while(Duration::from_millis(200)).is_err() {
+                if !eng.wait_for_change(seen, Duration::from_millis(200)) {
                     return;
                 }
             };
@@ -183,9 +180,7 @@ impl DbInner {
     fn next_work(&self) -> Result<Option<Job<'_>>> {
         let eng = &self.eng;
         loop {
-            if eng.closing() {
-                return Ok(None);
-            }
+            let Some(seen) = eng.working_epoch() else { return Ok(None) };
             if !eng.opts.disable_auto_compaction {
                 // Level 0's jobs first: what they merge is read before L1,
                 // and leveled picks would find their L1 inputs busy
@@ -197,8 +192,7 @@ impl DbInner {
                     return Ok(Some(job));
                 }
             }
-            // Checked under `state`, which shutdown holds while notifying.
-            if eng.wait_a_while(Duration::from_millis(200)).is_err() {
+            if !eng.wait_for_change(seen, Duration::from_millis(200)) {
                 return Ok(None);
             }
             eng.delete_obsolete();

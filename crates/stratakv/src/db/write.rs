@@ -33,7 +33,9 @@ impl DbInner {
         let count = batch.count();
         self.make_room()?;
         let waited = eng.throttle.wait(len);
-        eng.counters.throttled_micros.fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
+        if !waited.is_zero() {
+            eng.counters.throttled_micros.fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
+        }
         let mut r = self.reserve(len, count)?;
         let first = r.seq;
         let last = first + count as u64 - 1;
@@ -90,7 +92,7 @@ impl DbInner {
                 if let Some(e) = eng.pm_full_error(&st, since) {
                     break Err(e);
                 }
-                eng.cv.notify_all();
+                eng.notify(&mut st);
                 eng.cv.wait_for(&mut st, Duration::from_millis(100));
                 continue;
             }
@@ -143,7 +145,7 @@ impl DbInner {
                     drop(w);
                     {
                         let mut st = eng.state.lock();
-                        eng.cv.notify_all();
+                        eng.notify(&mut st);
                         if let Some(p) = &st.poisoned {
                             return Err(Error::Poisoned(p.clone()));
                         }

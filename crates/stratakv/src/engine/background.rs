@@ -31,7 +31,7 @@ impl Engine {
             st.poisoned = Some(why.to_string());
         }
         self.poisoned_flag.store(true, Ordering::Release);
-        self.cv.notify_all();
+        self.notify(&mut st);
     }
 
     /// Whether a background failure can be retried: a full disk (the data
@@ -88,7 +88,7 @@ impl Engine {
         let mut st = self.state.lock();
         st.bg_error_retry = if st.bg_error.is_some() { st.bg_error_retry.max(retry) } else { retry };
         st.bg_error = Some(e);
-        self.cv.notify_all();
+        self.notify(&mut st);
         while st.bg_retries == retry && st.poisoned.is_none() && !self.closing() {
             if self.cv.wait_until(&mut st, deadline).timed_out() {
                 break;
@@ -99,7 +99,7 @@ impl Engine {
     fn clear_bg_error(&self) {
         let mut st = self.state.lock();
         if st.bg_error.take().is_some() {
-            self.cv.notify_all();
+            self.notify(&mut st);
         }
     }
 
@@ -108,7 +108,7 @@ impl Engine {
     /// request's number for [`Engine::disk_full_error`].
     pub fn request_retry(&self, st: &mut State) -> u64 {
         st.bg_retries += 1;
-        self.cv.notify_all();
+        self.notify(st);
         st.bg_retries
     }
 
@@ -165,15 +165,16 @@ impl Engine {
                     if let Err(e) = st.check(self.closing()) {
                         break Err(e);
                     }
-                    self.cv.notify_all();
+                    self.notify(&mut st);
                     self.cv.wait_for(&mut st, Duration::from_millis(20));
                 }
                 other => break other,
             }
         };
         if waited {
-            self.state.lock().pm_wait_since = None;
-            self.cv.notify_all();
+            let mut st = self.state.lock();
+            st.pm_wait_since = None;
+            self.notify(&mut st);
         }
         result
     }
@@ -188,6 +189,30 @@ impl Engine {
         while Instant::now() < deadline && !self.closing() {
             self.cv.wait_until(&mut st, deadline);
         }
+    }
+
+    /// The state's change count, for a background thread about to look for
+    /// work; None once the database refuses writes or is closing (the
+    /// thread then stops).
+    pub fn working_epoch(&self) -> Option<u64> {
+        let st = self.state.lock();
+        st.check(self.closing()).ok().map(|_| st.epoch)
+    }
+
+    /// Waits up to `timeout` for a change after `seen` (a thread that found
+    /// no work since [`Engine::working_epoch`] gave it `seen`): at once if
+    /// one came meanwhile. Returns false once the database refuses writes
+    /// or is closing (checked under `state`, which shutdown holds while
+    /// notifying).
+    pub fn wait_for_change(&self, seen: u64, timeout: Duration) -> bool {
+        let mut st = self.state.lock();
+        if st.check(self.closing()).is_err() {
+            return false;
+        }
+        if st.epoch == seen {
+            self.cv.wait_for(&mut st, timeout);
+        }
+        true
     }
 
     /// Waits on `cv` for up to `timeout` (or a notification); `Err` if the

@@ -163,6 +163,13 @@ impl Engine {
         }
     }
 
+    /// Wakes every thread waiting on `cv` for a change of `st` (call with
+    /// `state` held).
+    pub fn notify(&self, st: &mut State) {
+        st.changed();
+        self.cv.notify_all();
+    }
+
     /// Rebuilds the readers' view from `st` (call with `state` held).
     pub fn install_sv(&self, st: &State) {
         self.sv.store(Arc::new(SuperVersion {
@@ -209,7 +216,7 @@ impl Engine {
         st.imms.push_back(old);
         st.mem = w.mem.clone();
         self.install_sv(&st);
-        self.cv.notify_all();
+        self.notify(&mut st);
     }
 
     /// Records `c` in the MANIFEST (`vs` is the locked version set) and
@@ -233,12 +240,18 @@ impl Engine {
         st.version = vs.current();
         st.obsolete.extend(obsolete);
         self.install_sv(&st);
-        self.cv.notify_all();
+        self.notify(&mut st);
     }
 
     /// The current version, as background work sees it.
     pub fn version(&self) -> Arc<Version> {
         self.state.lock().version.clone()
+    }
+
+    /// The current version's tables, for a job to hold while it runs (see
+    /// [`Version::tables_only`]).
+    pub fn tables_version(&self) -> Arc<Version> {
+        self.state.lock().version.tables_only()
     }
 
     /// Hands out a table file number.

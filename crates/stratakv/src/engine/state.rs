@@ -48,6 +48,10 @@ pub(crate) struct State {
     pub bg_retries: u64,
     /// Compactions running (of any kind).
     pub compactions_running: usize,
+    /// Bumped with every notification of `cv` ([`State::changed`]): a
+    /// thread that finds no work notes it first, and waits only if nothing
+    /// changed while it looked (a notification may come before it waits).
+    pub epoch: u64,
 }
 
 impl State {
@@ -65,6 +69,7 @@ impl State {
             bg_error_retry: 0,
             bg_retries: 0,
             compactions_running: 0,
+            epoch: 0,
         }
     }
 
@@ -78,6 +83,12 @@ impl State {
             return Err(Error::Closed);
         }
         Ok(())
+    }
+
+    /// Notes a change other threads may be waiting for; the caller
+    /// notifies the engine's `cv` (see [`super::Engine::notify`]).
+    pub fn changed(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
     }
 
     /// Marks a compaction's input files busy and counts it as running.

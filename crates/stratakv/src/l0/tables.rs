@@ -53,7 +53,7 @@ impl Level0 for TablesL0 {
 
     /// Writes the memtable to L0 tables and retires its log.
     fn flush(&self, eng: &Engine, imm: &Arc<Memtable>) -> Result<()> {
-        let version = eng.version();
+        let version = eng.tables_version();
         let mut outputs = Vec::new();
         if !imm.is_empty() {
             let next = || eng.new_file_number();

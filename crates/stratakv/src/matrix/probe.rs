@@ -89,7 +89,7 @@ pub(super) fn probe_of(rows: &[(u64, Vec<u64>)], room: usize, hash_index: bool) 
         return SegProbe::Index(Arc::new(HashIndex::build(rows, room)));
     }
     let keys: usize = rows.iter().map(|(_, h)| h.len()).sum();
-    let f = BlockedBloom::with_capacity(keys.max(room), FILTER_BITS);
-    rows.iter().for_each(|(_, hs)| hs.iter().for_each(|h| f.insert(*h)));
+    let mut f = BlockedBloom::with_capacity(keys.max(room), FILTER_BITS);
+    rows.iter().for_each(|(_, hs)| hs.iter().for_each(|h| f.insert_mut(*h)));
     SegProbe::Bloom(Arc::new(f))
 }

@@ -105,7 +105,7 @@ impl Matrix {
                     return None;
                 }
                 let f = Arc::make_mut(f);
-                hashes.iter().for_each(|h| f.insert(*h));
+                hashes.iter().for_each(|h| f.insert_mut(*h));
             }
         }
         g.keys += hashes.len();

@@ -120,6 +120,14 @@ impl Version {
         Version { levels: vec![Vec::new(); NUM_LEVELS], runs: Vec::new(), l0: None }
     }
 
+    /// This version's tables without level 0's state: what background
+    /// jobs hold while they run. A job holding the state would keep every
+    /// matrix row of that moment, and the PM under it, allocated until it
+    /// ends, after the matrix has let go of them.
+    pub fn tables_only(&self) -> Arc<Version> {
+        Arc::new(Version { levels: self.levels.clone(), runs: self.runs.clone(), l0: None })
+    }
+
     /// Every table of the version: levels and runs.
     pub fn all_files(&self) -> impl Iterator<Item = &Arc<FileMeta>> {
         self.levels.iter().flatten().chain(self.runs.iter().flat_map(|r| r.files.iter()))

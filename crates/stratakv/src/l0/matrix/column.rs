@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{matrix_of, MatrixL0};
+use super::MatrixL0;
 use crate::compaction::picker::key_may_exist_below;
 use crate::compaction::{execute, sorted_input, Merge};
 use crate::engine::{Commit, Engine};
@@ -14,6 +14,7 @@ use crate::iterator::InternalIterator;
 use crate::matrix::iter::RowIter;
 use crate::matrix::policy::column::{pick_column, ColumnTask};
 use crate::matrix::row::Row;
+use crate::matrix::Matrix;
 use crate::version::filename::table_path;
 use crate::version::{FileMeta, Version, VersionEdit, VersionSet};
 
@@ -41,29 +42,37 @@ impl MatrixL0 {
         if round.column_busy {
             return Ok(None);
         }
-        let mut m = matrix_of(&vs.current());
-        if !self.tiered && st.version.runs.iter().any(|r| Some(r.id) != round.active_run(&m)) {
+        let current = vs.current();
+        let empty = self.empty_matrix();
+        let cur = current.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()).unwrap_or(&empty);
+        if !self.tiered && st.version.runs.iter().any(|r| Some(r.id) != round.active_run(cur)) {
             // Runs left by an open with max_runs > 1 are newer than L1: a
             // column merged into L1 now would sit below older data. The
             // run merge moves them into L1 first.
             return Ok(None);
         }
-        if !m.round_active() {
-            if !self.round_due(eng, &m, force) {
+        let mut begun = None;
+        if !cur.round_active() {
+            if !self.round_due(eng, cur, force) {
                 return Ok(None);
             }
             // Every current row joins the compactor group. The group needs
             // no record of its own: the round's first column records it,
             // and a round cut short by a crash starts anew.
+            let mut m = cur.clone();
             m.begin_round();
             round.run = None;
             round.clock.begin(m.compactor_data_bytes());
-            vs.install_l0(self.seal_state(m.clone()));
+            begun = Some(self.seal_state(m));
+        }
+        let m: &Matrix = begun.as_deref().unwrap_or(cur);
+        let l1 = if self.tiered { Vec::new() } else { st.version.files(1).to_vec() };
+        let mut task = pick_column(&m.rows, &l1, self.column_target, &st.busy)?;
+        if let Some(b) = begun {
+            vs.install_l0(b);
             st.version = vs.current();
             eng.install_sv(&st);
         }
-        let l1 = if self.tiered { Vec::new() } else { st.version.files(1).to_vec() };
-        let mut task = pick_column(&m.rows, &l1, self.column_target, &st.busy)?;
         if let Some(t) = &mut task {
             round.column_busy = true;
             for f in &t.l1_inputs {
@@ -89,7 +98,7 @@ impl MatrixL0 {
         for f in &t.l1_inputs {
             st.busy.remove(&f.number);
         }
-        eng.cv.notify_all();
+        eng.notify(&mut st);
         result
     }
 
@@ -168,7 +177,7 @@ impl MatrixL0 {
     }
 
     fn run_column_inner(&self, eng: &Engine, t: &ColumnTask) -> Result<()> {
-        let version = eng.version();
+        let version = eng.tables_version();
         let oldest = eng.oldest_snapshot();
         let parts = self.split_column(t)?;
         let to_run = t.run.is_some();
@@ -204,7 +213,7 @@ impl MatrixL0 {
         let written: u64 = outputs.iter().map(|f| f.size).sum();
         let read: u64 = t.bytes + t.l1_inputs.iter().map(|f| f.size).sum::<u64>();
         let mut vs = eng.versions.lock();
-        let mut next = matrix_of(&vs.current());
+        let mut next = self.matrix_of(&vs.current());
         next.apply_column(&t.ends());
         let round_over = !next.round_active();
         let next = self.seal_state(next);
@@ -230,14 +239,13 @@ impl MatrixL0 {
     /// Compacts every row that exists now into L1, column by column (for
     /// `compact_range`). Rows sealed meanwhile may be compacted too.
     pub(super) fn drain_matrix(&self, eng: &Engine) -> Result<()> {
-        let limit = match matrix_of(&eng.version()).rows.first() {
-            Some(r) => r.row.id(),
-            None => return Ok(()),
+        let Some(limit) = self.with_matrix(&eng.version(), |m| m.rows.first().map(|r| r.row.id())) else {
+            return Ok(());
         };
         loop {
             let task = {
                 let mut vs = eng.versions.lock();
-                if !matrix_of(&vs.current()).rows.iter().any(|r| r.row.id() <= limit) {
+                if !self.with_matrix(&vs.current(), |m| m.rows.iter().any(|r| r.row.id() <= limit)) {
                     return Ok(());
                 }
                 self.pick_column_task(eng, &mut vs, true)?

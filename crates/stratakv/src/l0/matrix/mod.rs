@@ -86,19 +86,6 @@ pub(crate) struct MatrixL0 {
     round: Mutex<Round>,
 }
 
-/// The matrix of version `v` (an empty one if it has none yet).
-fn matrix_of(v: &Version) -> Matrix {
-    v.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()).cloned().unwrap_or_default()
-}
-
-/// Reads the matrix of version `v` without copying it.
-fn with_matrix<T>(v: &Version, f: impl FnOnce(&Matrix) -> T) -> T {
-    match v.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()) {
-        Some(m) => f(m),
-        None => f(&Matrix::default()),
-    }
-}
-
 impl MatrixL0 {
     /// The matrix level 0 of `opts`.
     pub fn new(opts: &Options) -> MatrixL0 {
@@ -115,6 +102,25 @@ impl MatrixL0 {
             target_file_size: opts.target_file_size,
             next_row_id: AtomicU64::new(1),
             round: Mutex::new(Round::default()),
+        }
+    }
+
+    /// A matrix with no rows, segmented as this level 0 segments rows.
+    fn empty_matrix(&self) -> Matrix {
+        Matrix::new(self.rows_per_segment, self.hash_index)
+    }
+
+    /// A copy of version `v`'s matrix, to change and install (`recover`
+    /// gives every version one; an empty one stands in otherwise).
+    fn matrix_of(&self, v: &Version) -> Matrix {
+        v.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()).cloned().unwrap_or_else(|| self.empty_matrix())
+    }
+
+    /// Reads version `v`'s matrix without copying it.
+    fn with_matrix<T>(&self, v: &Version, f: impl FnOnce(&Matrix) -> T) -> T {
+        match v.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()) {
+            Some(m) => f(m),
+            None => f(&self.empty_matrix()),
         }
     }
 
@@ -220,7 +226,7 @@ impl Level0 for MatrixL0 {
 
     fn stall(&self, v: &Version) -> Stall {
         // The matrix is full: wait for column compaction to free PM.
-        let full = with_matrix(v, |m| m.pm_bytes() >= self.limit);
+        let full = self.with_matrix(v, |m| m.pm_bytes() >= self.limit);
         Stall { stop: full, slow: false }
     }
 
@@ -254,7 +260,7 @@ impl Level0 for MatrixL0 {
         if round.column_busy {
             return true;
         }
-        auto && with_matrix(v, |m| {
+        auto && self.with_matrix(v, |m| {
             m.round_active() || self.round_due(eng, m, false) || merge_due(v, round.active_run(m), self.max_runs)
         })
     }
@@ -276,7 +282,7 @@ impl Level0 for MatrixL0 {
 
     fn stats(&self, v: &Version, stats: &mut Stats) {
         stats.l0 = self.name();
-        with_matrix(v, |m| {
+        self.with_matrix(v, |m| {
             // L0 is the matrix: rows and their data.
             if let Some(l) = stats.levels.first_mut() {
                 *l = LevelStats { level: 0, files: m.rows.len(), bytes: m.data_bytes() };

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{with_matrix, MatrixL0};
+use super::MatrixL0;
 use crate::compaction::picker::key_may_exist_below;
 use crate::compaction::{execute, sorted_input, Merge};
 use crate::engine::{Commit, Engine};
@@ -22,11 +22,11 @@ impl MatrixL0 {
     pub(super) fn pick_run_merge(&self, eng: &Engine, force: bool) -> Option<(RunMergeTask, Arc<Version>)> {
         let vs = eng.versions.lock();
         let v = vs.current();
-        let active = with_matrix(&v, |m| self.round.lock().active_run(m));
+        let active = self.with_matrix(&v, |m| self.round.lock().active_run(m));
         let mut st = eng.state.lock();
         let t = pick_run_merge(&st.version, active, self.max_runs, force, &st.busy)?;
         st.mark_busy(t.all_inputs());
-        Some((t, st.version.clone()))
+        Some((t, st.version.tables_only()))
     }
 
     /// Runs a merge picked (and marked busy) by [`MatrixL0::pick_run_merge`],
@@ -35,7 +35,7 @@ impl MatrixL0 {
         let r = self.merge_runs(eng, t, version);
         let mut st = eng.state.lock();
         st.unmark_busy(t.all_inputs());
-        eng.cv.notify_all();
+        eng.notify(&mut st);
         r
     }
 
@@ -103,7 +103,7 @@ impl MatrixL0 {
             let any_complete = {
                 let vs = eng.versions.lock();
                 let v = vs.current();
-                let active = with_matrix(&v, |m| self.round.lock().active_run(m));
+                let active = self.with_matrix(&v, |m| self.round.lock().active_run(m));
                 v.runs.iter().any(|r| Some(r.id) != active)
             };
             if !any_complete {

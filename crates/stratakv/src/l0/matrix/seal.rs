@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{matrix_of, MatrixL0};
+use super::MatrixL0;
 use crate::compaction::Dropper;
 use crate::engine::{Commit, Engine};
 use crate::error::{Error, Result};
@@ -20,8 +20,14 @@ use crate::version::VersionEdit;
 /// The row elements for the entries of `it` that `dropper` keeps: each
 /// points at the entry's record in the PM log, which the source says where
 /// it lies (a memtable or matrix rows), so nothing is copied.
-fn collect_entries(it: &mut dyn InternalIterator, dropper: &mut Dropper<'_>, eng: &Engine) -> Result<Vec<RowEntry>> {
-    let mut entries = Vec::new();
+/// `hint` is how many entries to expect.
+fn collect_entries(
+    it: &mut dyn InternalIterator,
+    dropper: &mut Dropper<'_>,
+    eng: &Engine,
+    hint: usize,
+) -> Result<Vec<RowEntry>> {
+    let mut entries = Vec::with_capacity(hint);
     it.seek_to_first()?;
     while it.valid() {
         if dropper.keep(it.key()) {
@@ -50,7 +56,7 @@ impl MatrixL0 {
     pub(super) fn seal_to_row(&self, eng: &Engine, imm: &Arc<Memtable>) -> Result<()> {
         // Tombstones stay: older versions may live in older rows or levels.
         let mut dropper = Dropper::new(eng.oldest_snapshot(), |_| true);
-        let mut entries = collect_entries(&mut imm.iter(), &mut dropper, eng)?;
+        let mut entries = collect_entries(&mut imm.iter(), &mut dropper, eng, imm.len())?;
         let log_bytes = imm.log_bytes();
         let logs = imm.extents();
         let (first_log, last_log) = (imm.first_log(), imm.next_log().saturating_sub(1).max(imm.first_log()));
@@ -59,7 +65,7 @@ impl MatrixL0 {
         } else {
             // A retry after a full region rebuilds from the same entries.
             let row = eng.with_pm_space(|| {
-                let older = matrix_of(&eng.version()).rows.first().map(|r| r.row.clone());
+                let older = self.with_matrix(&eng.version(), |m| m.rows.first().map(|r| r.row.clone()));
                 let spec = RowSpec {
                     id: self.new_row_id(),
                     entries: &mut entries,
@@ -78,7 +84,7 @@ impl MatrixL0 {
             eng.sync_log()?;
         }
         let mut vs = eng.versions.lock();
-        let mut next = matrix_of(&vs.current());
+        let mut next = self.matrix_of(&vs.current());
         if let Some(l) = live {
             next.push_newest(l);
         }
@@ -101,28 +107,26 @@ impl MatrixL0 {
     /// receiver rows (fewer rows to search, shadowed versions gone); which
     /// rows, `pick_merge` says.
     pub(super) fn maybe_merge_rows(&self, eng: &Engine) -> Result<()> {
-        let (group, older) = {
-            let m = matrix_of(&eng.version());
+        let v = eng.version();
+        let picked = self.with_matrix(&v, |m| {
             let cands: Vec<MergeCandidate> = m
                 .rows
                 .iter()
                 .map(|r| MergeCandidate { seg: r.seg, elems: u64::from(r.remaining()), receiver: !r.compactor })
                 .collect();
-            let Some(w) = pick_merge(&cands, self.rows_per_segment, self.merge_trigger) else {
-                return Ok(());
-            };
+            let w = pick_merge(&cands, self.rows_per_segment, self.merge_trigger)?;
             let older = m.rows.get(w.end).map(|r| r.row.clone());
-            match m.rows.get(w) {
-                Some(group) => (group.to_vec(), older),
-                None => return Ok(()),
-            }
-        };
+            m.rows.get(w).map(|group| (group.to_vec(), older))
+        });
+        drop(v);
+        let Some((group, older)) = picked else { return Ok(()) };
         // Rows are newest first, so on equal keys the newer row's version
         // comes first.
         let sources: Vec<Box<dyn InternalIterator>> =
             group.iter().map(|r| Box::new(RowIter::new(r.row.clone(), r.start, r.row.len())) as _).collect();
         let mut dropper = Dropper::new(eng.oldest_snapshot(), |_| true);
-        let mut entries = collect_entries(&mut MergingIterator::new(sources), &mut dropper, eng)?;
+        let hint = group.iter().map(|r| r.remaining() as usize).sum();
+        let mut entries = collect_entries(&mut MergingIterator::new(sources), &mut dropper, eng, hint)?;
         let ids: Vec<u64> = group.iter().map(|r| r.row.id()).collect();
         let log_bytes: u64 = group.iter().map(|r| r.row.header().log_bytes).sum();
         let logs: Vec<_> = group.iter().flat_map(|r| r.row.logs().iter().cloned()).collect();
@@ -142,7 +146,7 @@ impl MatrixL0 {
         let merged = self.live(row, first_log, last_log)?;
         let probe = SoloProbe::of(&merged.row, self.hash_index)?;
         let mut vs = eng.versions.lock();
-        let mut next = matrix_of(&vs.current());
+        let mut next = self.matrix_of(&vs.current());
         // A compaction round may have started meanwhile and claimed these
         // rows; then they must stay as they are (dropping `merged` frees it).
         let still_receivers = ids.iter().all(|id| next.rows.iter().any(|r| r.row.id() == *id && !r.compactor));
