@@ -29,9 +29,13 @@ use crate::flags::Flags;
 pub struct RocksEngine {
     db: DB,
     dir: PathBuf,
-    disable_wal: bool,
     batched_multiget: bool,
     verify_checksums: bool,
+    /// Made once and reused for every operation, as db_bench does (a
+    /// fresh C++ options object per call would cost an allocation each).
+    write_async: WriteOptions,
+    write_sync: WriteOptions,
+    read: ReadOptions,
     user_bytes: AtomicU64,
     settings: Vec<Setting>,
 }
@@ -260,24 +264,36 @@ impl RocksEngine {
         // MultiGet (which takes a column family) can be handed it.
         let db =
             DB::open_cf(&opts, dir, ["default"]).with_context(|| format!("opening RocksDB at {}", dir.display()))?;
+        let write = |sync: bool| {
+            let mut w = WriteOptions::default();
+            w.set_sync(sync);
+            w.disable_wal(f.disable_wal);
+            w
+        };
+        let mut read = ReadOptions::default();
+        read.set_verify_checksums(f.rocks.verify_checksum);
         Ok(RocksEngine {
             db,
             dir: dir.to_path_buf(),
-            disable_wal: f.disable_wal,
             batched_multiget: f.rocks.multiread_batched,
             verify_checksums: f.rocks.verify_checksum,
+            write_async: write(false),
+            write_sync: write(true),
+            read,
             user_bytes: AtomicU64::new(0),
             settings,
         })
     }
 
-    fn wo(&self, sync: bool) -> WriteOptions {
-        let mut w = WriteOptions::default();
-        w.set_sync(sync);
-        w.disable_wal(self.disable_wal);
-        w
+    fn wo(&self, sync: bool) -> &WriteOptions {
+        if sync {
+            &self.write_sync
+        } else {
+            &self.write_async
+        }
     }
 
+    /// Fresh read options (iterators take theirs by value).
     fn ro(&self) -> ReadOptions {
         let mut r = ReadOptions::default();
         r.set_verify_checksums(self.verify_checksums);
@@ -374,12 +390,12 @@ impl Engine for RocksEngine {
 
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
         self.user_bytes.fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed);
-        Ok(self.db.put_opt(key, value, &self.wo(sync))?)
+        Ok(self.db.put_opt(key, value, self.wo(sync))?)
     }
 
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         self.user_bytes.fetch_add(key.len() as u64, Ordering::Relaxed);
-        Ok(self.db.delete_opt(key, &self.wo(sync))?)
+        Ok(self.db.delete_opt(key, self.wo(sync))?)
     }
 
     fn write(&self, ops: &[BatchOp<'_>], sync: bool) -> Result<()> {
@@ -398,16 +414,16 @@ impl Engine for RocksEngine {
             }
         }
         self.user_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
-        Ok(self.db.write_opt(&b, &self.wo(sync))?)
+        Ok(self.db.write_opt(b, self.wo(sync))?)
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.db.get_pinned_opt(key, &self.ro())?.map(|v| v.to_vec()))
+        Ok(self.db.get_pinned_opt(key, &self.read)?.map(|v| v.to_vec()))
     }
 
     fn get_visit(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
         // db_bench's readrandom reads into a PinnableSlice: no copy.
-        Ok(self.db.get_pinned_opt(key, &self.ro())?.map(|v| visit(&v)).is_some())
+        Ok(self.db.get_pinned_opt(key, &self.read)?.map(|v| visit(&v)).is_some())
     }
 
     fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -419,13 +435,13 @@ impl Engine for RocksEngine {
     fn multi_get_visit(&self, keys: &[Vec<u8>], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
         if self.batched_multiget {
             let cf = self.db.cf_handle("default").ok_or_else(|| anyhow!("no default column family handle"))?;
-            let values = self.db.batched_multi_get_cf_opt(cf, keys.iter(), false, &self.ro());
+            let values = self.db.batched_multi_get_cf_opt(cf, keys.iter(), false, &self.read);
             for (i, v) in values.into_iter().enumerate() {
                 let v = v.map_err(|e| anyhow!("multi_get: {e}"))?;
                 visit(i, v.as_deref());
             }
         } else {
-            for (i, v) in self.db.multi_get_opt(keys, &self.ro()).into_iter().enumerate() {
+            for (i, v) in self.db.multi_get_opt(keys, &self.read).into_iter().enumerate() {
                 let v = v.map_err(|e| anyhow!("multi_get: {e}"))?;
                 visit(i, v.as_deref());
             }
