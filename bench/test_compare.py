@@ -78,7 +78,11 @@ class ParseTest(unittest.TestCase):
 
     def test_suites_and_variants(self):
         s = compare.suites()
-        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix"})
+        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "crosscheck"})
+        cc = s["crosscheck"][0]
+        self.assertIn("--cache_type=lru_cache", cc.extra)
+        self.assertIn("--format_version=5", cc.extra)
+        self.assertEqual(compare.default_peers("crosscheck"), "rocksdb,db_bench")
         matrix = s["matrix"][0]
         self.assertGreaterEqual(matrix.num * (16 + matrix.value_size), 4 * 2**30)
         self.assertTrue(all(st.ycsb for st in s["standard"][2].steps))
@@ -101,6 +105,10 @@ class ParseTest(unittest.TestCase):
 
         A.peers = "fjall"
         self.assertEqual([v.label for v in compare.variants(A)][:2], ["fjall", "strata/sstable"])
+        A.profiles = ""  # the crosscheck suite: no StrataKV rows
+        A.pm = "data"
+        self.assertEqual([v.label for v in compare.variants(A)], ["fjall"])
+        A.profiles = "sstable,matrix"
         A.peers = "leveldb"
         with self.assertRaises(SystemExit):
             compare.variants(A)
