@@ -334,8 +334,15 @@ pub fn build_description() -> String {
     } else {
         "assertions ON (no -DNDEBUG)".to_string()
     };
+    // cc passes cargo's opt-level for librocksdb-sys: -O3 in the release profile.
+    let kind = match flags.split_whitespace().find(|w| w.starts_with("-O")) {
+        Some("-O2" | "-O3") => "release".to_string(),
+        Some(o) => format!("NOT optimized for speed ({o})"),
+        None if cfg!(debug_assertions) => "debug profile (opt-level of this build)".to_string(),
+        None => "release profile".to_string(),
+    };
     format!(
-        "release, {ndebug}, compiled as `{flags}`, bundled by librocksdb-sys {} (rocksdb crate {})",
+        "{kind}, {ndebug}, compiled as `{flags}`, bundled by librocksdb-sys {} (rocksdb crate {})",
         env!("STRATA_BENCH_LIBROCKSDB_SYS_VERSION"),
         env!("STRATA_BENCH_ROCKSDB_CRATE_VERSION")
     )
@@ -568,7 +575,7 @@ mod tests {
     #[test]
     fn engine_build_names_ndebug() {
         let b = build_description();
-        assert!(b.starts_with("release, "), "{b}");
+        assert!(b.starts_with("release"), "{b}");
         assert!(b.contains("NDEBUG"), "{b}");
         assert!(b.contains(env!("STRATA_BENCH_LIBROCKSDB_SYS_VERSION")), "{b}");
     }
