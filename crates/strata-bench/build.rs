@@ -110,8 +110,21 @@ fn compile_flags(output: &str) -> Option<String> {
             || w.starts_with("-std=")
             || w.starts_with("-flto")
     };
+    let family = |f: &str| {
+        if f.starts_with("-march") {
+            1
+        } else if f.starts_with("-O") {
+            2
+        } else {
+            0
+        }
+    };
     let mut flags: Vec<&str> = Vec::new();
     for w in words.iter().copied().filter(|w| keep(w)) {
+        // The compiler obeys the last -march/-O (CXXFLAGS come after cc's own).
+        if family(w) != 0 {
+            flags.retain(|f| family(f) != family(w));
+        }
         if !flags.contains(&w) {
             flags.push(w);
         }

@@ -162,6 +162,7 @@ pub fn open(f: &Flags) -> Result<Box<dyn Engine>> {
         "fjall" => Ok(Box::new(crate::fjall_engine::FjallEngine::open(&f.db, f)?)),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(crate::rocks::RocksEngine::open(&f.db, f)?)),
+        #[cfg(not(feature = "rocksdb"))]
         "rocksdb" => Err(anyhow!(
             "--engine=rocksdb is not available in this build: build strata-bench with --features rocksdb \
              (bench/compare does, into target/rocksdb-release)"
