@@ -121,6 +121,7 @@ class ParseTest(unittest.TestCase):
         self.assertIn("--subcompactions=4", t)
         self.assertIn("--memtable_bloom_size_ratio=0.1", t)
         self.assertIn("--unordered_write=0", t)
+        self.assertIn("--cache_type=lru_cache", t)
         self.assertIn("--max_background_jobs=2", compare.tuned_flags(cores=1))
 
 
