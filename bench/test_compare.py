@@ -78,7 +78,11 @@ class ParseTest(unittest.TestCase):
 
     def test_suites_and_variants(self):
         s = compare.suites()
-        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix"})
+        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "crosscheck"})
+        cc = s["crosscheck"][0]
+        self.assertIn("--cache_type=lru_cache", cc.extra)
+        self.assertIn("--format_version=5", cc.extra)
+        self.assertEqual(compare.default_peers("crosscheck"), "rocksdb,db_bench")
         matrix = s["matrix"][0]
         self.assertGreaterEqual(matrix.num * (16 + matrix.value_size), 4 * 2**30)
         self.assertTrue(all(st.ycsb for st in s["standard"][2].steps))
@@ -89,12 +93,165 @@ class ParseTest(unittest.TestCase):
         class A:
             pm = "data,shm,shm300"
             profiles = "sstable,matrix"
+            peers = None
 
         vs = compare.variants(A)
-        self.assertEqual(vs[0].engine, "rocksdb")
-        self.assertEqual(len(vs), 7)
+        self.assertEqual([v.label for v in vs[:4]], ["rocksdb", "rocksdb-tuned", "fjall", "db_bench 7.8.3"])
+        self.assertEqual([v.engine for v in vs[:4]], ["rocksdb", "rocksdb", "fjall", "db_bench"])
+        self.assertTrue(all(v.peer for v in vs[:4]) and not any(v.peer for v in vs[4:]))
+        self.assertEqual(len(vs), 10)
         self.assertIn("--pm_write_latency_ns=300", vs[-1].flags)
         self.assertEqual(vs[-1].pm_where, "shm")
+
+        A.peers = "fjall"
+        self.assertEqual([v.label for v in compare.variants(A)][:2], ["fjall", "strata/sstable"])
+        A.profiles = ""  # the crosscheck suite: no StrataKV rows
+        A.pm = "data"
+        self.assertEqual([v.label for v in compare.variants(A)], ["fjall"])
+        A.profiles = "sstable,matrix"
+        A.peers = "leveldb"
+        with self.assertRaises(SystemExit):
+            compare.variants(A)
+        self.assertNotIn("rocksdb-tuned", compare.default_peers("quick"))
+        self.assertIn("rocksdb-tuned", compare.default_peers("standard"))
+
+    def test_tuned_flags(self):
+        t = compare.tuned_flags(cores=4)
+        self.assertIn("--max_background_jobs=4", t)
+        self.assertIn("--subcompactions=4", t)
+        self.assertIn("--memtable_bloom_size_ratio=0.1", t)
+        self.assertIn("--unordered_write=0", t)
+        self.assertIn("--cache_type=lru_cache", t)
+        self.assertIn("--max_background_jobs=2", compare.tuned_flags(cores=1))
+
+
+def row(**per_label_ops):
+    """One table row: label -> list of per-rep results."""
+    return {label: [{"ops_per_sec": x, "p999_us": 100.0 / x if x else None} for x in ops] for label, ops in per_label_ops.items()}
+
+
+class RatioTest(unittest.TestCase):
+    class A:
+        pm = "data"
+        profiles = "matrix"
+        peers = "rocksdb,rocksdb-tuned,fjall,db_bench"
+
+    def setUp(self):
+        self.vs = compare.variants(self.A)
+
+    def test_strongest_peer_is_named(self):
+        per = row(**{"rocksdb": [100, 110, 90], "rocksdb-tuned": [150, 140, 160], "fjall": [50], "db_bench 7.8.3": [80],
+                     "strata/matrix": [300, 310, 290]})
+        self.assertEqual(compare.best_peer(per, self.vs), ("rocksdb-tuned", 150))
+        self.assertEqual(compare.ratio_cell("strata/matrix", 300, per, self.vs), "2.00× rocksdb-tuned")
+        self.assertEqual(compare.ratio_cell("rocksdb-tuned", 150, per, self.vs), "strongest peer")
+        self.assertEqual(compare.ratio_cell("rocksdb", 100, per, self.vs), "0.67× rocksdb-tuned")
+        # Latency: the lowest p99.9 among the peers.
+        self.assertEqual(compare.best_peer(per, self.vs, "p999_us", higher=False)[0], "rocksdb-tuned")
+
+    def test_a_peer_that_did_not_run_is_skipped(self):
+        per = row(**{"fjall": [40], "strata/matrix": [80]})
+        per["rocksdb"] = []
+        self.assertEqual(compare.ratio_cell("strata/matrix", 80, per, self.vs), "2.00× fjall")
+        self.assertEqual(compare.ratio_cell("strata/matrix", 80, {"strata/matrix": per["strata/matrix"]}, self.vs), "")
+
+    def test_strata_is_never_its_own_peer(self):
+        per = row(**{"rocksdb": [10], "strata/matrix": [1000]})
+        self.assertEqual(compare.best_peer(per, self.vs), ("rocksdb", 10))
+
+    def test_crosscheck_rows(self):
+        table = [({"title": "g"}, {("readrandom", "readrandom"): row(**{"rocksdb": [200], "db_bench 7.8.3": [100]}),
+                                   ("ycsb", "ycsba"): row(**{"rocksdb": [50]})})]
+        self.assertEqual(compare.crosscheck_rows(table, self.vs), [("g", "readrandom", "readrandom", 200, 100, 2.0)])
+
+
+class EngineRecordTest(unittest.TestCase):
+    def test_strata_bench_json(self):
+        doc = {"engine": "rocksdb", "engine_version": "11.8.1", "engine_build": "release, NDEBUG (assertions off), ...",
+               "engine_settings": [{"name": "write_buffer_size", "value": "67108864", "default": "67108864"},
+                                   {"name": "compression", "value": "none", "default": "snappy"}]}
+        r = compare.engine_record(doc)
+        self.assertEqual(r["version"], "11.8.1")
+        self.assertTrue(r["build"].startswith("release, NDEBUG"))
+        self.assertEqual(r["non_default"], ["compression=none (default snappy)"])
+
+    def test_db_bench_header(self):
+        out = "RocksDB:    version 7.8.3\nAssertions are enabled; benchmarks unnecessarily slow\n"
+        r = compare.db_bench_record(out, ["--compression_type=none", "--db=/x", "--seed=42", "--bloom_bits=10"])
+        self.assertEqual(r["version"], "7.8.3")
+        self.assertIn("assertions ENABLED", r["build"])
+        self.assertEqual(r["non_default"][:2], ["--compression_type=none", "--bloom_bits=10"])
+
+    def test_step_commands(self):
+        from pathlib import Path
+        tools = {"db_bench": "/usr/bin/db_bench", "strata_bench": Path("/t/release/strata-bench"),
+                 "rocks_bench": Path("/t/rocksdb-release/release/strata-bench")}
+        db = Path("/w/g0-x-r1")
+        plain, ycsb = compare.Step("fill", "fillrandom"), compare.Step("y", "ycsba", ycsb=True)
+        v = {x.label: x for x in compare.variants(RatioTest.A)}
+        cmd, j = compare.step_command(tools, v["db_bench 7.8.3"], ["--num=1"], plain, db, None)
+        self.assertEqual((cmd, j), (["/usr/bin/db_bench", "--num=1"], None))
+        self.assertEqual(compare.step_command(tools, v["db_bench 7.8.3"], [], ycsb, db, None), (None, None))
+        cmd, j = compare.step_command(tools, v["rocksdb-tuned"], ["--num=1"], ycsb, db, None)
+        self.assertEqual(cmd[:3], ["/t/rocksdb-release/release/strata-bench", "--engine=rocksdb", "--num=1"])
+        self.assertIn("--memtable_bloom_size_ratio=0.1", cmd)
+        self.assertTrue(cmd[-1].startswith("--json="))
+        cmd, _ = compare.step_command(tools, v["fjall"], ["--num=1"], plain, db, None)
+        self.assertEqual(cmd[:2], ["/t/release/strata-bench", "--engine=fjall"])
+        cmd, _ = compare.step_command(tools, v["strata/matrix"], ["--num=1"], plain, db, Path("/dev/shm/p"))
+        self.assertIn("--profile=matrix", cmd)
+        self.assertIn("--pm_dir=/dev/shm/p", cmd)
+        self.assertEqual(compare.step_command({"strata_bench": "x"}, v["rocksdb"], [], plain, db, None), (None, None))
+
+    def test_rocks_build_env_links_nothing_from_the_system(self):
+        import os
+        os.environ["ROCKSDB_LIB_DIR"] = "/usr/lib/x86_64-linux-gnu"
+        try:
+            env = compare.rocks_build_env()
+        finally:
+            del os.environ["ROCKSDB_LIB_DIR"]
+        self.assertNotIn("ROCKSDB_LIB_DIR", env)
+        self.assertEqual(env["CXXFLAGS"], "-march=native")
+        self.assertEqual(env["CC_ENABLE_DEBUG_OUTPUT"], "1")
+        self.assertTrue(env["CARGO_TARGET_DIR"].endswith("rocksdb-release"))
+        self.assertIn("--features", compare.rocks_build_command())
+
+
+class MarkdownTest(unittest.TestCase):
+    def test_report_names_peers_settings_and_crosscheck(self):
+        class A:
+            pm = "data"
+            profiles = "matrix"
+            peers = "rocksdb,rocksdb-tuned,fjall,db_bench"
+            reps = 1
+            workdir = None
+            cache_size = 1 << 30
+            bloom_bits = 10
+            write_buffer_size = 64 << 20
+            rocksdb_runner = True
+
+        vs = compare.variants(A)
+
+        def run(label, ops):
+            b = {"benchmark": "fillrandom", "ops_per_sec": ops, "p999_us": 50.0, "message": ""}
+            return {"variant": label, "steps": [{"step": "fillrandom", "result": {
+                "wall_s": 1.0, "proc_write_bytes": 0, "peak_rss_bytes": 0, "benchmarks": [b]}}]}
+
+        data = {"suite": "matrix", "started": "now", "elapsed_s": 60.0, "rocksdb_assertions": True,
+                "groups": [{"title": "g", "runs": [run("rocksdb", 100.0), run("rocksdb-tuned", 120.0), run("fjall", 60.0),
+                                                    run("db_bench 7.8.3", 80.0), run("strata/matrix", 240.0)]}],
+                "engines": {"rocksdb": {"engine": "rocksdb", "version": "11.8.1", "build": "release, NDEBUG",
+                                        "non_default": ["compression=none (default snappy)"]}}}
+        md = compare.markdown(data, vs, A, "test machine")
+        self.assertIn("2.00× rocksdb-tuned", md)
+        self.assertIn("strongest peer", md)
+        self.assertIn("rocksdb 11.8.1; build: release, NDEBUG", md)
+        self.assertIn("`compression=none (default snappy)`", md)
+        self.assertIn("`fjall`: did not run.", md)
+        self.assertIn("Tuned fairly", md)
+        self.assertIn("| g | fillrandom | fillrandom | 100 | 80 | 1.25 |", md)
+        self.assertIn("Issue 4 targets", md)
+        self.assertIn("2.00× rocksdb-tuned ✓", md)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-//! The engine seam: every workload talks to an [`Engine`], so StrataKV and
-//! (with the `rocksdb` feature) RocksDB run through identical code paths.
+//! The engine seam: every workload talks to an [`Engine`], so StrataKV,
+//! fjall and (with the `rocksdb` feature) RocksDB run through identical
+//! code paths.
 
 use std::path::{Path, PathBuf};
 
@@ -53,10 +54,59 @@ pub struct EngineStats {
     pub pm_placement: String,
 }
 
+/// One option the harness sets on an engine: its value and the library's
+/// default, so reports can list every setting that is not the default.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Setting {
+    /// The option's name in the engine's own API.
+    pub name: String,
+    /// The value in effect.
+    pub value: String,
+    /// The library's default.
+    pub default: String,
+}
+
+impl Setting {
+    /// A setting from anything printable.
+    pub fn new(name: &str, value: impl std::fmt::Display, default: impl std::fmt::Display) -> Setting {
+        Setting { name: name.to_string(), value: value.to_string(), default: default.to_string() }
+    }
+
+    /// Whether the value differs from the library's default.
+    pub fn is_non_default(&self) -> bool {
+        self.value != self.default
+    }
+}
+
+/// What an engine is: for the report header and the JSON.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct EngineInfo {
+    /// The library's version (RocksDB "11.8.1", fjall "3.1.13", stratakv "0.1.0").
+    pub version: String,
+    /// How it was built (profile, optimization, assertions, who built it).
+    pub build: String,
+    /// Every option the harness sets, with the library's default.
+    pub settings: Vec<Setting>,
+}
+
+impl EngineInfo {
+    /// The settings that are not the library's defaults.
+    pub fn non_default(&self) -> impl Iterator<Item = &Setting> {
+        self.settings.iter().filter(|s| s.is_non_default())
+    }
+}
+
+/// How strata-bench itself (and so StrataKV and fjall, compiled into it) was built.
+pub fn own_build() -> &'static str {
+    env!("STRATA_BENCH_BUILD")
+}
+
 /// What a benchmark needs from a key-value engine. Safe to share between threads.
 pub trait Engine: Send + Sync {
     /// Engine name for reports.
     fn name(&self) -> String;
+    /// Version, build and settings.
+    fn info(&self) -> EngineInfo;
     /// Sets one key.
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()>;
     /// Removes one key.
@@ -67,6 +117,20 @@ pub trait Engine: Send + Sync {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Reads several keys at one point in time.
     fn multi_get(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>>;
+    /// Reads one key and shows its value to `visit` without copying it out
+    /// where the engine's API allows (RocksDB's pinned reads, fjall's
+    /// shared slices); returns whether it was found.
+    fn get_visit(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        Ok(self.get(key)?.map(|v| visit(&v)).is_some())
+    }
+    /// [`Engine::multi_get`], showing `visit(index, value)` each key's value
+    /// (None if missing) without copying where the engine allows.
+    fn multi_get_visit(&self, keys: &[Vec<u8>], visit: &mut dyn FnMut(usize, Option<&[u8]>)) -> Result<()> {
+        for (i, v) in self.multi_get(keys)?.iter().enumerate() {
+            visit(i, v.as_deref());
+        }
+        Ok(())
+    }
     /// Iterates from `start` (the first key, or the last when `reverse`
     /// and `start` is None) calling `visit(key, value)` until it returns
     /// false or the keys run out; a fresh iterator each call, as db_bench's
@@ -95,9 +159,15 @@ pub trait Engine: Send + Sync {
 pub fn open(f: &Flags) -> Result<Box<dyn Engine>> {
     match f.engine.as_str() {
         "strata" => Ok(Box::new(StrataEngine::open(&f.db, f)?)),
+        "fjall" => Ok(Box::new(crate::fjall_engine::FjallEngine::open(&f.db, f)?)),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(crate::rocks::RocksEngine::open(&f.db, f)?)),
-        other => Err(anyhow!("--engine={other} is not available in this build (build with --features rocksdb)")),
+        #[cfg(not(feature = "rocksdb"))]
+        "rocksdb" => Err(anyhow!(
+            "--engine=rocksdb is not available in this build: build strata-bench with --features rocksdb \
+             (bench/compare does, into target/rocksdb-release)"
+        )),
+        other => Err(anyhow!("unknown --engine={other}")),
     }
 }
 
@@ -111,6 +181,7 @@ pub struct StrataEngine {
     db: Db,
     profile: String,
     pm_dir: PathBuf,
+    settings: Vec<Setting>,
 }
 
 /// The PM region file name inside `pm_dir` (stratakv's `REGION_FILE`).
@@ -145,14 +216,37 @@ pub fn strata_options(f: &Flags) -> Result<Options> {
     Ok(o)
 }
 
+/// The options [`strata_options`] sets, against `Options::default()`.
+pub fn strata_settings(o: &Options) -> Vec<Setting> {
+    let d = Options::default();
+    let dbg = |v: &dyn std::fmt::Debug| format!("{v:?}");
+    vec![
+        Setting::new("l0", o.l0.name(), d.l0.name()),
+        Setting::new("pm_dir", dbg(&o.pm_dir), dbg(&d.pm_dir)),
+        Setting::new("pm_size", o.pm_size, d.pm_size),
+        Setting::new("pm_write_latency_ns", o.pm_write_latency_ns, d.pm_write_latency_ns),
+        Setting::new("matrix_hash_index", o.matrix_hash_index, d.matrix_hash_index),
+        Setting::new("max_runs", o.max_runs, d.max_runs),
+        Setting::new("background_nice", o.background_nice, d.background_nice),
+        Setting::new("write_buffer_size", o.write_buffer_size, d.write_buffer_size),
+        Setting::new("block_cache_bytes", o.block_cache_bytes, d.block_cache_bytes),
+        Setting::new("bloom_bits_per_key", o.bloom_bits_per_key, d.bloom_bits_per_key),
+        Setting::new("compression", dbg(&o.compression), dbg(&d.compression)),
+        Setting::new("target_file_size", o.target_file_size, d.target_file_size),
+        Setting::new("max_bytes_for_level_base", o.max_bytes_for_level_base, d.max_bytes_for_level_base),
+        Setting::new("background_compactions", o.background_compactions, d.background_compactions),
+    ]
+}
+
 impl StrataEngine {
     /// Opens (creating) the database at `dir`.
     pub fn open(dir: &Path, f: &Flags) -> Result<StrataEngine> {
         let opts = strata_options(f)?;
         let profile = opts.l0.name().to_string();
+        let settings = strata_settings(&opts);
         let db = Db::open(dir, opts).with_context(|| format!("opening StrataKV at {}", dir.display()))?;
         let pm_dir = f.pm_dir.clone().unwrap_or_else(|| dir.join("pm"));
-        Ok(StrataEngine { db, profile, pm_dir })
+        Ok(StrataEngine { db, profile, pm_dir, settings })
     }
 }
 
@@ -173,6 +267,14 @@ pub fn destroy_strata(dir: &Path, pm_dir: Option<&Path>) -> Result<()> {
 impl Engine for StrataEngine {
     fn name(&self) -> String {
         format!("strata/{}", self.profile)
+    }
+
+    fn info(&self) -> EngineInfo {
+        EngineInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            build: format!("stratakv built with strata-bench: {}", own_build()),
+            settings: self.settings.clone(),
+        }
     }
 
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {

@@ -9,6 +9,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::Parser;
 
+/// The engines `--engine` may name.
+pub const ENGINES: &[&str] = &["strata", "rocksdb", "fjall"];
+
 /// Parses a gflags-style boolean.
 fn parse_bool(s: &str) -> Result<bool, String> {
     match s.to_ascii_lowercase().as_str() {
@@ -66,7 +69,7 @@ pub struct Flags {
     /// Make every write durable against power loss before it returns.
     #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub sync: bool,
-    /// Accepted for compatibility; StrataKV has no separate WAL, so this means "no sync".
+    /// RocksDB: writes skip the WAL. StrataKV and fjall have no separate WAL to skip: ignored.
     #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub disable_wal: bool,
     /// Data-block compression: none, snappy or lz4 (db_bench's default is snappy).
@@ -121,7 +124,7 @@ pub struct Flags {
     /// Bytes per YCSB field.
     #[arg(long, default_value_t = 100)]
     pub ycsb_fieldlength: usize,
-    /// Engine under test: strata, or rocksdb when built with the `rocksdb` feature.
+    /// Engine under test: strata (StrataKV), fjall, or rocksdb (when built with the `rocksdb` feature).
     #[arg(long, default_value = "strata")]
     pub engine: String,
     /// StrataKV level-0 profile: sstable or matrix (default: the engine's default).
@@ -151,6 +154,115 @@ pub struct Flags {
     /// Write one JSON object per benchmark (in a `benchmarks` array) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// db_bench's RocksDB options (used by `--engine=rocksdb`; a few also by fjall).
+    #[command(flatten)]
+    pub rocks: RocksFlags,
+}
+
+/// db_bench's flags for RocksDB options, with the defaults of RocksDB
+/// 11.8's db_bench (`tools/db_bench_tool.cc`), so that one command line
+/// configures RocksDB as db_bench would. StrataKV ignores them; fjall uses
+/// the ones its own options have an equivalent for (see `fjall_engine`).
+#[derive(clap::Args, Debug, Clone)]
+#[command(rename_all = "snake_case")]
+pub struct RocksFlags {
+    /// Block cache: hyper_clock_cache (db_bench 11's default), lru_cache, or fixed_hyper_clock_cache.
+    #[arg(long, default_value = "hyper_clock_cache")]
+    pub cache_type: String,
+    /// Block cache shards are 2^this; negative = the library's choice.
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub cache_numshardbits: i32,
+    /// Data block size in bytes (fjall too).
+    #[arg(long, default_value_t = 4096)]
+    pub block_size: usize,
+    /// SST format version (0 = the library's default).
+    #[arg(long, default_value_t = 0)]
+    pub format_version: i32,
+    /// Memtables in memory at most (the active one and those waiting to be flushed).
+    #[arg(long, default_value_t = 2)]
+    pub max_write_buffer_number: i32,
+    /// Immutable memtables merged into one flush.
+    #[arg(long, default_value_t = 1)]
+    pub min_write_buffer_number_to_merge: i32,
+    /// L0 files that start a compaction (fjall: its L0 threshold).
+    #[arg(long, default_value_t = 4)]
+    pub level0_file_num_compaction_trigger: i32,
+    /// L0 files that slow writes down.
+    #[arg(long, default_value_t = 20)]
+    pub level0_slowdown_writes_trigger: i32,
+    /// L0 files that stop writes.
+    #[arg(long, default_value_t = 36)]
+    pub level0_stop_writes_trigger: i32,
+    /// Levels of the LSM tree.
+    #[arg(long, default_value_t = 7)]
+    pub num_levels: i32,
+    /// Size ratio between adjacent levels (fjall: its level ratio).
+    #[arg(long, default_value_t = 10.0)]
+    pub max_bytes_for_level_multiplier: f64,
+    /// Level sizes computed from the last level (RocksDB's own default is true; db_bench's is false).
+    #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Parts an L0->L1 compaction is split into, run in parallel.
+    #[arg(long, default_value_t = 1)]
+    pub subcompactions: u32,
+    /// Pipeline WAL and memtable writes (db_bench's default is true; RocksDB's false).
+    #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_pipelined_write: bool,
+    /// Unordered writes (relaxes snapshot guarantees).
+    #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub unordered_write: bool,
+    /// Writers insert into the memtable in parallel.
+    #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub allow_concurrent_memtable_write: bool,
+    /// Spin briefly before blocking in the write queue.
+    #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_write_thread_adaptive_yield: bool,
+    /// Share of the memtable used for a bloom filter (0 = none).
+    #[arg(long, default_value_t = 0.0)]
+    pub memtable_bloom_size_ratio: f64,
+    /// Whole keys go into the memtable bloom filter.
+    #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub memtable_whole_key_filtering: bool,
+    /// Whole keys go into the SST bloom filters.
+    #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub whole_key_filtering: bool,
+    /// Data blocks get a hash index (1) besides binary search (0).
+    #[arg(long, default_value_t = 0)]
+    pub data_block_index_type: u32,
+    /// Fill ratio of the data block hash index.
+    #[arg(long, default_value_t = 0.75)]
+    pub data_block_hash_table_util_ratio: f64,
+    /// Index and filter blocks live in the block cache.
+    #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub cache_index_and_filter_blocks: bool,
+    /// Pin L0 index and filter blocks in the block cache.
+    #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub pin_l0_filter_and_index_blocks_in_cache: bool,
+    /// No bloom filters on the last level (fjall: expect point-read hits).
+    #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub optimize_filters_for_hits: bool,
+    /// O_DIRECT for reads.
+    #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub use_direct_reads: bool,
+    /// O_DIRECT for flush and compaction writes.
+    #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub use_direct_io_for_flush_and_compaction: bool,
+    /// Sync SST files in the background every this many bytes (0 = off).
+    #[arg(long, default_value_t = 0)]
+    pub bytes_per_sync: u64,
+    /// Sync the WAL in the background every this many bytes (0 = off).
+    #[arg(long, default_value_t = 0)]
+    pub wal_bytes_per_sync: u64,
+    /// Open files kept (-1 = all).
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub open_files: i32,
+    /// Verify block checksums on reads.
+    #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub verify_checksum: bool,
+    /// multireadrandom uses RocksDB's batched MultiGet (1, our default) or
+    /// the per-key vector MultiGet (0, db_bench's default).
+    #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub multiread_batched: bool,
 }
 
 impl Flags {
@@ -196,8 +308,19 @@ impl Flags {
                 bad.push(format!("--profile must be sstable or matrix, not {p:?}"));
             }
         }
-        if self.engine != "strata" && self.engine != "rocksdb" {
-            bad.push(format!("--engine must be strata or rocksdb, not {:?}", self.engine));
+        if !ENGINES.contains(&self.engine.as_str()) {
+            bad.push(format!("--engine must be one of {}, not {:?}", ENGINES.join(", "), self.engine));
+        }
+        if !["lru_cache", "hyper_clock_cache", "auto_hyper_clock_cache", "fixed_hyper_clock_cache"]
+            .contains(&self.rocks.cache_type.as_str())
+        {
+            bad.push(format!("--cache_type must be lru_cache or hyper_clock_cache, not {:?}", self.rocks.cache_type));
+        }
+        if self.rocks.data_block_index_type > 1 {
+            bad.push("--data_block_index_type must be 0 (binary search) or 1 (binary search and hash)".into());
+        }
+        if self.rocks.block_size == 0 {
+            bad.push("--block_size must be at least 1".into());
         }
         if self.benchmark_list().is_empty() {
             bad.push("--benchmarks is empty".into());
@@ -293,6 +416,31 @@ mod tests {
     }
 
     #[test]
+    fn rocksdb_flags_have_db_bench_names_and_defaults() {
+        let f = parse(&[]).unwrap();
+        assert_eq!(f.engine, "strata");
+        assert_eq!(f.rocks.cache_type, "hyper_clock_cache");
+        assert!(f.rocks.enable_pipelined_write && !f.rocks.level_compaction_dynamic_level_bytes);
+        assert_eq!((f.rocks.max_write_buffer_number, f.rocks.level0_file_num_compaction_trigger), (2, 4));
+        let f = parse(&[
+            "--engine=rocksdb",
+            "--cache_type=lru_cache",
+            "--enable_pipelined_write=0",
+            "--memtable_bloom_size_ratio=0.1",
+            "--memtable_whole_key_filtering",
+            "--subcompactions=2",
+            "--use_direct_reads=1",
+            "--bytes_per_sync=1048576",
+        ])
+        .unwrap();
+        assert_eq!(f.engine, "rocksdb");
+        assert!(!f.rocks.enable_pipelined_write && f.rocks.memtable_whole_key_filtering && f.rocks.use_direct_reads);
+        assert_eq!(f.rocks.memtable_bloom_size_ratio, 0.1);
+        assert_eq!((f.rocks.subcompactions, f.rocks.bytes_per_sync), (2, 1 << 20));
+        assert_eq!(parse(&["--engine=fjall"]).unwrap().engine, "fjall");
+    }
+
+    #[test]
     fn bare_and_word_booleans() {
         let f = parse(&["--sync", "--histogram=true", "--disable_wal=false"]).unwrap();
         assert!(f.sync && f.histogram && !f.disable_wal);
@@ -302,6 +450,8 @@ mod tests {
     #[test]
     fn bad_values_are_errors_not_panics() {
         assert!(parse(&["--num=lots"]).is_err());
+        assert!(parse(&["--engine=leveldb"]).is_err());
+        assert!(parse(&["--cache_type=clock"]).is_err());
         assert!(parse(&["--threads=0"]).is_err());
         assert!(parse(&["--profile=btree"]).is_err());
         assert!(parse(&["--readwritepercent=101"]).is_err());

@@ -3,8 +3,9 @@
 //!
 //! The same command line means the same work as db_bench 7.8.3: keys,
 //! values and random streams are generated as db_bench generates them
-//! ([`keygen`]); every workload talks to an [`engine::Engine`], so with the
-//! `rocksdb` feature RocksDB runs through identical code paths.
+//! ([`keygen`]); every workload talks to an [`engine::Engine`], so fjall
+//! ([`fjall_engine`]) and, with the `rocksdb` feature, RocksDB (`rocks`,
+//! built from its bundled sources) run through identical code paths.
 //!
 //! Modules: [`flags`] (command line), [`keygen`] (keys, values, random
 //! numbers), [`workloads`] (db_bench workloads), [`ycsb`] and [`ycsb_ops`]
@@ -15,6 +16,7 @@
 
 pub mod cpufloor;
 pub mod engine;
+pub mod fjall_engine;
 pub mod flags;
 pub mod keygen;
 pub mod measure;

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::engine::Level;
+use crate::engine::{Level, Setting};
 use crate::measure::{stall_figure, Merged};
 
 /// One benchmark's results, as written to `--json`.
@@ -15,6 +15,10 @@ pub struct BenchResult {
     pub benchmark: String,
     /// Engine and profile (e.g. `strata/matrix`).
     pub engine: String,
+    /// The engine library's version (e.g. RocksDB `11.8.1`).
+    pub engine_version: String,
+    /// How the engine was built (e.g. `release, NDEBUG (assertions off), ...`).
+    pub engine_build: String,
     /// Benchmark threads (the background writer of readwhilewriting not counted).
     pub threads: usize,
     /// Operations done (keys, for batches).
@@ -195,6 +199,14 @@ pub struct JsonReport<'a> {
     pub command_line: Vec<String>,
     /// The seed in effect.
     pub seed: u64,
+    /// Engine and profile.
+    pub engine: String,
+    /// The engine library's version.
+    pub engine_version: String,
+    /// How the engine was built.
+    pub engine_build: String,
+    /// Every option the harness set on the engine, with the library's default.
+    pub engine_settings: &'a [Setting],
     /// One object per benchmark, in order.
     pub benchmarks: &'a [BenchResult],
 }
@@ -278,8 +290,22 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("out.json");
         let all = [r];
-        write_json(&p, &JsonReport { tool: "strata-bench", command_line: vec![], seed: 1, benchmarks: &all }).unwrap();
+        let settings = [Setting::new("write_buffer_size", 1, 2)];
+        let report = JsonReport {
+            tool: "strata-bench",
+            command_line: vec![],
+            seed: 1,
+            engine: "rocksdb".into(),
+            engine_version: "11.8.1".into(),
+            engine_build: "release, NDEBUG".into(),
+            engine_settings: &settings,
+            benchmarks: &all,
+        };
+        write_json(&p, &report).unwrap();
         let back: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(back["benchmarks"][0]["benchmark"], "fillrandom");
+        assert!(back["benchmarks"][0].get("engine_version").is_some());
+        assert_eq!(back["engine_version"], "11.8.1");
+        assert_eq!(back["engine_settings"][0]["default"], "2");
     }
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::engine::{self, Engine, EngineStats, STRATA_REGION_FILE};
+use crate::engine::{self, Engine, EngineInfo, EngineStats, STRATA_REGION_FILE};
 use crate::flags::Flags;
 use crate::keygen::{KeyOrder, Mt64};
 use crate::measure::{Budget, Merged, Recorder};
@@ -84,6 +84,8 @@ pub struct Runner {
     thread_counter: u64,
     ycsb: Arc<YcsbShared>,
     results: Vec<BenchResult>,
+    /// The engine's name, version, build and settings, once it has been opened.
+    info: Option<(String, EngineInfo)>,
     out: Box<dyn Write>,
 }
 
@@ -104,7 +106,7 @@ impl Runner {
             flags.seed
         };
         let ycsb = Arc::new(YcsbShared::new(flags.num));
-        Ok(Runner { flags, engine: None, seed_base, thread_counter: 0, ycsb, results: Vec::new(), out })
+        Ok(Runner { flags, engine: None, seed_base, thread_counter: 0, ycsb, results: Vec::new(), info: None, out })
     }
 
     /// The results so far.
@@ -131,6 +133,7 @@ impl Runner {
                 engine::destroy(&self.flags)?;
             }
             self.engine = Some(engine::open(&self.flags)?);
+            self.describe_engine()?;
         }
         for name in list {
             self.run_one(&name)?;
@@ -148,22 +151,47 @@ impl Runner {
             Some(p) => p.display().to_string(),
             None => format!("{}/pm (in the data directory)", f.db.display()),
         };
+        let strata = f.engine == "strata";
+        let profile = if strata {
+            format!(" (profile {})", f.profile.as_deref().unwrap_or("engine default"))
+        } else {
+            String::new()
+        };
+        let pm_line = if strata {
+            format!("PM file dir: {pm}  (pm_write_latency_ns={})\n", f.pm_write_latency_ns)
+        } else {
+            String::new()
+        };
         let text = format!(
-            "strata-bench {}: engine {} (profile {})\nKeys:       {} bytes each\nValues:     {} bytes each ({} bytes after compression)\n\
-             Entries:    {}\nCompression: {}\nPM file dir: {}  (pm_write_latency_ns={})\nDB path:    [{}]\n{}",
+            "strata-bench {}: engine {}{profile}\nKeys:       {} bytes each\nValues:     {} bytes each ({} bytes after compression)\n\
+             Entries:    {}\nCompression: {}\n{pm_line}DB path:    [{}]\n{}",
             env!("CARGO_PKG_VERSION"),
             f.engine,
-            f.profile.as_deref().unwrap_or("engine default"),
             f.key_size,
             f.value_size,
             (f.value_size as f64 * f.compression_ratio) as u64,
             f.num,
             f.compression_type,
-            pm,
-            f.pm_write_latency_ns,
             f.db.display(),
             "-".repeat(48)
         );
+        self.say(&text)
+    }
+
+    /// Prints the engine's version, build and non-default settings once,
+    /// after the header (db_bench prints its version first too).
+    fn describe_engine(&mut self) -> Result<()> {
+        let e = self.engine()?;
+        let (name, info) = (e.name(), e.info());
+        let non_default: Vec<String> = info.non_default().map(|s| format!("{}={}", s.name, s.value)).collect();
+        let text = format!(
+            "Engine:     {name} {}\nBuild:      {}\nNon-default settings: {}\n{}",
+            info.version,
+            info.build,
+            if non_default.is_empty() { "none".to_string() } else { non_default.join(", ") },
+            "-".repeat(48)
+        );
+        self.info = Some((name, info));
         self.say(&text)
     }
 
@@ -175,12 +203,17 @@ impl Runner {
         let Some(path) = &self.flags.json else {
             return Ok(());
         };
+        let (engine, info) = self.info.clone().unwrap_or_default();
         report::write_json(
             path,
             &JsonReport {
                 tool: "strata-bench",
                 command_line: std::env::args().collect(),
                 seed: self.seed_base,
+                engine,
+                engine_version: info.version,
+                engine_build: info.build,
+                engine_settings: &info.settings,
                 benchmarks: &self.results,
             },
         )
@@ -404,9 +437,12 @@ impl Runner {
             text.push_str(&report::histogram_text(spec.op, &merged));
         }
         self.say(&text)?;
+        let info = self.info.as_ref().map(|(_, i)| i);
         let mut r = BenchResult {
             benchmark: name.to_string(),
             engine: self.engine()?.name(),
+            engine_version: info.map(|i| i.version.clone()).unwrap_or_default(),
+            engine_build: info.map(|i| i.build.clone()).unwrap_or_default(),
             threads: f.threads,
             bg_write_ops: writer_ops,
             ..Default::default()

@@ -111,9 +111,10 @@ pub fn read_random(ctx: &Ctx<'_>, w: &mut Worker) -> Result<()> {
     while !ctx.budget.done(w.rec.ops, start) {
         w.rng.next_u64(); // SelectDB
         format_key(w.rng.below(ctx.num), ctx.key_size, &mut key);
-        if let Some(v) = ctx.engine.get(&key)? {
+        let mut len = 0;
+        if ctx.engine.get_visit(&key, &mut |v| len = v.len())? {
             w.rec.found += 1;
-            w.rec.bytes += (key.len() + v.len()) as u64;
+            w.rec.bytes += (key.len() + len) as u64;
         }
         w.rec.finished(1);
     }
@@ -131,12 +132,15 @@ pub fn multi_read_random(ctx: &Ctx<'_>, w: &mut Worker) -> Result<()> {
         for k in keys.iter_mut() {
             format_key(w.rng.below(ctx.num), ctx.key_size, k);
         }
-        for (k, v) in keys.iter().zip(ctx.engine.multi_get(&keys)?) {
+        let (mut found, mut bytes) = (0u64, 0u64);
+        ctx.engine.multi_get_visit(&keys, &mut |i, v| {
             if let Some(v) = v {
-                w.rec.found += 1;
-                w.rec.bytes += (k.len() + v.len()) as u64;
+                found += 1;
+                bytes += (keys[i].len() + v.len()) as u64;
             }
-        }
+        })?;
+        w.rec.found += found;
+        w.rec.bytes += bytes;
         w.rec.finished(ctx.batch_size as u64);
     }
     w.rec.stop();
@@ -212,7 +216,7 @@ pub fn read_random_write_random(ctx: &Ctx<'_>, w: &mut Worker) -> Result<()> {
             put_weight = 100 - get_weight;
         }
         if get_weight > 0 {
-            if ctx.engine.get(&key)?.is_some() {
+            if ctx.engine.get_visit(&key, &mut |_| {})? {
                 w.rec.found += 1;
             }
             get_weight -= 1;

@@ -160,11 +160,15 @@ pub fn run(
 
 /// Reads and deserializes a whole record.
 fn read(ctx: &Ctx<'_>, w: &mut Worker, key: &[u8]) -> Result<()> {
-    if let Some(v) = ctx.engine.get(key)? {
-        if decode_record(&v).is_some() {
+    let (mut ok, mut len) = (false, 0);
+    if ctx.engine.get_visit(key, &mut |v| {
+        ok = decode_record(v).is_some();
+        len = v.len();
+    })? {
+        if ok {
             w.rec.found += 1;
         }
-        w.rec.bytes += (key.len() + v.len()) as u64;
+        w.rec.bytes += (key.len() + len) as u64;
     }
     Ok(())
 }
