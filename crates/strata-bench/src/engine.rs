@@ -155,27 +155,6 @@ pub trait Engine: Send + Sync {
     fn pm_dir(&self) -> Option<PathBuf>;
 }
 
-/// Opens the engine `--engine` names at `--db`.
-pub fn open(f: &Flags) -> Result<Box<dyn Engine>> {
-    match f.engine.as_str() {
-        "strata" => Ok(Box::new(StrataEngine::open(&f.db, f)?)),
-        "fjall" => Ok(Box::new(crate::fjall_engine::FjallEngine::open(&f.db, f)?)),
-        #[cfg(feature = "rocksdb")]
-        "rocksdb" => Ok(Box::new(crate::rocks::RocksEngine::open(&f.db, f)?)),
-        #[cfg(not(feature = "rocksdb"))]
-        "rocksdb" => Err(anyhow!(
-            "--engine=rocksdb is not available in this build: build strata-bench with --features rocksdb \
-             (bench/compare does, into target/rocksdb-release)"
-        )),
-        other => Err(anyhow!("unknown --engine={other}")),
-    }
-}
-
-/// Removes the database `--db` (and, for StrataKV, its PM region file).
-pub fn destroy(f: &Flags) -> Result<()> {
-    destroy_strata(&f.db, f.pm_dir.as_deref())
-}
-
 /// StrataKV behind the [`Engine`] seam.
 pub struct StrataEngine {
     db: Db,

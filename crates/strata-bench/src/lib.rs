@@ -16,6 +16,7 @@
 
 pub mod cpufloor;
 pub mod engine;
+pub mod engines;
 pub mod fjall_engine;
 pub mod flags;
 pub mod keygen;

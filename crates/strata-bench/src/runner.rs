@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::engine::{self, Engine, EngineInfo, EngineStats, STRATA_REGION_FILE};
+use crate::engine::{Engine, EngineInfo, EngineStats, STRATA_REGION_FILE};
+use crate::engines;
 use crate::flags::Flags;
 use crate::keygen::{KeyOrder, Mt64};
 use crate::measure::{Budget, Merged, Recorder};
@@ -130,9 +131,9 @@ impl Runner {
         // cpufloor alone needs no database (and must not leave one behind).
         if list.iter().any(|n| n != CPU_FLOOR) {
             if !self.flags.use_existing_db {
-                engine::destroy(&self.flags)?;
+                engines::destroy(&self.flags)?;
             }
-            self.engine = Some(engine::open(&self.flags)?);
+            self.engine = Some(engines::open(&self.flags)?);
             self.describe_engine()?;
         }
         for name in list {
@@ -234,8 +235,8 @@ impl Runner {
             if let Some(e) = self.engine.take() {
                 e.close()?;
             }
-            engine::destroy(&self.flags)?;
-            self.engine = Some(engine::open(&self.flags)?);
+            engines::destroy(&self.flags)?;
+            self.engine = Some(engines::open(&self.flags)?);
             if matches!(spec.kind, Kind::YcsbLoad) {
                 self.ycsb = Arc::new(YcsbShared::new(self.flags.num));
             }

@@ -1,0 +1,28 @@
+//! The engines behind the [`Engine`] seam, by the name `--engine` gives:
+//! StrataKV, fjall, and RocksDB (with the `rocksdb` feature).
+
+use anyhow::{anyhow, Result};
+
+use crate::engine::{destroy_strata, Engine, StrataEngine};
+use crate::flags::Flags;
+
+/// Opens the engine `--engine` names at `--db`.
+pub fn open(f: &Flags) -> Result<Box<dyn Engine>> {
+    match f.engine.as_str() {
+        "strata" => Ok(Box::new(StrataEngine::open(&f.db, f)?)),
+        "fjall" => Ok(Box::new(crate::fjall_engine::FjallEngine::open(&f.db, f)?)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Ok(Box::new(crate::rocks::RocksEngine::open(&f.db, f)?)),
+        #[cfg(not(feature = "rocksdb"))]
+        "rocksdb" => Err(anyhow!(
+            "--engine=rocksdb is not available in this build: build strata-bench with --features rocksdb \
+             (bench/compare does, into target/rocksdb-release)"
+        )),
+        other => Err(anyhow!("unknown --engine={other}")),
+    }
+}
+
+/// Removes the database `--db` (and, for StrataKV, its PM region file).
+pub fn destroy(f: &Flags) -> Result<()> {
+    destroy_strata(&f.db, f.pm_dir.as_deref())
+}
