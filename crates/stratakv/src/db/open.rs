@@ -78,6 +78,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         mem: replayed.mem,
         next_log_number: next_log,
         last_seq: replayed.last_seq,
+        stall_policy: level0.stall_policy(),
     });
     let inner = Arc::new(DbInner {
         eng,

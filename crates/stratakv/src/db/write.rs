@@ -73,7 +73,7 @@ impl DbInner {
             if let Err(e) = st.check(eng.closing()) {
                 break Err(e);
             }
-            let stall = self.l0.stall(&st.version);
+            let stall = st.stall;
             let mem_full = st.mem.approximate_bytes() >= eng.opts.write_buffer_size;
             let mems_full = mem_full && st.imms.len() + 1 >= eng.opts.max_write_buffer_number;
             if stall.stop || mems_full {

@@ -21,7 +21,7 @@ mod background;
 mod state;
 mod throttle;
 
-pub(crate) use state::{Counters, State, SuperVersion};
+pub(crate) use state::{Counters, Stall, State, SuperVersion};
 pub(crate) use throttle::Throttle;
 
 use std::collections::BTreeMap;
@@ -78,11 +78,16 @@ pub(crate) struct Engine {
     pub throttle: Throttle,
     /// Counters behind `Stats`.
     pub counters: Counters,
+    /// How writers must wait for level 0 in a version (level 0's policy).
+    stall_policy: StallPolicy,
     /// Set once `close` (or the last drop) began.
     pub shutting_down: AtomicBool,
     /// Mirrors `state.poisoned.is_some()` for a lock-free check on the write path.
     pub poisoned_flag: AtomicBool,
 }
+
+/// Level 0's rule for how writers must wait in a version.
+pub(crate) type StallPolicy = Box<dyn Fn(&Version) -> Stall + Send + Sync>;
 
 /// What an open has made ready for the engine.
 pub(crate) struct EngineParts {
@@ -104,6 +109,8 @@ pub(crate) struct EngineParts {
     pub next_log_number: u64,
     /// The last sequence number in the log or the MANIFEST.
     pub last_seq: SeqNo,
+    /// Level 0's stall rule.
+    pub stall_policy: StallPolicy,
 }
 
 /// A change to record in the MANIFEST and install for readers.
@@ -151,7 +158,7 @@ impl Engine {
             log,
             pipeline: Pipeline::new(p.last_seq),
             versions: Mutex::new(p.versions),
-            state: Mutex::new(State::new(p.mem, version)),
+            state: Mutex::new(State::new(p.mem, version.clone(), (p.stall_policy)(&version))),
             cv: Condvar::new(),
             sv: ArcSwap::from_pointee(sv),
             snapshots: Mutex::new(BTreeMap::new()),
@@ -159,6 +166,7 @@ impl Engine {
             counters: Counters::default(),
             shutting_down: AtomicBool::new(false),
             poisoned_flag: AtomicBool::new(false),
+            stall_policy: p.stall_policy,
             opts,
         }
     }
@@ -237,10 +245,17 @@ impl Engine {
                 st.imms.pop_front();
             }
         }
-        st.version = vs.current();
+        self.set_version(&mut st, vs.current());
         st.obsolete.extend(obsolete);
         self.install_sv(&st);
         self.notify(&mut st);
+    }
+
+    /// Makes `v` the version background work sees (call with `state`
+    /// held), with how writers must wait in it.
+    pub fn set_version(&self, st: &mut State, v: Arc<Version>) {
+        st.stall = (self.stall_policy)(&v);
+        st.version = v;
     }
 
     /// The current version, as background work sees it.

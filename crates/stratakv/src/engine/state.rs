@@ -20,14 +20,27 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
 }
 
+/// How writers must wait for level 0 (see `Level0::stall_policy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stall {
+    /// Writers stop until level 0 drains.
+    pub stop: bool,
+    /// Each writer is delayed once (LevelDB's slowdown).
+    pub slow: bool,
+}
+
 /// Background state, behind the engine's `state` lock.
 pub(crate) struct State {
     /// The mutable memtable.
     pub mem: Arc<Memtable>,
     /// Sealed memtables, oldest first.
     pub imms: VecDeque<Arc<Memtable>>,
-    /// The current version (the version set's, as background work sees it).
+    /// The current version (the version set's, as background work sees
+    /// it); set with `Engine::set_version`, which keeps `stall` with it.
     pub version: Arc<Version>,
+    /// How writers must wait for level 0 in `version`: worked out once per
+    /// version rather than on every write.
+    pub stall: Stall,
     /// Files being compacted.
     pub busy: HashSet<u64>,
     /// Files removed from the version, deleted once no version uses them.
@@ -55,12 +68,14 @@ pub(crate) struct State {
 }
 
 impl State {
-    /// A state whose memtable is `mem` and whose version is `version`.
-    pub fn new(mem: Arc<Memtable>, version: Arc<Version>) -> State {
+    /// A state whose memtable is `mem` and whose version is `version`
+    /// (in which writers wait as `stall` says).
+    pub fn new(mem: Arc<Memtable>, version: Arc<Version>, stall: Stall) -> State {
         State {
             mem,
             imms: VecDeque::new(),
             version,
+            stall,
             busy: HashSet::new(),
             obsolete: Vec::new(),
             poisoned: None,

@@ -41,11 +41,17 @@ impl Throttle {
     /// and a memtable seal keep both cores busy fell behind them by tens of
     /// milliseconds at a time (fills dropped to ~100 puts per 50 ms when a
     /// round began, and the lowest second of a fill to 0.2 of the median).
+    #[inline]
     pub fn wait(&self, bytes: u64) -> Duration {
         let rate = self.rate.load(Ordering::Relaxed);
         if rate == 0 {
             return Duration::ZERO;
         }
+        self.wait_at(rate, bytes)
+    }
+
+    /// [`Throttle::wait`] at a set `rate`.
+    fn wait_at(&self, rate: u64, bytes: u64) -> Duration {
         let wait = {
             let mut next = self.next.lock();
             let now = Instant::now();

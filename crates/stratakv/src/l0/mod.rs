@@ -22,13 +22,13 @@
 //!   lookup that misses the memtables: found, or absent, never `Missing`
 //!   for a key the tree lacks). Selective compaction is a [`Lane::Own`]
 //!   lane; its candidates (live-key ratio, leaf scans, range-query
-//!   sequentiality) feed `stall`, and `recover` opens the tree and finishes
+//!   sequentiality) feed its `stall_policy`, and `recover` opens the tree and finishes
 //!   or rolls back the recorded compaction.
 //! * **ListDB (`pm-only`)**: `flush` links the sealed memtable's log entries
 //!   into an L0 PM skiplist (only link words are written) and publishes it
 //!   in its [`L0State`]; zipper compaction into the L1 PM skiplist is a
 //!   [`Lane::Own`] lane whose readers never block because every state a
-//!   reader can hold is a sorted list; `stall` reports PM pressure, `drain`
+//!   reader can hold is a sorted list; its `stall_policy` reports PM pressure, `drain`
 //!   zips everything into L1, and `recover` resumes a zipper merge from its
 //!   record. No table is ever written, so the leveled levels stay empty.
 
@@ -40,21 +40,14 @@ use std::sync::Arc;
 
 use strata_pmem::{ExtentHead, Region};
 
-use crate::engine::Engine;
+use crate::engine::{Engine, StallPolicy};
 use crate::error::Result;
 use crate::memtable::Memtable;
 use crate::options::{L0Kind, Options};
 use crate::stats::Stats;
 use crate::version::{L0State, Version};
 
-/// How writers must wait for level 0.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Stall {
-    /// Writers stop until level 0 drains.
-    pub stop: bool,
-    /// Each writer is delayed once (LevelDB's slowdown).
-    pub slow: bool,
-}
+pub(crate) use crate::engine::Stall;
 
 /// Which threads a level-0 job is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,9 +94,10 @@ pub(crate) trait Level0: Send + Sync {
     /// does whatever work belongs with a flush (the matrix merges rows).
     fn flush(&self, eng: &Engine, imm: &Arc<Memtable>) -> Result<()>;
 
-    /// How writers must wait for level 0 in version `v` (called with the
-    /// engine's `state` lock held: it must not take locks).
-    fn stall(&self, v: &Version) -> Stall;
+    /// The rule for how writers must wait for level 0 in a version: the
+    /// engine applies it once per installed version, with its `state` lock
+    /// held (so it must not take locks), and writers read the result.
+    fn stall_policy(&self) -> StallPolicy;
 
     /// Target bytes of L1 for the leveled compaction below level 0.
     fn l1_target_bytes(&self) -> u64;

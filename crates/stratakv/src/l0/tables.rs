@@ -11,7 +11,7 @@ use strata_pmem::ExtentHead;
 use super::{Job, Lane, Level0, RecoverCx, Stall};
 use crate::compaction::picker::key_may_exist_below;
 use crate::compaction::{execute, Merge};
-use crate::engine::{Commit, Engine};
+use crate::engine::{Commit, Engine, StallPolicy};
 use crate::error::Result;
 use crate::memtable::Memtable;
 use crate::options::Options;
@@ -80,9 +80,12 @@ impl Level0 for TablesL0 {
         Ok(())
     }
 
-    fn stall(&self, v: &Version) -> Stall {
-        let files = v.files(0).len();
-        Stall { stop: files >= self.stop_at, slow: files >= self.slowdown_at }
+    fn stall_policy(&self) -> StallPolicy {
+        let (slowdown_at, stop_at) = (self.slowdown_at, self.stop_at);
+        Box::new(move |v: &Version| {
+            let files = v.files(0).len();
+            Stall { stop: files >= stop_at, slow: files >= slowdown_at }
+        })
     }
 
     fn l1_target_bytes(&self) -> u64 {

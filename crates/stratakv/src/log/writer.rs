@@ -225,6 +225,7 @@ impl LogWriter {
 
     /// Reserves `len` bytes of the current log extent and `count` sequence
     /// numbers, if the extent has room.
+    #[inline]
     pub fn try_reserve(&self, w: &mut WriteState, len: u64, count: u32) -> Result<Option<Reserved>> {
         let Some(writer) = w.writer.as_mut() else { return Ok(None) };
         let Some(mut slot) = writer.reserve(len) else { return Ok(None) };

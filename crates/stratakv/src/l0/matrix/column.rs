@@ -70,7 +70,7 @@ impl MatrixL0 {
         let mut task = pick_column(&m.rows, &l1, self.column_target, &st.busy)?;
         if let Some(b) = begun {
             vs.install_l0(b);
-            st.version = vs.current();
+            eng.set_version(&mut st, vs.current());
             eng.install_sv(&st);
         }
         if let Some(t) = &mut task {

@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use strata_pmem::ExtentHead;
 
 use super::{Job, Lane, Level0, RecoverCx, Stall};
-use crate::engine::Engine;
+use crate::engine::{Engine, StallPolicy};
 use crate::error::{Error, Result};
 use crate::key::PrefixExtractor;
 use crate::matrix::build::EXTENT_KIND_ROW;
@@ -224,10 +224,13 @@ impl Level0 for MatrixL0 {
         self.maybe_merge_rows(eng)
     }
 
-    fn stall(&self, v: &Version) -> Stall {
-        // The matrix is full: wait for column compaction to free PM.
-        let full = self.with_matrix(v, |m| m.pm_bytes() >= self.limit);
-        Stall { stop: full, slow: false }
+    fn stall_policy(&self) -> StallPolicy {
+        let limit = self.limit;
+        Box::new(move |v: &Version| {
+            // The matrix is full: wait for column compaction to free PM.
+            let pm = v.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()).map_or(0, |m| m.pm_bytes());
+            Stall { stop: pm >= limit, slow: false }
+        })
     }
 
     fn l1_target_bytes(&self) -> u64 {
