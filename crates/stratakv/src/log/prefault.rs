@@ -25,13 +25,23 @@ pub(crate) enum PrefaultJob {
     Memtable(usize),
 }
 
+/// The next memtable's buffers, and whether the thread was asked for them.
+#[derive(Default)]
+struct Spare {
+    buffers: Option<MemBuffers>,
+    /// A request is queued or being served: a second one would build a
+    /// second set of buffers after a switch took the first (wasted work,
+    /// and a spare that appears when none was asked for).
+    asked: bool,
+}
+
 /// The writer's side of the prefault thread: hands it work, and takes the
 /// memtable buffers it made ready.
 pub(crate) struct Prefaulter {
     /// Hands work to the thread (None without one, or once shut down).
     tx: Mutex<Option<Sender<PrefaultJob>>>,
     /// Memtable buffers the thread made ready for the next memtable switch.
-    spare: Arc<Mutex<Option<MemBuffers>>>,
+    spare: Arc<Mutex<Spare>>,
     /// The capacity of every memtable's buffers.
     capacity: usize,
 }
@@ -39,7 +49,7 @@ pub(crate) struct Prefaulter {
 impl Prefaulter {
     /// A prefaulter with no thread yet (see [`Prefaulter::start`]).
     pub fn new(capacity: usize) -> Prefaulter {
-        Prefaulter { tx: Mutex::new(None), spare: Arc::new(Mutex::new(None)), capacity }
+        Prefaulter { tx: Mutex::new(None), spare: Arc::new(Mutex::new(Spare::default())), capacity }
     }
 
     /// The body of the prefault thread, and its sender: the caller spawns
@@ -78,11 +88,12 @@ impl Prefaulter {
     /// [`MemBuffers::prefault`]) unless some are ready; without the thread,
     /// the next switch allocates them itself.
     pub fn prepare_spare(&self) {
-        if self.spare.lock().is_some() {
+        let mut spare = self.spare.lock();
+        if spare.buffers.is_some() || spare.asked {
             return;
         }
         if let Some(tx) = self.tx.lock().as_ref() {
-            let _ = tx.send(PrefaultJob::Memtable(self.capacity));
+            spare.asked = tx.send(PrefaultJob::Memtable(self.capacity)).is_ok();
         }
     }
 
@@ -90,14 +101,14 @@ impl Prefaulter {
     /// fresh ones. The next spare is asked for once the new memtable's
     /// first log extent is handed to the thread.
     pub fn take_buffers(&self) -> MemBuffers {
-        let spare = self.spare.lock().take().filter(|b| b.capacity() == self.capacity);
+        let spare = self.spare.lock().buffers.take().filter(|b| b.capacity() == self.capacity);
         spare.unwrap_or_else(|| MemBuffers::new(self.capacity))
     }
 
     /// Whether buffers for the next memtable are ready.
     #[cfg(test)]
     pub fn has_spare(&self) -> bool {
-        self.spare.lock().is_some()
+        self.spare.lock().buffers.is_some()
     }
 
     /// Test hook: work handed to the thread from now on is queued and never
@@ -110,17 +121,18 @@ impl Prefaulter {
     }
 }
 
-fn run(rx: Receiver<PrefaultJob>, region: Region, spare: Arc<Mutex<Option<MemBuffers>>>) {
+fn run(rx: Receiver<PrefaultJob>, region: Region, spare: Arc<Mutex<Spare>>) {
     let mut previous: Option<(u64, u64)> = None;
     while let Ok(job) = rx.recv() {
         let (ext, map_bytes) = match job {
             PrefaultJob::Extent { ext, map_bytes } => (ext, map_bytes),
             PrefaultJob::Memtable(capacity) => {
-                if spare.lock().is_none() {
-                    let buffers = MemBuffers::new(capacity);
-                    buffers.prefault();
-                    *spare.lock() = Some(buffers);
-                }
+                // Built outside the lock: a switch must not wait for it.
+                let buffers = MemBuffers::new(capacity);
+                buffers.prefault();
+                let mut spare = spare.lock();
+                spare.buffers.get_or_insert(buffers);
+                spare.asked = false;
                 continue;
             }
         };
