@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::MatrixL0;
+use super::{matrix_in, MatrixL0};
 use crate::compaction::picker::key_may_exist_below;
 use crate::compaction::{execute, sorted_input, Merge};
 use crate::engine::{Commit, Engine};
@@ -44,7 +44,7 @@ impl MatrixL0 {
         }
         let current = vs.current();
         let empty = self.empty_matrix();
-        let cur = current.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()).unwrap_or(&empty);
+        let cur = matrix_in(&current).unwrap_or(&empty);
         if !self.tiered && st.version.runs.iter().any(|r| Some(r.id) != round.active_run(cur)) {
             // Runs left by an open with max_runs > 1 are newer than L1: a
             // column merged into L1 now would sit below older data. The

@@ -113,12 +113,12 @@ impl MatrixL0 {
     /// A copy of version `v`'s matrix, to change and install (`recover`
     /// gives every version one; an empty one stands in otherwise).
     fn matrix_of(&self, v: &Version) -> Matrix {
-        v.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()).cloned().unwrap_or_else(|| self.empty_matrix())
+        matrix_in(v).cloned().unwrap_or_else(|| self.empty_matrix())
     }
 
     /// Reads version `v`'s matrix without copying it.
     fn with_matrix<T>(&self, v: &Version, f: impl FnOnce(&Matrix) -> T) -> T {
-        match v.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()) {
+        match matrix_in(v) {
             Some(m) => f(m),
             None => f(&self.empty_matrix()),
         }
@@ -158,6 +158,11 @@ impl MatrixL0 {
             force,
         )
     }
+}
+
+/// Version `v`'s matrix, if it has one (`recover` gives every version one).
+pub(super) fn matrix_in(v: &Version) -> Option<&Matrix> {
+    v.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>())
 }
 
 impl Level0 for MatrixL0 {
@@ -228,7 +233,7 @@ impl Level0 for MatrixL0 {
         let limit = self.limit;
         Box::new(move |v: &Version| {
             // The matrix is full: wait for column compaction to free PM.
-            let pm = v.l0.as_ref().and_then(|s| s.as_any().downcast_ref::<Matrix>()).map_or(0, |m| m.pm_bytes());
+            let pm = matrix_in(v).map_or(0, Matrix::pm_bytes);
             Stall { stop: pm >= limit, slow: false }
         })
     }
