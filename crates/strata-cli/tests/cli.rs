@@ -72,3 +72,31 @@ fn read_commands_on_a_missing_database_fail_cleanly() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
 }
+
+/// Bytes of storage under `p`, as `du` counts them (allocated blocks).
+fn disk_usage(p: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::symlink_metadata(p).unwrap();
+    let mut total = md.blocks() * 512;
+    if md.is_dir() {
+        for e in std::fs::read_dir(p).unwrap() {
+            total += disk_usage(&e.unwrap().path());
+        }
+    }
+    total
+}
+
+/// Issue 31: a database takes disk in proportion to its data. With the
+/// default 4 GiB region, a one-key database stays under 64 MiB, and
+/// `strata stats` shows what the region takes next to its ceiling.
+#[test]
+fn a_one_key_database_takes_under_64_mib_and_stats_show_the_region_ceiling() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let o = strata(&dir, &["put", "a", "b"]);
+    assert!(o.status.success(), "put failed: {}", String::from_utf8_lossy(&o.stderr));
+    let used = disk_usage(&dir);
+    assert!(used < 64 << 20, "a one-key database takes {} MiB", used >> 20);
+    let s = stdout(&strata(&dir, &["stats"]));
+    assert!(s.contains("allocated of 4096 MiB"), "{s}");
+}

@@ -341,10 +341,11 @@ impl Region {
                 head_sync: HeadSync::new(self, head),
             }),
         };
-        // On tmpfs, the memory behind the extent (a full tmpfs is then an
-        // error here, not a SIGBUS at the first store), unless an earlier
-        // lease or `reserve_ahead` got it already: even then the fallocate
-        // walks every page (1 ms per 8 MiB), on the writer's path.
+        // The blocks behind the extent, in a sparse region file (a full
+        // file system or tmpfs is then an error here, not a SIGBUS at the
+        // first store), unless an earlier lease or `reserve_ahead` got them
+        // already: even then the fallocate is on the writer's path (on
+        // tmpfs it walks every page, 1 ms per 8 MiB).
         if !reserved {
             self.inner.reserve(extent.offset(), extent.len())?;
             self.inner.slots.lock().mark_reserved(start as usize, slots as usize);
@@ -417,12 +418,25 @@ impl Region {
             }
             map.mark(head.slot as usize, head.slots as usize, true);
         }
+        let (off, len) = (geo.slot_off(head.slot), head.slots * geo.slot_bytes);
+        // In a sparse region file, an extent's blocks were reserved when it
+        // was allocated, but that fallocate need not have reached the disk
+        // before a power cut: reserve again (cheap where the blocks exist)
+        // so a later store into the extent cannot fault. On tmpfs nothing
+        // outlives the machine, and a process crash keeps the pages.
+        if self.placement() != crate::Placement::Shm {
+            if let Err(e) = self.inner.reserve(off, len) {
+                self.inner.slots.lock().mark(head.slot as usize, head.slots as usize, false);
+                return Err(e);
+            }
+        }
+        self.inner.slots.lock().mark_reserved(head.slot as usize, head.slots as usize);
         Ok(Extent {
             inner: Arc::new(ExtentInner {
                 region: self.clone(),
                 head,
-                off: geo.slot_off(head.slot),
-                len: head.slots * geo.slot_bytes,
+                off,
+                len,
                 // Read back from the page cache after a process crash, the
                 // head may never have been msynced.
                 head_sync: HeadSync::new(self, head),

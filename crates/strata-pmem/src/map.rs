@@ -134,19 +134,48 @@ pub(crate) fn page_size() -> usize {
 }
 
 /// Allocates storage for bytes `[off, off+len)` of `file` without changing
-/// its contents (posix_fallocate). `Ok(false)` if the file system cannot
-/// (the range then stays sparse).
+/// its contents (fallocate(2), mode 0: unwritten extents). `Ok(false)` if
+/// the file system cannot (the range then stays sparse). Unlike
+/// posix_fallocate this never falls back to writing into the file, so it
+/// is safe while other threads store into the mapping.
 pub(crate) fn reserve_blocks(file: &File, off: u64, len: u64) -> io::Result<bool> {
+    let too_large = |_| io::Error::other("region too large");
+    let (off, len) = (libc::off_t::try_from(off).map_err(too_large)?, libc::off_t::try_from(len).map_err(too_large)?);
+    loop {
+        // SAFETY: fallocate takes a file descriptor and integers; it
+        // touches no memory of ours.
+        let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, off, len) };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EOPNOTSUPP) => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
+
+/// posix_fallocate over `[off, off+len)`: on file systems without
+/// fallocate, glibc writes a zero byte into every block that reads as zero.
+/// Only for a file no one else writes yet (a racing store could be
+/// overwritten).
+pub(crate) fn reserve_blocks_emulated(file: &File, off: u64, len: u64) -> io::Result<()> {
     let too_large = |_| io::Error::other("region too large");
     let (off, len) = (libc::off_t::try_from(off).map_err(too_large)?, libc::off_t::try_from(len).map_err(too_large)?);
     // SAFETY: posix_fallocate takes a file descriptor and two integers; it
     // touches no memory of ours.
-    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), off, len) };
-    match rc {
-        0 => Ok(true),
-        libc::EOPNOTSUPP | libc::EINVAL => Ok(false),
+    match unsafe { libc::posix_fallocate(file.as_raw_fd(), off, len) } {
+        0 | libc::EOPNOTSUPP | libc::EINVAL => Ok(()),
         e => Err(io::Error::from_raw_os_error(e)),
     }
+}
+
+/// Bytes of storage allocated to `file` (its blocks, as `du` counts them).
+pub(crate) fn allocated_bytes(file: &File) -> io::Result<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(file.metadata()?.blocks() * 512)
 }
 
 /// Whether `file` lives on tmpfs (e.g. /dev/shm).

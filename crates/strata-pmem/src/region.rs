@@ -32,7 +32,7 @@ use parking_lot::Mutex;
 use crate::error::PmError;
 use crate::flush::{sfence, spin_ns, LineFlush};
 use crate::layout::*;
-use crate::map::{is_tmpfs, reserve_blocks, Mapping};
+use crate::map::{allocated_bytes, is_tmpfs, reserve_blocks, reserve_blocks_emulated, Mapping};
 use crate::sim::SimPm;
 use crate::slots::{ExtentHead, SlotMap};
 
@@ -107,7 +107,14 @@ pub struct RegionStats {
 }
 
 enum Mem {
-    Mapped { map: Mapping, _file: File, path: PathBuf },
+    /// `sparse`: blocks are allocated range by range (`Inner::reserve`);
+    /// false where the file system cannot, and the whole file got them at open.
+    Mapped {
+        map: Mapping,
+        _file: File,
+        path: PathBuf,
+        sparse: bool,
+    },
     Sim(Arc<SimPm>),
 }
 
@@ -196,28 +203,33 @@ impl Region {
             len = opts.len;
         }
         // A store into a hole of a full file system is a SIGBUS, not an
-        // error: give the region its blocks now, where a full disk is a
-        // clear error at open (unwritten extents, so nothing is written;
-        // an existing region gets its holes filled). On tmpfs that would
-        // take the whole region's memory at once: there only the
-        // superblock and head table get theirs now, and each extent its
-        // own when allocated (`Inner::reserve`).
-        let tmpfs = is_tmpfs(&file);
-        // The head table has a word per slot of at least 4 KiB.
-        let upfront = if tmpfs { (SUPERBLOCK_BYTES + len / 512 + 4096).min(len) } else { len };
-        if upfront > 0 {
-            if let Err(source) = reserve_blocks(&file, 0, upfront) {
-                if created {
-                    // Leave no half-made region behind: the next open starts afresh.
-                    let _ = file.set_len(0);
-                }
-                return Err(PmError::Io {
-                    path: path.to_path_buf(),
-                    op: "allocate the region's blocks (is the disk full?)",
-                    source,
-                });
-            }
-        }
+        // error. So that a region takes disk in proportion to its data and
+        // still never faults for want of blocks, the file stays sparse and
+        // every range gets its blocks (fallocate: unwritten extents, nothing
+        // written) before anything is stored there: the superblock and head
+        // table at creation, each extent when it is allocated or adopted
+        // (`Inner::reserve`), and the next few free slots ahead of use in
+        // the background (`Region::reserve_ahead`). A full disk is then a
+        // clear error at open or at an allocation. File systems without
+        // fallocate get the whole region's blocks now, as earlier builds
+        // gave them on every file system (glibc writes a zero byte into each
+        // block there, which is only safe before the region is shared).
+        // The superblock page now (this also finds out whether the file
+        // system can fallocate); `initialise` reserves the head table.
+        let upfront = SUPERBLOCK_BYTES.min(len);
+        let no_space = |source| PmError::Io {
+            path: path.to_path_buf(),
+            op: "allocate the region's blocks (is the disk full?)",
+            source,
+        };
+        let sparse = match reserve_blocks(&file, 0, upfront) {
+            Ok(true) => true,
+            Ok(false) => match reserve_blocks_emulated(&file, 0, len) {
+                Ok(()) => false,
+                Err(e) => return Err(abandon(&file, created, no_space(e))),
+            },
+            Err(e) => return Err(abandon(&file, created, no_space(e))),
+        };
         let len_usize =
             usize::try_from(len).map_err(|_| PmError::InvalidOptions("region larger than the address space".into()))?;
         let map = Mapping::new(&file, len_usize).map_err(io("mmap"))?;
@@ -230,7 +242,13 @@ impl Region {
         };
 
         let base = map.ptr();
-        Self::finish_open(Mem::Mapped { map, _file: file, path: path.to_path_buf() }, base, len, placement, opts)
+        Self::finish_open(
+            Mem::Mapped { map, _file: file, path: path.to_path_buf(), sparse },
+            base,
+            len,
+            placement,
+            opts,
+        )
     }
 
     fn finish_open(
@@ -326,13 +344,14 @@ impl Region {
         self.inner.slots.lock().free()
     }
 
-    /// On tmpfs, gives the next `slots` free slots (the ones the next
-    /// allocations take, first fit) their memory now, so that an
-    /// allocation on a writer's path finds it there instead of calling
-    /// fallocate (2 ms per 8 MiB on first use). A no-op elsewhere, and for
-    /// slots reserved before. An error means the tmpfs is full.
+    /// Gives the next `slots` free slots (the ones the next allocations
+    /// take, first fit) their blocks now, so that an allocation on a
+    /// writer's path finds them there instead of calling fallocate (on
+    /// tmpfs 2 ms per 8 MiB on first use). A no-op where the region is not
+    /// sparse, and for slots reserved before. An error means the file
+    /// system is full.
     pub fn reserve_ahead(&self, slots: u64) -> Result<(), PmError> {
-        if self.inner.placement != Placement::Shm {
+        if !self.inner.is_sparse() {
             return Ok(());
         }
         let geo = self.inner.geo;
@@ -344,6 +363,16 @@ impl Region {
             self.inner.slots.lock().mark_reserved(start, n);
         }
         Ok(())
+    }
+
+    /// Bytes of storage the region file takes now (its allocated blocks;
+    /// at most `len` plus file system overhead). The whole length for a
+    /// simulated region.
+    pub fn allocated_bytes(&self) -> u64 {
+        match &self.inner.mem {
+            Mem::Mapped { _file, .. } => allocated_bytes(_file).unwrap_or(self.inner.len),
+            Mem::Sim(_) => self.inner.len,
+        }
     }
 
     /// Path of the region file, if file-backed.
@@ -490,6 +519,15 @@ impl Region {
     }
 }
 
+/// Leaves no half-made region behind after a failed creation (the next
+/// open starts afresh), and passes the error on.
+fn abandon(file: &File, created: bool, e: PmError) -> PmError {
+    if created {
+        let _ = file.set_len(0);
+    }
+    e
+}
+
 fn root_off(i: usize) -> Result<u64, PmError> {
     if i >= ROOT_WORDS {
         return Err(PmError::OutOfRange { offset: OFF_ROOTS + 8 * i as u64, len: 8 });
@@ -498,15 +536,25 @@ fn root_off(i: usize) -> Result<u64, PmError> {
 }
 
 impl Inner {
-    /// Gives `[off, off+len)` its storage where the region is sparse
-    /// (tmpfs), so that a store there cannot fault for want of memory: a
-    /// full tmpfs is an error here (ENOSPC) instead of a SIGBUS later.
+    /// Whether the region's file gets its blocks range by range.
+    pub(crate) fn is_sparse(&self) -> bool {
+        matches!(self.mem, Mem::Mapped { sparse: true, .. })
+    }
+
+    /// Gives `[off, off+len)` its blocks where the region is sparse, so
+    /// that a store there cannot fault for want of space: a full file
+    /// system (or tmpfs) is an error here (ENOSPC) instead of a SIGBUS
+    /// later.
     pub(crate) fn reserve(&self, off: u64, len: u64) -> Result<(), PmError> {
         match &self.mem {
-            Mem::Mapped { _file, path, .. } if self.placement == Placement::Shm => {
+            Mem::Mapped { _file, path, sparse: true, .. } => {
                 reserve_blocks(_file, off, len).map(|_| ()).map_err(|source| PmError::Io {
                     path: path.clone(),
-                    op: "allocate PM memory (is the tmpfs full?)",
+                    op: if self.placement == Placement::Shm {
+                        "allocate PM memory (is the tmpfs full?)"
+                    } else {
+                        "allocate the region's blocks (is the disk full?)"
+                    },
                     source,
                 })
             }
@@ -685,8 +733,8 @@ impl Inner {
                 break id;
             }
         };
-        // On tmpfs, open reserved only the superblock and the head words;
-        // the zeroing below reaches `data_off`, aligned to the slot size.
+        // Open reserved only the superblock page; the head table and the
+        // zeroing below reach `data_off`, aligned to the slot size.
         self.reserve(0, geo.data_off)?;
         // The region is not shared yet, so every byte is ours to write.
         let zero_table = vec![0u8; (geo.data_off - geo.table_off) as usize];

@@ -68,9 +68,10 @@ pub struct Options {
     /// Directory of the PM region file. Default: `<data dir>/pm`. Put it on
     /// a DAX mount for real PM, or on /dev/shm to emulate PM with DRAM.
     pub pm_dir: Option<PathBuf>,
-    /// Size of a new PM region in bytes. On a disk the file gets all its
-    /// blocks at open (a full disk is then an error there, not a crash on
-    /// a later store); on tmpfs it stays sparse. Default: 4 GiB.
+    /// Size of a new PM region in bytes: a ceiling, not a cost. The file
+    /// is sparse and each extent gets its blocks (fallocate) when it is
+    /// allocated, a few ahead of use, so a full disk or tmpfs is an error
+    /// there, not a crash on a later store. Default: 4 GiB.
     pub pm_size: u64,
     /// Busy-wait after each PM persist, to emulate slower PM. Default: 0.
     pub pm_write_latency_ns: u64,

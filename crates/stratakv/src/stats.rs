@@ -45,8 +45,11 @@ pub struct Stats {
     pub run_merges: u64,
     /// Where the PM region lives (`dax`, `file`, `shm`, `sim`).
     pub pm_placement: &'static str,
-    /// PM region size.
+    /// PM region size: the configured ceiling.
     pub pm_region_bytes: u64,
+    /// Storage the PM region file takes now (its allocated blocks): the
+    /// region grows toward `pm_region_bytes` with its data.
+    pub pm_allocated_bytes: u64,
     /// PM slot size.
     pub pm_slot_bytes: u64,
     /// PM slots in total.
@@ -138,8 +141,9 @@ impl fmt::Display for Stats {
         }
         writeln!(
             f,
-            "PM region:            {} ({:.0} MiB, {} slots of {} KiB, {} used)",
+            "PM region:            {} ({:.1} MiB allocated of {:.0} MiB, {} slots of {} KiB, {} used)",
             self.pm_placement,
+            mib(self.pm_allocated_bytes),
             mib(self.pm_region_bytes),
             self.pm_slots,
             self.pm_slot_bytes / 1024,

@@ -120,6 +120,7 @@ impl Backend for EngineStore {
             ("engine_l0".into(), s.l0.to_string()),
             ("engine_pm_placement".into(), s.pm_placement.to_string()),
             ("engine_pm_region_bytes".into(), s.pm_region_bytes.to_string()),
+            ("engine_pm_allocated_bytes".into(), s.pm_allocated_bytes.to_string()),
             ("engine_pm_slots_used".into(), s.pm_slots_used.to_string()),
             ("engine_pm_slots".into(), s.pm_slots.to_string()),
             ("engine_pm_syncs".into(), s.pm_syncs.to_string()),

@@ -147,3 +147,84 @@ pub fn pm_tmpfs_full(root: &Path, rep: &mut Report) -> Result<(), String> {
     rep.set("pm_tmpfs_full", Value::Text("tmpfs 3m".into()));
     Ok(())
 }
+
+/// Writes `path` until its file system is full, then shrinks it to leave
+/// `room` bytes free.
+fn fill_with_ballast(path: &Path, room: u64) -> Result<(), String> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).map_err(|e| format!("ballast: {e}"))?;
+    let chunk = vec![1u8; 1 << 20];
+    let mut len = 0u64;
+    loop {
+        match f.write(&chunk) {
+            Ok(0) => break,
+            Ok(n) => len += n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::StorageFull => break,
+            Err(e) => return Err(format!("ballast: {e}")),
+        }
+    }
+    f.set_len(len.saturating_sub(room)).map_err(|e| format!("ballast: {e}"))?;
+    f.sync_all().map_err(|e| format!("ballast: {e}"))
+}
+
+/// The PM region as an ordinary file on a small loopback ext4 (24 MiB)
+/// that fills up: the region (256 MiB, sparse) is larger than the file
+/// system, so its extents get blocks as they are allocated, and a store
+/// into a hole of the full disk would be a SIGBUS that kills this process.
+/// Writers get a full-device error instead; once a ballast file on the
+/// file system is removed, writes resume, and a reopen has every
+/// acknowledged write. Skipped with a message where loop mounts are not
+/// allowed.
+pub fn pm_ext4_full(root: &Path, rep: &mut Report) -> Result<(), String> {
+    let image = root.join("ext4.img");
+    let mnt = root.join("pmext4");
+    std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
+    let f = std::fs::File::create(&image).map_err(|e| e.to_string())?;
+    f.set_len(24 << 20).map_err(|e| e.to_string())?;
+    drop(f);
+    let mkfs = Command::new("mkfs.ext4").args(["-q", "-F", "-m", "0"]).arg(&image).output();
+    if !matches!(&mkfs, Ok(out) if out.status.success()) {
+        rep.set("pm_ext4_full", Value::Text("skipped: no mkfs.ext4 here".into()));
+        return Ok(());
+    }
+    let target = mnt.to_string_lossy().into_owned();
+    if let Err(e) = mount(&["-o", "loop", &image.to_string_lossy(), &target]) {
+        rep.set("pm_ext4_full", Value::Text(format!("skipped: cannot loop-mount an ext4 here ({e})")));
+        return Ok(());
+    }
+    let _guard = Mounted(&mnt);
+    // A ballast file takes all but 3 MiB of the file system: less than
+    // the engine's PM needs for a log extent, a memtable's worth and the
+    // matrix, so the region cannot settle into a steady state that fits.
+    let ballast = mnt.join("ballast");
+    fill_with_ballast(&ballast, 3 << 20)?;
+    let dir = root.join("db");
+    let mut o = Options::for_tests();
+    o.pm_dir = Some(mnt.clone());
+    o.pm_size = 256 << 20;
+    o.matrix_bytes = 8 << 20;
+    o.pm_full_timeout_ms = 300;
+    let db = Db::open(&dir, o.clone()).map_err(|e| format!("open: {e}"))?;
+    let (acked, err) = fill_until_error(&db, 200_000, "the 24 MiB ext4 under the PM region")?;
+    if !err.is_full() {
+        return Err(format!("a full ext4 under the PM region gave {err}, not a full-device error"));
+    }
+    let st = db.stats();
+    if st.pm_allocated_bytes >= st.pm_region_bytes {
+        return Err(format!(
+            "the region file holds {} of {} bytes: it should have stayed sparse",
+            st.pm_allocated_bytes, st.pm_region_bytes
+        ));
+    }
+    rep.add("pm_ext4_full_errors", 1);
+    std::fs::remove_file(&ballast).map_err(|e| format!("remove the ballast: {e}"))?;
+    for i in acked..acked + 2000 {
+        db.put(key(i), value(i)).map_err(|e| format!("write after room was made on the ext4: {e}"))?;
+    }
+    let total = acked + 2000;
+    drop(db);
+    drop(check_after_reopen(&dir, o, total, "the PM ext4 was full")?);
+    rep.add("pm_ext4_full_writes_verified", total as u64);
+    rep.set("pm_ext4_full", Value::Text("loopback ext4 24m".into()));
+    Ok(())
+}

@@ -1,7 +1,8 @@
 //! Mode `limits`: limits are enforced with clear errors and nothing
 //! acknowledged is lost — keys and values at and over the limits, a full
-//! PM region (both L0 kinds), a full disk on a size-limited tmpfs (skipped
-//! with a message where mounting is not allowed), and, with a
+//! PM region (both L0 kinds), a full disk on a size-limited tmpfs, a
+//! sparse PM region file on a full tmpfs and on a full loopback ext4
+//! (skipped with a message where mounting is not allowed), and, with a
 //! `strata-server` binary, maxclients, thousands of connections and
 //! over-limit requests. The checks run once, then the PM-full and
 //! disk-full rounds repeat while time is left.
@@ -54,6 +55,10 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
         let _ = std::fs::remove_dir_all(&d);
         let d = root.path().join(format!("pmtmpfs{round}"));
         let r = disk::pm_tmpfs_full(&d, &mut rep);
+        fail(&mut rep, r);
+        let _ = std::fs::remove_dir_all(&d);
+        let d = root.path().join(format!("pmext4{round}"));
+        let r = disk::pm_ext4_full(&d, &mut rep);
         fail(&mut rep, r);
         let _ = std::fs::remove_dir_all(&d);
         rep.add("rounds", 1);

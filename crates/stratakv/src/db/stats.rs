@@ -40,6 +40,7 @@ impl DbInner {
             run_merges: c.run_merges.load(Ordering::Relaxed),
             pm_placement: eng.region.placement().name(),
             pm_region_bytes: eng.region.len(),
+            pm_allocated_bytes: eng.region.allocated_bytes(),
             pm_slot_bytes: eng.region.slot_bytes(),
             pm_slots: eng.region.slot_count(),
             pm_slots_used: eng.region.slot_count() - eng.region.free_slots(),

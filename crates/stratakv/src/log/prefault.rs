@@ -1,6 +1,6 @@
 //! The prefault thread: takes page faults and device flushes off the write
 //! path. It maps in the pages of a log extent the writer has just started,
-//! makes the extent's head durable, reserves tmpfs memory for the next
+//! makes the extent's head durable, reserves the blocks of the next
 //! extents, and makes the DRAM buffers of the next memtable ready.
 
 use std::sync::mpsc::{Receiver, Sender};
@@ -12,7 +12,7 @@ use strata_pmem::{Extent, Region};
 use crate::memtable::MemBuffers;
 
 /// Free PM slots the prefault thread keeps reserved ahead of the next log
-/// extents and rows on tmpfs (see `Region::reserve_ahead`): a log extent
+/// extents and rows in a sparse region file (see `Region::reserve_ahead`): a log extent
 /// fills in about 25 ms at full speed, and each new one asks for more.
 const RESERVE_AHEAD_SLOTS: u64 = 4;
 
@@ -138,8 +138,8 @@ fn run(rx: Receiver<PrefaultJob>, region: Region, spare: Arc<Mutex<Spare>>) {
         };
         if region.sim().is_none() {
             region.prefault(ext.offset(), map_bytes.min(ext.len()));
-            // A full tmpfs shows up where it matters: at the allocation
-            // that needs the memory.
+            // A full file system or tmpfs shows up where it matters: at
+            // the allocation that needs the blocks.
             let _ = region.reserve_ahead(RESERVE_AHEAD_SLOTS);
         }
         // A failure is remembered by the extent: the writer or the next log
