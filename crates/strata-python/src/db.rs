@@ -11,7 +11,7 @@ use stratakv::{Db, KeyRange, WriteOptions};
 
 use crate::batch::PyWriteBatch;
 use crate::handle::{Closable, Handle, IterCell, SnapCell};
-use crate::iter::{IterArgs, PyIter};
+use crate::iter::{IterArgs, IterState, PyIter};
 use crate::snapshot::PySnapshot;
 use crate::{bytes_arg, check_key, closed, err, opt_bytes_arg, options};
 
@@ -70,12 +70,12 @@ impl PyDb {
             let g = h.db.read();
             let db = g.as_ref().ok_or_else(closed)?;
             let it = db.iter(range).map_err(err)?;
-            let cell: Arc<IterCell> = Arc::new(parking_lot::Mutex::new(Some(it)));
+            let cell: Arc<IterCell> = Arc::new(parking_lot::Mutex::new(Some(IterState::new(it).map_err(err)?)));
             let weak: Weak<dyn Closable> = Arc::downgrade(&(cell.clone() as Arc<dyn Closable>));
             h.register(weak);
             Ok::<_, PyErr>(cell)
         })?;
-        Ok(PyIter::new(cell, args))
+        Ok(PyIter::new(cell, self.handle.closed.clone(), args))
     }
 }
 

@@ -8,10 +8,13 @@
 //! from the database: each lives in a [`Child`] cell the handle keeps a weak
 //! reference to. A closed cell is empty, and using it raises ClosedError.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
-use stratakv::{Db, DbIter, Snapshot};
+use stratakv::{Db, Snapshot};
+
+use crate::iter::IterState;
 
 /// Something that closing the database must empty.
 pub(crate) trait Closable: Send + Sync {
@@ -19,9 +22,9 @@ pub(crate) trait Closable: Send + Sync {
     fn close(&self);
 }
 
-/// The cell an iterator's `DbIter` lives in (a Mutex: the iterator is
-/// `Send` but not `Sync`, and only one thread steps it at a time).
-pub(crate) type IterCell = Mutex<Option<DbIter>>;
+/// The cell an iterator's engine state lives in (a Mutex: it is `Send`
+/// but not `Sync`, and only one thread steps it at a time).
+pub(crate) type IterCell = Mutex<Option<IterState>>;
 
 /// The cell a snapshot lives in (readers share it).
 pub(crate) type SnapCell = RwLock<Option<Snapshot>>;
@@ -46,12 +49,19 @@ pub(crate) struct Handle {
     pub db: RwLock<Option<Db>>,
     /// Snapshots and iterators to empty at close.
     children: Mutex<Vec<Weak<dyn Closable>>>,
+    /// Set by `close`; iterators check it before handing out an entry
+    /// they buffered, so that nothing is read after close.
+    pub closed: Arc<AtomicBool>,
 }
 
 impl Handle {
     /// A handle on an open database.
     pub fn new(db: Db) -> Arc<Handle> {
-        Arc::new(Handle { db: RwLock::new(Some(db)), children: Mutex::new(Vec::new()) })
+        Arc::new(Handle {
+            db: RwLock::new(Some(db)),
+            children: Mutex::new(Vec::new()),
+            closed: Arc::new(AtomicBool::new(false)),
+        })
     }
 
     /// Registers a snapshot or iterator cell. Call it while holding a read
@@ -71,6 +81,7 @@ impl Handle {
     /// it, then stops background work, syncs the log and releases the
     /// directory. Closing twice is a no-op. Runs without the GIL.
     pub fn close(&self) -> stratakv::Result<()> {
+        self.closed.store(true, Ordering::Release);
         let db = self.db.write().take();
         let children = std::mem::take(&mut *self.children.lock());
         for c in children {

@@ -7,13 +7,13 @@
 //! at the iterator's creation point like every other, so buffering changes
 //! nothing a caller can see.
 
-use std::collections::VecDeque;
 use std::ops::Bound as B;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
-use stratakv::KeyRange;
+use stratakv::{Cursor, DbIter, KeyRange};
 
 use crate::handle::IterCell;
 use crate::{closed, to_py, InvalidArgument};
@@ -79,6 +79,36 @@ impl IterArgs {
     }
 }
 
+/// An engine iterator: a cursor stepped by `fill`, and the `DbIter` it was
+/// made from, kept for the snapshot it pins (so that compaction keeps what
+/// the cursor reads). Stepping a cursor copies each entry once into the
+/// batch buffer; `DbIter`'s own items would cost four allocations each.
+pub(crate) struct IterState {
+    _pin: DbIter,
+    cursor: Cursor,
+    started: bool,
+}
+
+impl IterState {
+    /// A state over what `it` covers, at its sequence.
+    pub fn new(it: DbIter) -> stratakv::Result<IterState> {
+        let cursor = it.cursor()?;
+        Ok(IterState { _pin: it, cursor, started: false })
+    }
+
+    /// Moves to the next entry (the first one on the first call).
+    fn step(&mut self, reverse: bool) -> stratakv::Result<()> {
+        match (self.started, reverse) {
+            (false, false) => self.cursor.seek_to_first()?,
+            (false, true) => self.cursor.seek_to_last()?,
+            (true, false) => self.cursor.next()?,
+            (true, true) => self.cursor.prev()?,
+        }
+        self.started = true;
+        Ok(())
+    }
+}
+
 /// Iterates a key range of a database or snapshot, as of the moment it was
 /// made. Yields `(key, value)` tuples, or keys or values alone, as the
 /// `iterator(...)` call asked. Raises ClosedError once its database is
@@ -86,7 +116,14 @@ impl IterArgs {
 #[pyclass(module = "stratakv", name = "Iterator")]
 pub(crate) struct PyIter {
     cell: Arc<IterCell>,
-    buf: VecDeque<(Vec<u8>, Vec<u8>)>,
+    /// The database's closed flag.
+    closed: Arc<AtomicBool>,
+    /// The keys and values of the current batch, back to back.
+    data: Vec<u8>,
+    /// Each entry of the batch: (offset in `data`, key length, value length).
+    ents: Vec<(usize, usize, usize)>,
+    /// The next entry of `ents` to hand out.
+    pos: usize,
     batch: usize,
     /// The engine iterator is exhausted; `buf` holds the rest.
     done: bool,
@@ -96,10 +133,13 @@ pub(crate) struct PyIter {
 }
 
 impl PyIter {
-    pub fn new(cell: Arc<IterCell>, args: IterArgs) -> PyIter {
+    pub fn new(cell: Arc<IterCell>, closed: Arc<AtomicBool>, args: IterArgs) -> PyIter {
         PyIter {
             cell,
-            buf: VecDeque::new(),
+            closed,
+            data: Vec::new(),
+            ents: Vec::new(),
+            pos: 0,
             batch: FIRST_BATCH,
             done: false,
             reverse: args.reverse,
@@ -113,25 +153,24 @@ impl PyIter {
         let cell = &self.cell;
         let want = self.batch;
         let reverse = self.reverse;
-        let buf = &mut self.buf;
+        let (data, ents) = (&mut self.data, &mut self.ents);
+        data.clear();
+        ents.clear();
+        self.pos = 0;
         let done = py.detach(move || {
             let mut g = cell.lock();
-            let it = g.as_mut().ok_or_else(closed)?;
-            let mut bytes = 0;
+            let st = g.as_mut().ok_or_else(closed)?;
             for _ in 0..want {
-                let next = if reverse { it.next_back() } else { it.next() };
-                match next {
-                    Some(kv) => {
-                        bytes += kv.0.len() + kv.1.len();
-                        buf.push_back(kv);
-                        if bytes >= MAX_BATCH_BYTES {
-                            return Ok(false);
-                        }
-                    }
-                    None => {
-                        it.status().map_err(to_py)?;
-                        return Ok(true);
-                    }
+                st.step(reverse).map_err(|e| to_py(&e))?;
+                if !st.cursor.valid() {
+                    return Ok(true);
+                }
+                let (k, v) = (st.cursor.key(), st.cursor.value());
+                ents.push((data.len(), k.len(), v.len()));
+                data.extend_from_slice(k);
+                data.extend_from_slice(v);
+                if data.len() >= MAX_BATCH_BYTES {
+                    break;
                 }
             }
             Ok::<_, PyErr>(false)
@@ -149,19 +188,25 @@ impl PyIter {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        if self.buf.is_empty() {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        if self.pos == self.ents.len() {
             if self.done {
                 return Ok(None);
             }
             self.fill(py)?;
         }
-        let Some((k, v)) = self.buf.pop_front() else { return Ok(None) };
+        let Some(&(off, klen, vlen)) = self.ents.get(self.pos) else { return Ok(None) };
+        self.pos += 1;
+        let k = self.data.get(off..off + klen).unwrap_or_default();
+        let v = self.data.get(off + klen..off + klen + vlen).unwrap_or_default();
         let item = match (self.include_key, self.include_value) {
             (true, true) => {
-                PyTuple::new(py, [PyBytes::new(py, &k), PyBytes::new(py, &v)])?.into_any().unbind()
+                PyTuple::new(py, [PyBytes::new(py, k), PyBytes::new(py, v)])?.into_any().unbind()
             }
-            (true, false) => PyBytes::new(py, &k).into_any().unbind(),
-            _ => PyBytes::new(py, &v).into_any().unbind(),
+            (true, false) => PyBytes::new(py, k).into_any().unbind(),
+            _ => PyBytes::new(py, v).into_any().unbind(),
         };
         Ok(Some(item))
     }
@@ -173,7 +218,9 @@ impl PyIter {
         let cell = &self.cell;
         let it = py.detach(|| cell.lock().take());
         drop(it);
-        self.buf.clear();
+        self.data.clear();
+        self.ents.clear();
+        self.pos = 0;
         self.done = false;
     }
 

@@ -9,7 +9,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use stratakv::{Snapshot, Stats};
 
 use crate::handle::{Closable, Handle, IterCell, SnapCell};
-use crate::iter::{IterArgs, PyIter};
+use crate::iter::{IterArgs, IterState, PyIter};
 use crate::{bytes_arg, check_key, closed, err, opt_bytes_arg};
 
 /// A consistent read-only view of a database at the moment
@@ -63,12 +63,12 @@ impl PySnapshot {
             let s = cell.read();
             let snap = s.as_ref().ok_or_else(closed)?;
             let it = snap.iter(range).map_err(err)?;
-            let c: Arc<IterCell> = Arc::new(parking_lot::Mutex::new(Some(it)));
+            let c: Arc<IterCell> = Arc::new(parking_lot::Mutex::new(Some(IterState::new(it).map_err(err)?)));
             let weak: Weak<dyn Closable> = Arc::downgrade(&(c.clone() as Arc<dyn Closable>));
             h.register(weak);
             Ok(c)
         })?;
-        Ok(PyIter::new(it_cell, args))
+        Ok(PyIter::new(it_cell, self.handle.closed.clone(), args))
     }
 }
 
