@@ -4,7 +4,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 use stratakv::WriteBatch;
 
-use crate::db::PyDb;
+use std::sync::Arc;
+
+use stratakv::WriteOptions;
+
+use crate::handle::Handle;
 use crate::{bytes_arg, InvalidArgument};
 
 /// An ordered list of puts and deletes that a database applies all or
@@ -21,13 +25,14 @@ use crate::{bytes_arg, InvalidArgument};
 #[pyclass(module = "stratakv", name = "WriteBatch")]
 pub(crate) struct PyWriteBatch {
     batch: WriteBatch,
-    db: Option<Py<PyDb>>,
+    /// The database `write()` and the end of a `with` block write to.
+    db: Option<Arc<Handle>>,
     sync: bool,
 }
 
 impl PyWriteBatch {
     /// A batch that `write()` and the end of a `with` block write to `db`.
-    pub fn bound(db: Py<PyDb>, sync: bool) -> PyWriteBatch {
+    pub fn bound(db: Arc<Handle>, sync: bool) -> PyWriteBatch {
         PyWriteBatch { batch: WriteBatch::new(), db: Some(db), sync }
     }
 
@@ -44,7 +49,7 @@ impl PyWriteBatch {
         PyWriteBatch { batch: WriteBatch::new(), db: None, sync: false }
     }
 
-        /// Adds `key = value`. A key or value over the engine's limits makes
+    /// Adds `key = value`. A key or value over the engine's limits makes
     /// the write of the whole batch raise InvalidArgument.
     fn put(&mut self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = bytes_arg(key, "key")?;
@@ -53,7 +58,7 @@ impl PyWriteBatch {
         Ok(())
     }
 
-        /// Adds a deletion of `key`.
+    /// Adds a deletion of `key`.
     fn delete(&mut self, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let k = bytes_arg(key, "key")?;
         self.batch.delete(&k);
@@ -75,17 +80,18 @@ impl PyWriteBatch {
         self.batch.len()
     }
 
-        /// Writes the batch to the database that made it and empties it.
+    /// Writes the batch to the database that made it and empties it.
     fn write(&mut self, py: Python<'_>) -> PyResult<()> {
         let db = match &self.db {
-            Some(db) => db.clone_ref(py),
+            Some(db) => db,
             None => {
                 return Err(InvalidArgument::new_err(
                     "invalid argument: this WriteBatch was not made by db.write_batch(); use db.write(batch)",
                 ))
             }
         };
-        db.get().write_inner(py, &self.batch, self.sync)?;
+        let (batch, wo) = (&self.batch, WriteOptions { sync: self.sync });
+        db.with_db(py, |db| db.write_opt(batch, &wo))?;
         self.batch.clear();
         Ok(())
     }

@@ -10,8 +10,8 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use stratakv::{Db, KeyRange, WriteOptions};
 
 use crate::batch::PyWriteBatch;
-use crate::handle::{Closable, Handle, IterCell, SnapCell};
-use crate::iter::{IterArgs, IterState, PyIter};
+use crate::handle::{Closable, Handle, SnapCell};
+use crate::iter::{IterArgs, IterCell, IterState, PyIter};
 use crate::snapshot::PySnapshot;
 use crate::{bytes_arg, check_key, closed, err, opt_bytes_arg, options};
 
@@ -43,19 +43,8 @@ pub(crate) struct PyDb {
 
 impl PyDb {
     /// Runs `f` on the open database with the GIL released.
-    fn with_db<T: Send>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&Db) -> stratakv::Result<T> + Send,
-    ) -> PyResult<T> {
-        let h = &self.handle;
-        py.detach(|| {
-            let g = h.db.read();
-            match g.as_ref() {
-                Some(db) => f(db).map_err(err),
-                None => Err(closed()),
-            }
-        })
+    fn with_db<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Db) -> stratakv::Result<T> + Send) -> PyResult<T> {
+        self.handle.with_db(py, f)
     }
 
     fn write_options(sync: bool) -> WriteOptions {
@@ -108,7 +97,7 @@ impl PyDb {
         py.detach(|| self.handle.db.read().is_none())
     }
 
-        /// The value of `key`, or `default` if it is absent.
+    /// The value of `key`, or `default` if it is absent.
     #[pyo3(signature = (key, default=None))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
         let k = bytes_arg(key, "key")?;
@@ -119,7 +108,7 @@ impl PyDb {
         }
     }
 
-        /// Sets `key` to `value`. With sync=True the write is durable against
+    /// Sets `key` to `value`. With sync=True the write is durable against
     /// power loss before put returns; without it, it survives a crash of
     /// the process as soon as put returns.
     #[pyo3(signature = (key, value, *, sync=false))]
@@ -130,7 +119,7 @@ impl PyDb {
         self.with_db(py, |db| db.put_opt(&k, &v, &wo))
     }
 
-        /// Removes `key`; a no-op if it is absent.
+    /// Removes `key`; a no-op if it is absent.
     #[pyo3(signature = (key, *, sync=false))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
         let k = bytes_arg(key, "key")?;
@@ -161,7 +150,7 @@ impl PyDb {
         Ok(self.with_db(py, |db| db.get(&k))?.is_some())
     }
 
-        /// The values of `keys` (None for a missing one), read at one
+    /// The values of `keys` (None for a missing one), read at one
     /// consistent point.
     fn multi_get(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Py<PyList>> {
         let objs: Vec<Bound<'_, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
@@ -180,22 +169,23 @@ impl PyDb {
         Ok(out.unbind())
     }
 
-        /// A batch of puts and deletes bound to this database. Used as a
+    /// A batch of puts and deletes bound to this database. Used as a
     /// context manager it is written atomically when the `with` block ends
     /// normally and discarded if the block raises.
     #[pyo3(signature = (*, sync=false))]
-    fn write_batch(slf: &Bound<'_, Self>, sync: bool) -> PyWriteBatch {
-        PyWriteBatch::bound(slf.clone().unbind(), sync)
+    fn write_batch(&self, sync: bool) -> PyWriteBatch {
+        PyWriteBatch::bound(self.handle.clone(), sync)
     }
 
-        /// Applies a WriteBatch atomically: all of it or none, also after a crash.
+    /// Applies a WriteBatch atomically: all of it or none, also after a crash.
     #[pyo3(signature = (batch, *, sync=false))]
     fn write(&self, py: Python<'_>, batch: &Bound<'_, PyWriteBatch>, sync: bool) -> PyResult<()> {
         let b = batch.borrow();
-        self.write_inner(py, b.inner(), sync)
+        let (inner, wo) = (b.inner(), Self::write_options(sync));
+        self.with_db(py, |db| db.write_opt(inner, &wo))
     }
 
-        /// Iterates keys in order (descending with reverse=True) from `start`
+    /// Iterates keys in order (descending with reverse=True) from `start`
     /// up to `stop` (excluded, like plyvel; set include_start and
     /// include_stop to change either bound), or over the keys beginning
     /// with `prefix` (not combined with start or stop). Yields
@@ -234,22 +224,22 @@ impl PyDb {
         self.make_iter(py, IterArgs::all(true, true))
     }
 
-        /// Iterates the keys in order.
+    /// Iterates the keys in order.
     fn keys(&self, py: Python<'_>) -> PyResult<PyIter> {
         self.make_iter(py, IterArgs::all(true, false))
     }
 
-        /// Iterates the values in key order.
+    /// Iterates the values in key order.
     fn values(&self, py: Python<'_>) -> PyResult<PyIter> {
         self.make_iter(py, IterArgs::all(false, true))
     }
 
-        /// Iterates `(key, value)` pairs in key order.
+    /// Iterates `(key, value)` pairs in key order.
     fn items(&self, py: Python<'_>) -> PyResult<PyIter> {
         self.make_iter(py, IterArgs::all(true, true))
     }
 
-        /// A consistent read-only view of the database as of now, with get,
+    /// A consistent read-only view of the database as of now, with get,
     /// `[]`, `in`, multi_get and iterator. Versions it can see are kept
     /// until it is closed (`close()`, the end of a `with` block, or garbage
     /// collection).
@@ -276,7 +266,7 @@ impl PyDb {
         self.with_db(py, |db| db.sync())
     }
 
-        /// Compacts the keys from `start` (included) to `stop` (excluded; None
+    /// Compacts the keys from `start` (included) to `stop` (excluded; None
     /// = unbounded) down to the bottom level, dropping overwritten versions
     /// and deletions no snapshot needs.
     #[pyo3(signature = (start=None, stop=None))]
@@ -304,7 +294,7 @@ impl PyDb {
         self.with_db(py, |db| db.verify_checksums())
     }
 
-        /// The engine's counters and the shape of the tree, as a dict (the same
+    /// The engine's counters and the shape of the tree, as a dict (the same
     /// figures `strata stats` prints).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.with_db(py, |db| Ok(db.stats()))?;
@@ -332,13 +322,5 @@ impl PyDb {
     fn __repr__(&self, py: Python<'_>) -> String {
         let state = if self.closed(py) { "closed" } else { "open" };
         format!("<stratakv.DB path={:?} {state}>", self.path)
-    }
-}
-
-impl PyDb {
-    /// Writes a batch with the GIL released.
-    pub(crate) fn write_inner(&self, py: Python<'_>, batch: &stratakv::WriteBatch, sync: bool) -> PyResult<()> {
-        let wo = Self::write_options(sync);
-        self.with_db(py, |db| db.write_opt(batch, &wo))
     }
 }

@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Mutex, RwLock};
+use pyo3::prelude::*;
 use stratakv::{Db, Snapshot};
 
-use crate::iter::IterState;
+use crate::{closed, err};
 
 /// Something that closing the database must empty.
 pub(crate) trait Closable: Send + Sync {
@@ -22,19 +23,8 @@ pub(crate) trait Closable: Send + Sync {
     fn close(&self);
 }
 
-/// The cell an iterator's engine state lives in (a Mutex: it is `Send`
-/// but not `Sync`, and only one thread steps it at a time).
-pub(crate) type IterCell = Mutex<Option<IterState>>;
-
 /// The cell a snapshot lives in (readers share it).
 pub(crate) type SnapCell = RwLock<Option<Snapshot>>;
-
-impl Closable for IterCell {
-    fn close(&self) {
-        let it = self.lock().take();
-        drop(it);
-    }
-}
 
 impl Closable for SnapCell {
     fn close(&self) {
@@ -61,6 +51,18 @@ impl Handle {
             db: RwLock::new(Some(db)),
             children: Mutex::new(Vec::new()),
             closed: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// Runs `f` on the open database with the GIL released; ClosedError
+    /// once closed.
+    pub fn with_db<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Db) -> stratakv::Result<T> + Send) -> PyResult<T> {
+        py.detach(|| {
+            let g = self.db.read();
+            match g.as_ref() {
+                Some(db) => f(db).map_err(err),
+                None => Err(closed()),
+            }
         })
     }
 

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 use stratakv::{Cursor, DbIter, KeyRange};
 
-use crate::handle::IterCell;
+use crate::handle::Closable;
 use crate::{closed, to_py, InvalidArgument};
 
 const FIRST_BATCH: usize = 8;
@@ -59,9 +59,7 @@ impl IterArgs {
         }
         if let Some(p) = &self.prefix {
             if self.start.is_some() || self.stop.is_some() {
-                return Err(InvalidArgument::new_err(
-                    "invalid argument: prefix cannot be combined with start or stop",
-                ));
+                return Err(InvalidArgument::new_err("invalid argument: prefix cannot be combined with start or stop"));
             }
             return Ok(KeyRange::prefix(p));
         }
@@ -106,6 +104,17 @@ impl IterState {
         }
         self.started = true;
         Ok(())
+    }
+}
+
+/// The cell an iterator's engine state lives in (a Mutex: it is `Send`
+/// but not `Sync`, and only one thread steps it at a time).
+pub(crate) type IterCell = parking_lot::Mutex<Option<IterState>>;
+
+impl Closable for IterCell {
+    fn close(&self) {
+        let it = self.lock().take();
+        drop(it);
     }
 }
 
@@ -202,9 +211,7 @@ impl PyIter {
         let k = self.data.get(off..off + klen).unwrap_or_default();
         let v = self.data.get(off + klen..off + klen + vlen).unwrap_or_default();
         let item = match (self.include_key, self.include_value) {
-            (true, true) => {
-                PyTuple::new(py, [PyBytes::new(py, k), PyBytes::new(py, v)])?.into_any().unbind()
-            }
+            (true, true) => PyTuple::new(py, [PyBytes::new(py, k), PyBytes::new(py, v)])?.into_any().unbind(),
             (true, false) => PyBytes::new(py, k).into_any().unbind(),
             _ => PyBytes::new(py, v).into_any().unbind(),
         };

@@ -50,7 +50,12 @@ pyo3::create_exception!(
     Error,
     "An argument the engine cannot accept: an unknown option or profile, a bad option value, a key or value over the limits."
 );
-pyo3::create_exception!(stratakv, PmFull, Error, "The persistent-memory region has no room and none was freed in time.");
+pyo3::create_exception!(
+    stratakv,
+    PmFull,
+    Error,
+    "The persistent-memory region has no room and none was freed in time."
+);
 pyo3::create_exception!(stratakv, DiskFull, Error, "The SSD has no room (ENOSPC).");
 pyo3::create_exception!(
     stratakv,
@@ -64,12 +69,7 @@ pyo3::create_exception!(
     Error,
     "An earlier write failure left durable state unknown; the database refuses writes until it is reopened."
 );
-pyo3::create_exception!(
-    stratakv,
-    ClosedError,
-    Error,
-    "The database, or the snapshot or iterator used, is closed."
-);
+pyo3::create_exception!(stratakv, ClosedError, Error, "The database, or the snapshot or iterator used, is closed.");
 pyo3::create_exception!(stratakv, PmError, Error, "A persistent-memory region problem that is not corruption.");
 
 /// The Python exception for an engine error, carrying the engine's message.

@@ -74,8 +74,8 @@ pub(crate) fn build(
 ) -> PyResult<Options> {
     let mut o = Options::default();
     if let Some(p) = profile {
-        o.l0 = L0Kind::parse(p)
-            .ok_or_else(|| bad(format!("unknown profile {p:?} (known: \"matrix\", \"sstable\")")))?;
+        o.l0 =
+            L0Kind::parse(p).ok_or_else(|| bad(format!("unknown profile {p:?} (known: \"matrix\", \"sstable\")")))?;
     }
     o.pm_dir = pm_dir;
     let Some(options) = options else { return Ok(o) };

@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use stratakv::{Snapshot, Stats};
 
-use crate::handle::{Closable, Handle, IterCell, SnapCell};
-use crate::iter::{IterArgs, IterState, PyIter};
+use crate::handle::{Closable, Handle, SnapCell};
+use crate::iter::{IterArgs, IterCell, IterState, PyIter};
 use crate::{bytes_arg, check_key, closed, err, opt_bytes_arg};
 
 /// A consistent read-only view of a database at the moment
@@ -74,7 +74,7 @@ impl PySnapshot {
 
 #[pymethods]
 impl PySnapshot {
-        /// The value of `key` as of the snapshot, or `default` if it was absent.
+    /// The value of `key` as of the snapshot, or `default` if it was absent.
     #[pyo3(signature = (key, default=None))]
     fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
         match self.lookup(py, key)? {
@@ -94,7 +94,7 @@ impl PySnapshot {
         Ok(self.lookup(py, key)?.is_some())
     }
 
-        /// The values of `keys` as of the snapshot (None for a missing one).
+    /// The values of `keys` as of the snapshot (None for a missing one).
     fn multi_get(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<Py<PyList>> {
         let objs: Vec<Bound<'_, PyAny>> = keys.try_iter()?.collect::<PyResult<_>>()?;
         let ks: Vec<Cow<'_, [u8]>> = objs.iter().map(|o| bytes_arg(o, "key")).collect::<PyResult<_>>()?;
@@ -112,7 +112,7 @@ impl PySnapshot {
         Ok(out.unbind())
     }
 
-        /// Like `DB.iterator`, as of the snapshot.
+    /// Like `DB.iterator`, as of the snapshot.
     #[pyo3(signature = (*, start=None, stop=None, prefix=None, reverse=false, include_key=true, include_value=true, include_start=true, include_stop=false))]
     #[allow(clippy::too_many_arguments)]
     fn iterator(
@@ -145,17 +145,17 @@ impl PySnapshot {
         self.make_iter(py, IterArgs::all(true, true))
     }
 
-        /// Iterates the keys in order, as of the snapshot.
+    /// Iterates the keys in order, as of the snapshot.
     fn keys(&self, py: Python<'_>) -> PyResult<PyIter> {
         self.make_iter(py, IterArgs::all(true, false))
     }
 
-        /// Iterates the values in key order, as of the snapshot.
+    /// Iterates the values in key order, as of the snapshot.
     fn values(&self, py: Python<'_>) -> PyResult<PyIter> {
         self.make_iter(py, IterArgs::all(false, true))
     }
 
-        /// Iterates `(key, value)` pairs in key order, as of the snapshot.
+    /// Iterates `(key, value)` pairs in key order, as of the snapshot.
     fn items(&self, py: Python<'_>) -> PyResult<PyIter> {
         self.make_iter(py, IterArgs::all(true, true))
     }
