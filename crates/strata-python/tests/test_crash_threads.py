@@ -121,27 +121,31 @@ def test_threads_write_and_read(db):
 
 
 def test_gil_released_during_calls(db):
-    # While one thread runs a long engine call (a compaction of many keys),
-    # another thread keeps running Python code.
+    # While one thread runs long engine calls (a flush and a compaction of
+    # many keys), another thread keeps running Python code: it records
+    # ticks inside the calls' time window. Were the GIL held, it could not.
     with db.write_batch() as wb:
-        for i in range(50000):
+        for i in range(100000):
             wb.put(b"g%06d" % i, b"x" * 50)
     ticks = []
     stop = threading.Event()
 
     def ticker():
         while not stop.is_set():
-            ticks.append(1)
-            time.sleep(0.001)
+            ticks.append(time.perf_counter())
+            time.sleep(0.0005)
 
     t = threading.Thread(target=ticker)
     t.start()
-    before = len(ticks)
+    time.sleep(0.01)
+    t0 = time.perf_counter()
     db.flush()
     db.compact_range()
+    t1 = time.perf_counter()
     stop.set()
     t.join()
-    assert len(ticks) > before
+    inside = [x for x in ticks if t0 < x < t1]
+    assert len(inside) >= 3, (len(inside), t1 - t0)
 
 
 def test_close_while_threads_iterate(path):
