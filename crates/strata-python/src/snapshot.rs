@@ -216,6 +216,7 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
     d.set_item("run_merges", s.run_merges)?;
     d.set_item("pm_placement", s.pm_placement)?;
     d.set_item("pm_region_bytes", s.pm_region_bytes)?;
+    d.set_item("pm_allocated_bytes", s.pm_allocated_bytes)?;
     d.set_item("pm_slot_bytes", s.pm_slot_bytes)?;
     d.set_item("pm_slots", s.pm_slots)?;
     d.set_item("pm_slots_used", s.pm_slots_used)?;

@@ -251,3 +251,19 @@ def test_options(path, tmp_path):
     with pytest.raises(stratakv.Error):
         stratakv.DB(str(tmp_path / "missing"), create_if_missing=False, **SMALL)
     assert not (tmp_path / "missing" / "CURRENT").exists()
+
+
+def test_a_one_key_database_with_the_default_4_gib_region_takes_under_64_mib(path):
+    """The PM region's size is a ceiling: its file takes disk as extents are allocated."""
+    import os
+
+    with stratakv.DB(path) as d:
+        d.put(b"a", b"b", sync=True)
+        st = d.stats()
+        assert st["pm_region_bytes"] == 4 << 30
+        assert 0 < st["pm_allocated_bytes"] < 64 << 20
+    used = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            used += os.lstat(os.path.join(root, f)).st_blocks * 512
+    assert used < 64 << 20, f"a one-key database takes {used >> 20} MiB"
