@@ -39,6 +39,20 @@ pub struct Stats {
     pub matrix_pm_bytes: u64,
     /// The matrix's PM budget.
     pub matrix_limit_bytes: u64,
+    /// Keys in the single-level B+-tree.
+    pub slm_tree_entries: u64,
+    /// PM bytes the single-level B+-tree holds (nodes and keys).
+    pub slm_tree_pm_bytes: u64,
+    /// Tables that are selective-compaction candidates now.
+    pub slm_candidates: usize,
+    /// Selective compactions since open.
+    pub slm_compactions: u64,
+    /// Lookups that reached the tree since open.
+    pub slm_gets: u64,
+    /// Data blocks those lookups read (one per lookup is the design).
+    pub slm_block_reads: u64,
+    /// Lookups that searched the tables (snapshots older than the tree's version).
+    pub slm_fallbacks: u64,
     /// Column compactions since open.
     pub columns: u64,
     /// Merges of runs into L1 since open.
@@ -137,6 +151,20 @@ impl fmt::Display for Stats {
                 mib(self.matrix_limit_bytes),
                 self.columns,
                 self.run_merges
+            )?;
+        }
+        if self.l0 == "single-level" {
+            writeln!(
+                f,
+                "single level:         {} keys in the B+-tree ({:.2} MiB PM), {} candidates, {} selective compactions; {} gets read {} blocks ({:.3} per get), {} searched the tables",
+                self.slm_tree_entries,
+                mib(self.slm_tree_pm_bytes),
+                self.slm_candidates,
+                self.slm_compactions,
+                self.slm_gets,
+                self.slm_block_reads,
+                if self.slm_gets == 0 { 0.0 } else { self.slm_block_reads as f64 / self.slm_gets as f64 },
+                self.slm_fallbacks
             )?;
         }
         writeln!(

@@ -302,3 +302,8 @@ fn model_sstable_l0() {
 fn model_matrix_l0() {
     run(L0Kind::Matrix, 5000);
 }
+
+#[test]
+fn model_single_level_l0() {
+    run(L0Kind::SingleLevel, 9000);
+}

@@ -17,7 +17,7 @@ mod reader;
 pub use block::{Block, BlockBuilder, BlockIter};
 pub use builder::{TableBuilder, TableOptions};
 pub use cache::BlockCache;
-pub use format::Compression;
+pub use format::{BlockHandle, Compression};
 pub use reader::{Table, TableIter};
 
 #[cfg(test)]

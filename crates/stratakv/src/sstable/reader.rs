@@ -141,6 +141,23 @@ impl Table {
         Ok(None)
     }
 
+    /// Handles of every data block, in key order.
+    pub fn block_handles(&self) -> Vec<BlockHandle> {
+        (0..self.index.num_blocks()).filter_map(|i| self.index.block(i)).collect()
+    }
+
+    /// In data block `h` only (no filter, no index search: the block a
+    /// single-level tree entry names), the first entry >= `seek_key` if its
+    /// user key is `ukey`: (internal key, value).
+    pub fn get_in_block(&self, h: BlockHandle, seek_key: &[u8], ukey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut it = BlockIter::new(self.read_block(h)?);
+        it.seek(seek_key)?;
+        if it.valid() && user_key(it.key()) == ukey {
+            return Ok(Some((it.key().to_vec(), it.value().to_vec())));
+        }
+        Ok(None)
+    }
+
     /// A cursor over the table.
     pub fn iter(self: &Arc<Self>) -> TableIter {
         TableIter { table: self.clone(), block_idx: 0, data: None, fill_cache: true }

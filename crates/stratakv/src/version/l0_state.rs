@@ -3,6 +3,9 @@
 use std::any::Any;
 use std::fmt::Debug;
 
+use std::sync::Arc;
+
+use super::{FileMeta, TableCache};
 use crate::error::Result;
 use crate::iterator::InternalIterator;
 use crate::key::{Lookup, SeqNo};
@@ -18,8 +21,10 @@ pub(crate) trait L0State: Send + Sync + Debug {
     fn record(&self) -> Vec<u8>;
 
     /// The newest version of `ukey` with sequence <= `seq` (`hash` is its
-    /// key hash); `Missing` sends the lookup on to the tables.
-    fn get(&self, ukey: &[u8], seq: SeqNo, hash: u64) -> Result<Lookup>;
+    /// key hash); `Missing` sends the lookup on to the tables. `tables` and
+    /// `l0_files` (the version's level-0 tables) are for kinds that index
+    /// tables themselves (single-level).
+    fn get(&self, ukey: &[u8], seq: SeqNo, hash: u64, tables: &TableCache, l0_files: &[Arc<FileMeta>]) -> Result<Lookup>;
 
     /// Asks for the cache lines a lookup of a key with hash `hash` reads first.
     fn prefetch(&self, hash: u64);

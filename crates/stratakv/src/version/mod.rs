@@ -166,7 +166,7 @@ impl Version {
     /// below the memtables.
     pub fn get(&self, tables: &TableCache, ukey: &[u8], hash: u64, seq: SeqNo) -> Result<Lookup> {
         if let Some(l0) = &self.l0 {
-            match l0.get(ukey, seq, hash)? {
+            match l0.get(ukey, seq, hash, tables, self.files(0))? {
                 Lookup::Missing => {}
                 found => return Ok(found),
             }

@@ -1,0 +1,318 @@
+//! Level 0 as SLM-DB's single level (`single-level`): sealed memtables
+//! become tables of one level whose key ranges overlap, and a persistent
+//! B+-tree in PM ([`crate::pmtree`]) maps every key to the block holding
+//! its newest version, so a lookup reads one block: no bloom filter, no
+//! index search, no level-by-level probing. Selective compaction merges
+//! the tables that waste the most (SLM-DB's three triggers: live-key
+//! ratio, a round-robin scan of the tree's leaves, and — not yet built —
+//! range-query sequentiality).
+//!
+//! The tables live in the version's level 0 (the leveled picker never
+//! touches them: `for_manifest` sets its trigger out of reach); the tree,
+//! the tables' key counts and a compaction in flight are this kind's
+//! [`L0State`].
+//!
+//! # Order of a flush
+//! 1. The memtable is written as tables (fsynced); one MANIFEST edit adds
+//!    them (the sealed memtable still answers reads).
+//! 2. Every key is put into the tree, pointing at its block.
+//! 3. A second edit advances the log number and drops the memtable.
+//!
+//! A crash before 3 leaves the log live: recovery replays it and the next
+//! flush writes and indexes those keys again; entries that already point
+//! into the first tables stay valid (those tables are in the MANIFEST).
+
+mod check;
+mod compact;
+mod index;
+mod record;
+mod select;
+mod state;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use strata_pmem::ExtentHead;
+
+use self::index::{index_table, Mode};
+use self::record::{KeyCounts, Record};
+use self::state::{numbers, single_in, ReadCounters, SingleState};
+use super::{Job, Lane, Level0, RecoverCx, Stall};
+use crate::compaction::{execute, Merge};
+use crate::engine::{Commit, Engine, StallPolicy};
+use crate::error::{Error, Result};
+use crate::memtable::Memtable;
+use crate::options::Options;
+use crate::pmtree::PmTree;
+use crate::stats::Stats;
+use crate::version::{L0State, Version, VersionEdit};
+
+/// SLM-DB's single level.
+pub(crate) struct SingleLevelL0 {
+    live_percent: u32,
+    trigger: usize,
+    slowdown_at: usize,
+    stop_at: usize,
+    scan_keys: usize,
+    scan_min_tables: usize,
+    max_tables: usize,
+    /// The tree, once recovered or created.
+    tree: Mutex<Option<Arc<PmTree>>>,
+    /// Tables the leaf scans marked as candidates (DRAM: a restart forgets
+    /// them, and the next scans find them again).
+    marked: Mutex<HashSet<u64>>,
+    /// Where the next leaf scan starts.
+    scan_cursor: Mutex<Vec<u8>>,
+    reads: Arc<ReadCounters>,
+    compactions: AtomicU64,
+}
+
+impl SingleLevelL0 {
+    /// The level 0 of `opts`.
+    pub fn new(opts: &Options) -> SingleLevelL0 {
+        SingleLevelL0 {
+            live_percent: opts.slm_live_percent,
+            trigger: opts.slm_compaction_trigger,
+            slowdown_at: opts.slm_slowdown_candidates,
+            stop_at: opts.slm_stop_candidates,
+            scan_keys: opts.slm_leaf_scan_keys,
+            scan_min_tables: opts.slm_leaf_scan_min_tables,
+            max_tables: opts.slm_max_compaction_tables,
+            tree: Mutex::new(None),
+            marked: Mutex::new(HashSet::new()),
+            scan_cursor: Mutex::new(Vec::new()),
+            reads: Arc::new(ReadCounters::default()),
+            compactions: AtomicU64::new(0),
+        }
+    }
+
+    fn tree(&self) -> Result<Arc<PmTree>> {
+        self.tree.lock().clone().ok_or(Error::Closed)
+    }
+
+    /// Forgets marks on `gone` tables; returns how many marks remain.
+    fn unmark(&self, gone: &HashSet<u64>) -> usize {
+        let mut m = self.marked.lock();
+        m.retain(|n| !gone.contains(n));
+        m.len()
+    }
+
+    /// Every candidate in `v`: low live ratio, or marked by a leaf scan.
+    fn candidates(&self, v: &Version) -> HashSet<u64> {
+        let live = numbers(v.files(0));
+        let mut c: HashSet<u64> = single_in(v).map(|s| s.low_live(self.live_percent)).unwrap_or_default().into_iter().collect();
+        c.extend(self.marked.lock().iter().copied());
+        c.retain(|n| live.contains(n));
+        c
+    }
+
+    /// One round-robin scan of `scan_keys` keys of the tree's leaves from
+    /// where the last stopped: if the window's keys live in at least
+    /// `scan_min_tables` tables, those tables are marked (SLM-DB's
+    /// locality check). Skipped while writers are stopped anyway.
+    fn leaf_scan(&self, tree: &PmTree) -> Result<()> {
+        if self.marked.lock().len() >= self.stop_at {
+            return Ok(());
+        }
+        let start = self.scan_cursor.lock().clone();
+        let mut files = HashSet::new();
+        let mut last = None;
+        let mut n = 0usize;
+        for item in tree.range(std::ops::Bound::Included(&start[..]), std::ops::Bound::Unbounded) {
+            let (k, v) = item?;
+            files.insert(v.file);
+            last = Some(k);
+            n += 1;
+            if n >= self.scan_keys {
+                break;
+            }
+        }
+        *self.scan_cursor.lock() = match (n >= self.scan_keys, last) {
+            (true, Some(mut k)) => {
+                k.push(0);
+                k
+            }
+            _ => Vec::new(),
+        };
+        if files.len() >= self.scan_min_tables.max(2) {
+            self.marked.lock().extend(files);
+        }
+        Ok(())
+    }
+}
+
+impl Level0 for SingleLevelL0 {
+    fn name(&self) -> &'static str {
+        "single-level"
+    }
+
+    /// Opens the tree the record names (no rebuild), or creates one for a
+    /// new database; retires tree extents no record names.
+    fn recover(&self, cx: &RecoverCx<'_>, _older_logs: &mut Vec<ExtentHead>) -> Result<Option<Arc<dyn L0State>>> {
+        let pm = |e| Error::from_pm(cx.region_path, e);
+        let rec = match cx.record {
+            Some(b) => Record::decode(b).map_err(|why| Error::corruption(cx.manifest_path, 0, why))?,
+            None => Record::default(),
+        };
+        let tree = if cx.record.is_some() {
+            PmTree::open(cx.region, rec.anchor, cx.heads)?
+        } else {
+            PmTree::create(cx.region, cx.heads)?
+        };
+        let owned: HashSet<u64> = tree.extent_slots().into_iter().collect();
+        for h in cx.heads.iter().filter(|h| PmTree::owns_kind(h.kind) && !owned.contains(&h.slot)) {
+            cx.region.retire(*h).map_err(pm)?;
+        }
+        let tree = Arc::new(tree);
+        *self.tree.lock() = Some(tree.clone());
+        let rec = Record { anchor: tree.anchor(), ..rec };
+        Ok(Some(Arc::new(SingleState { tree, rec, marked: 0, reads: self.reads.clone() })))
+    }
+
+    fn flush(&self, eng: &Engine, imm: &Arc<Memtable>) -> Result<()> {
+        let tree = self.tree()?;
+        let mut outputs = Vec::new();
+        if !imm.is_empty() {
+            let next = || eng.new_file_number();
+            // Tombstones stay: older versions live in other tables.
+            let below = |_: &[u8]| true;
+            let merge = Merge {
+                inputs: vec![Box::new(imm.iter())],
+                oldest_snapshot: eng.oldest_snapshot(),
+                may_exist_below: &below,
+                grandparents: &[],
+            };
+            outputs = execute(&eng.build_ctx(&next, u64::MAX), merge)?;
+        }
+        let bytes: u64 = outputs.iter().map(|f| f.size).sum();
+        // Edit 1: the tables are live (the memtable still answers reads).
+        if !outputs.is_empty() {
+            let mut vs = eng.versions.lock();
+            let edit = VersionEdit { added: outputs.iter().cloned().map(|f| (0, f)).collect(), ..Default::default() };
+            let st = self.current(eng)?.clone_state();
+            eng.commit(&mut vs, Commit { edit, l0: Some(Arc::new(st)), ..Default::default() })?;
+        }
+        // The tree.
+        let mut indexed = Vec::new();
+        for f in &outputs {
+            let t = eng.tables.get(f.number)?;
+            indexed.push((f.number, index_table(&tree, &t, f.number, Mode::Flush)?));
+        }
+        // Edit 2: the log is no longer needed.
+        {
+            let mut vs = eng.versions.lock();
+            let mut st = self.current(eng)?.clone_state();
+            for (n, done) in indexed {
+                for (old, dead) in done.dead {
+                    if let Some(c) = st.rec.counts.get_mut(&old) {
+                        c.alive = c.alive.saturating_sub(dead);
+                    }
+                }
+                st.rec.counts.insert(n, KeyCounts { total: done.alive, alive: done.alive });
+            }
+            st.marked = self.marked.lock().len();
+            let edit = VersionEdit {
+                log_number: Some(imm.next_log()),
+                last_sequence: Some(imm.last_seq().max(vs.last_sequence)),
+                ..Default::default()
+            };
+            eng.commit(&mut vs, Commit { edit, l0: Some(Arc::new(st)), flushed: Some(imm.id()), ..Default::default() })?;
+        }
+        eng.counters.table_bytes_written.fetch_add(bytes, Ordering::Relaxed);
+        eng.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        self.leaf_scan(&tree)?;
+        Ok(())
+    }
+
+    /// Writers slow down, then stop, as candidates pile up (SLM-DB: 15, 35).
+    fn stall_policy(&self) -> StallPolicy {
+        let (live_percent, slowdown_at, stop_at) = (self.live_percent, self.slowdown_at, self.stop_at);
+        Box::new(move |v: &Version| {
+            let n = single_in(v).map(|s| s.low_live(live_percent).len() + s.marked).unwrap_or(0);
+            Stall { stop: n >= stop_at, slow: n >= slowdown_at }
+        })
+    }
+
+    fn l1_target_bytes(&self) -> u64 {
+        u64::MAX
+    }
+
+    fn lanes(&self) -> &'static [&'static str] {
+        &["slm-compact"]
+    }
+
+    fn next_job(&self, eng: &Engine, lane: Lane) -> Result<Option<Job<'_>>> {
+        if lane != Lane::Own(0) {
+            return Ok(None);
+        }
+        let v = eng.version();
+        if let Some(p) = single_in(&v).and_then(|s| s.rec.pending.clone()) {
+            let inputs: HashSet<u64> = p.inputs.into_iter().collect();
+            return Ok(Some(Box::new(move |eng: &Engine| self.finish(eng, &inputs, &p.outputs))));
+        }
+        if eng.opts.disable_auto_compaction {
+            return Ok(None);
+        }
+        let cands = self.candidates(&v);
+        if cands.len() <= self.trigger {
+            return Ok(None);
+        }
+        let mut st = eng.state.lock();
+        let free: HashSet<u64> = cands.into_iter().filter(|n| !st.busy.contains(n)).collect();
+        let picked = select::pick(v.files(0), &free, self.max_tables, free.len() >= self.stop_at);
+        if picked.len() <= 1 {
+            return Ok(None);
+        }
+        st.mark_busy(picked.iter());
+        drop(st);
+        Ok(Some(Box::new(move |eng: &Engine| {
+            let r = self.compact(eng, &picked);
+            eng.state.lock().unmark_busy(picked.iter());
+            r
+        })))
+    }
+
+    fn work_pending(&self, _eng: &Engine, v: &Version, auto: bool) -> bool {
+        let pending = single_in(v).is_some_and(|s| s.rec.pending.is_some());
+        pending || (auto && self.candidates(v).len() > self.trigger)
+    }
+
+    /// Merges every table into one sorted set (`compact_range`).
+    fn drain(&self, eng: &Engine) -> Result<usize> {
+        if let Some(p) = single_in(&eng.version()).and_then(|s| s.rec.pending.clone()) {
+            let inputs: HashSet<u64> = p.inputs.into_iter().collect();
+            self.finish(eng, &inputs, &p.outputs)?;
+        }
+        let all = {
+            let mut st = eng.state.lock();
+            let v = st.version.clone();
+            let files: Vec<_> = v.files(0).iter().filter(|f| !st.busy.contains(&f.number)).cloned().collect();
+            st.mark_busy(files.iter());
+            files
+        };
+        let r = if all.is_empty() { Ok(()) } else { self.compact(eng, &all) };
+        eng.state.lock().unmark_busy(all.iter());
+        r?;
+        Ok(1)
+    }
+
+    fn check(&self, eng: &Engine) -> Result<()> {
+        self.check_tree(eng)
+    }
+
+    fn stats(&self, v: &Version, stats: &mut Stats) {
+        stats.l0 = self.name();
+        if let Some(s) = single_in(v) {
+            let t = s.tree.stats();
+            stats.slm_tree_entries = t.entries;
+            stats.slm_tree_pm_bytes = t.pm_bytes;
+            stats.slm_candidates = self.candidates(v).len();
+        }
+        stats.slm_compactions = self.compactions.load(Ordering::Relaxed);
+        stats.slm_gets = self.reads.gets.load(Ordering::Relaxed);
+        stats.slm_block_reads = self.reads.block_reads.load(Ordering::Relaxed);
+        stats.slm_fallbacks = self.reads.fallbacks.load(Ordering::Relaxed);
+    }
+}
