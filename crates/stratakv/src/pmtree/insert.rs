@@ -1,0 +1,279 @@
+//! The writer: FAST shifts inside a node, FAIR splits, parent links and
+//! root growth, value updates and removals.
+//!
+//! Every store that a later store depends on is persisted before that
+//! later store is made (`Writer::pstore`), so a crash image holds a prefix
+//! of the steps under both crash models of the simulator (whole cache
+//! lines or single 8-byte words surviving). Each prefix decodes (FAST
+//! rules, `node`) to the node before or after the change.
+
+use std::cmp::Ordering;
+use std::sync::atomic::Ordering as AtomicOrdering;
+
+use super::alloc::Writer;
+use super::layout::*;
+use super::node::{self, Node, NodeImage};
+use super::record::record_image;
+use super::search::{Descent, Target};
+use super::value::TreeValue;
+use super::Inner;
+use crate::error::{Error, Result};
+
+/// When an update applies.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Cond {
+    /// Insert or replace.
+    Always,
+    /// Replace only an existing entry pointing at this file.
+    File(u64),
+}
+
+impl Inner {
+    /// The writer's copy of a node (no other writer can change it).
+    fn read_node(&self, off: u64) -> Result<Node> {
+        node::load(&self.region, &self.path, off)?.decode(&self.path)
+    }
+
+    /// Compares the keys behind two (prefix, record) pairs.
+    fn cmp_recs(&self, a: (u64, u64), b: (u64, u64)) -> Result<Ordering> {
+        match a.0.cmp(&b.0) {
+            Ordering::Equal => Ok(self.record_key(a.1)?.cmp(self.record_key(b.1)?)),
+            o => Ok(o),
+        }
+    }
+
+    /// Descends to the leaf for `key`, first linking into its parent any
+    /// node the descent had to reach by moving right (a split whose parent
+    /// update a crash cut off). Each fix adds one link, so this ends.
+    fn writer_descend(&self, w: &mut Writer, key: &[u8]) -> Result<Descent> {
+        loop {
+            let d = self.descend(Target::AtLeast(key), 0, |t, off| t.read_node(off))?;
+            match d.moved {
+                None => return Ok(d),
+                Some((level, node)) => self.link_parent(w, level, node)?,
+            }
+        }
+    }
+
+    /// Brings node `off` back to the clean layout the shifts assume (live
+    /// entries in raw slots `0..n`, then a 0 pointer), finishing what a
+    /// crash interrupted: drops the copy of entries a split moved to the
+    /// right sibling, and the slots left mid-shift. Each step keeps the
+    /// node's content.
+    fn normalize(&self, w: &mut Writer, off: u64) -> Result<Node> {
+        loop {
+            let n = self.read_node(off)?;
+            if n.sibling != 0 {
+                let fence = self.fence_of(n.sibling)?;
+                let mut cut = None;
+                for e in n.entries.iter().rev() {
+                    if self.cmp_recs((e.prefix, self.entry_rec(n.level, e.ptr)?), fence)? == Ordering::Less {
+                        break;
+                    }
+                    cut = Some(e.raw);
+                }
+                if let Some(raw) = cut {
+                    self.begin(off);
+                    let r = w.pstore(&self.path, off + entry_ptr(raw), 0);
+                    self.end(off);
+                    r?;
+                    continue;
+                }
+            }
+            if n.is_clean() {
+                return Ok(n);
+            }
+            let live: Vec<usize> = n.entries.iter().map(|e| e.raw).collect();
+            let Some(g) = (0..n.raw_len).rev().find(|i| !live.contains(i)) else {
+                return Err(Error::corruption(&*self.path, off, "tree node layout cannot be cleaned"));
+            };
+            self.begin(off);
+            let r = self.raw_remove(w, off, n.raw_len, g);
+            self.end(off);
+            r?;
+        }
+    }
+
+    /// Removes raw slot `d` of the `r` raw slots of node `off`, shifting
+    /// the slots after it left. The first store (SKIP) is the commit
+    /// point of a removal; every later state reads the same.
+    fn raw_remove(&self, w: &mut Writer, off: u64, r: usize, d: usize) -> Result<()> {
+        if d + 1 == r {
+            return w.pstore(&self.path, off + entry_ptr(d), 0);
+        }
+        let raw = node::load(&self.region, &self.path, off)?;
+        let word = |at: u64| raw.words[(at / 8) as usize];
+        w.pstore(&self.path, off + entry_ptr(d), SKIP)?;
+        for i in d..r - 1 {
+            // Key first: slot i is still skipped (SKIP, or a copy of slot
+            // i-1); its pointer store then makes it the copy of slot i+1,
+            // and slot i+1 becomes the skipped second copy.
+            w.pstore(&self.path, off + entry_key(i), word(entry_key(i + 1)))?;
+            w.pstore(&self.path, off + entry_ptr(i), word(entry_ptr(i + 1)))?;
+        }
+        w.pstore(&self.path, off + entry_ptr(r - 1), 0)
+    }
+
+    /// Inserts (prefix, ptr) at position `pos` of the clean, not full node `n`.
+    fn insert_shift(&self, w: &mut Writer, n: &Node, pos: usize, prefix: u64, ptr: u64) -> Result<()> {
+        let cnt = n.entries.len();
+        let off = n.off;
+        let raw = node::load(&self.region, &self.path, off)?;
+        let word = |at: u64| raw.words[(at / 8) as usize];
+        // The terminator moves one slot right; a slot past it may hold a
+        // stale pointer from a truncation, so clear it first.
+        if cnt + 1 < CAP && word(entry_ptr(cnt + 1)) != 0 {
+            w.pstore(&self.path, off + entry_ptr(cnt + 1), 0)?;
+        }
+        for i in (pos..cnt).rev() {
+            // Pointer first: slot i+1 becomes a copy of slot i's pointer,
+            // which readers skip; then its key; slot i is then the copy.
+            w.pstore(&self.path, off + entry_ptr(i + 1), word(entry_ptr(i)))?;
+            w.pstore(&self.path, off + entry_key(i + 1), word(entry_key(i)))?;
+        }
+        if pos < cnt {
+            // Slot pos and pos+1 hold the same entry; hide slot pos while
+            // its key changes (the key store alone would rename the entry).
+            w.pstore(&self.path, off + entry_ptr(pos), SKIP)?;
+        }
+        w.pstore(&self.path, off + entry_key(pos), prefix)?;
+        // The commit point: the new entry appears with one 8-byte store.
+        w.pstore(&self.path, off + entry_ptr(pos), ptr)
+    }
+
+    /// Splits the clean, full node `n`: the upper half goes to a new right
+    /// sibling, written and persisted whole, then linked from `n` with one
+    /// store, then `n` is truncated with one store. Returns the sibling.
+    fn split(&self, w: &mut Writer, n: &Node) -> Result<u64> {
+        let m = CAP / 2;
+        let e = &n.entries;
+        let (low, leftmost, first) = if n.level == 0 {
+            ((e[m].prefix, e[m].ptr), 0, m)
+        } else {
+            ((e[m].prefix, self.entry_rec(n.level, e[m].ptr)?), e[m].ptr, m + 1)
+        };
+        let mut img = NodeImage::new(n.level, low, n.sibling, leftmost);
+        for (i, x) in e[first..].iter().enumerate() {
+            img.set(i, x.prefix, x.ptr);
+        }
+        let right = w.alloc_node(&self.region, &self.path, &img.bytes())?;
+        self.begin(n.off);
+        // Link before truncating: in between, the moved entries are in both
+        // nodes (pointing at the same records), never in neither.
+        let r = w
+            .pstore(&self.path, n.off + N_SIBLING, right)
+            .and_then(|_| w.pstore(&self.path, n.off + entry_ptr(m), 0));
+        self.end(n.off);
+        r?;
+        Ok(right)
+    }
+
+    /// Inserts the entry (key, ptr) into the node for `key` at `level`,
+    /// starting at `off` and moving right as needed; splits when full.
+    fn insert_at(&self, w: &mut Writer, level: u16, mut off: u64, key: &[u8], ptr: u64) -> Result<()> {
+        let kp = prefix_of(key);
+        loop {
+            let n = self.normalize(w, off)?;
+            if n.level != level {
+                return Err(Error::corruption(&*self.path, off, format!("tree node not at level {level}")));
+            }
+            if n.sibling != 0 {
+                let (p, r) = self.fence_of(n.sibling)?;
+                if self.cmp_key(key, kp, p, r)? != Ordering::Less {
+                    off = n.sibling;
+                    continue;
+                }
+            }
+            if n.entries.len() < CAP {
+                let pos = self.position(&n, Target::AtLeast(key), false)?;
+                self.begin(off);
+                let r = self.insert_shift(w, &n, pos, kp, ptr);
+                self.end(off);
+                return r;
+            }
+            let right = self.split(w, &n)?;
+            self.link_parent(w, level, right)?;
+            // Loop: the entry goes into `n` or, past the fence, its sibling.
+        }
+    }
+
+    /// Adds the separator of node `right` (at `level`) to its parent level,
+    /// or grows a new root over the current root and `right`.
+    fn link_parent(&self, w: &mut Writer, level: u16, right: u64) -> Result<()> {
+        let (prefix, rec) = self.fence_of(right)?;
+        let key = self.record_key(rec)?.to_vec();
+        let root = self.root()?;
+        let root_level = self.read_node(root)?.level;
+        if root_level > level {
+            let d = self.descend(Target::AtLeast(&key), level + 1, |t, off| t.read_node(off))?;
+            return self.insert_at(w, level + 1, d.leaf.off, &key, right);
+        }
+        let mut img = NodeImage::new(level + 1, (0, 0), 0, root);
+        img.set(0, prefix, right);
+        let new_root = w.alloc_node(&self.region, &self.path, &img.bytes())?;
+        // The new root is durable (alloc_node) before the root word names it.
+        w.pstore(&self.path, self.header_off + E_ROOT, new_root)
+    }
+
+    /// Writes `v` into the record at `rec`: the unused slot, persisted,
+    /// then the selector flipped with one 8-byte store.
+    fn write_value(&self, w: &mut Writer, rec: u64, v: [u64; 2]) -> Result<()> {
+        let sel = self.region.load_u64(rec + R_SELECT).map_err(|e| self.pm_err(e))?;
+        let next = (sel & 1) ^ 1;
+        let at = rec + R_SLOTS + 16 * next;
+        w.store(&self.path, at, v[0])?;
+        w.store(&self.path, at + 8, v[1])?;
+        w.persist_range(&self.path, at, 16)?;
+        w.pstore(&self.path, rec + R_SELECT, ((sel >> 1).wrapping_add(1) << 1) | next)
+    }
+
+    /// Upsert (`Cond::Always`) or compare-and-replace (`Cond::File`).
+    pub(super) fn update(&self, key: &[u8], v: TreeValue, cond: Cond) -> Result<bool> {
+        if key.len() > crate::key::MAX_KEY_LEN {
+            return Err(Error::InvalidArgument(format!("key of {} bytes", key.len())));
+        }
+        let enc = v.encode()?;
+        let mut w = self.writer.lock();
+        let d = self.writer_descend(&mut w, key)?;
+        match self.find_in_leaf(&d.leaf, key)? {
+            Some(i) => {
+                let rec = d.leaf.entries[i].ptr;
+                if let Cond::File(f) = cond {
+                    if self.record_value(rec)?.file != f {
+                        return Ok(false);
+                    }
+                }
+                self.write_value(&mut w, rec, enc)?;
+                Ok(true)
+            }
+            None if matches!(cond, Cond::File(_)) => Ok(false),
+            None => {
+                // The record is durable before the entry naming it is published.
+                let rec = w.alloc_record(&self.region, &self.path, &record_image(key, enc))?;
+                self.insert_at(&mut w, 0, d.leaf.off, key, rec)?;
+                self.entries.fetch_add(1, AtomicOrdering::Relaxed);
+                Ok(true)
+            }
+        }
+    }
+
+    /// Removes `key`'s entry if it points at `file`.
+    pub(super) fn remove_if(&self, key: &[u8], file: u64) -> Result<bool> {
+        let mut w = self.writer.lock();
+        let d = self.writer_descend(&mut w, key)?;
+        let n = self.normalize(&mut w, d.leaf.off)?;
+        let Some(i) = self.find_in_leaf(&n, key)? else {
+            return Ok(false);
+        };
+        let e = n.entries[i];
+        if self.record_value(e.ptr)?.file != file {
+            return Ok(false);
+        }
+        self.begin(n.off);
+        let r = self.raw_remove(&mut w, n.off, n.raw_len, e.raw);
+        self.end(n.off);
+        r?;
+        self.entries.fetch_sub(1, AtomicOrdering::Relaxed);
+        Ok(true)
+    }
+}
