@@ -187,6 +187,7 @@ fn fixture_round_trip(l0: L0Kind) {
             38,
             0,
         ),
+        other => panic!("no format fixture for the {} profile yet", other.name()),
     };
     assert_eq!(layout, want, "the {} fixture's layout as opened", l0.name());
     assert_eq!(s.last_sequence, 3759, "last sequence");

@@ -134,6 +134,8 @@ impl SingleLevelL0 {
         eng.counters.table_bytes_written.fetch_add(bytes, Ordering::Relaxed);
         self.finish(eng, &input_set, &out_numbers)?;
         self.compactions.fetch_add(1, Ordering::Relaxed);
+        eng.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        eng.counters.compaction_bytes_read.fetch_add(inputs.iter().map(|f| f.size).sum(), Ordering::Relaxed);
         Ok(())
     }
 

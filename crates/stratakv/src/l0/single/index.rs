@@ -53,11 +53,15 @@ pub(super) fn index_table(tree: &PmTree, t: &Table, number: u64, mode: Mode<'_>)
         let v = TreeValue { file: number, block_offset: h.offset, block_len: h.size as u32, tombstone: kind == Kind::Delete };
         match &mode {
             Mode::Flush => {
-                if let Some(old) = tree.upsert(uk, v)? {
+                // The old value's table loses a live key. (A compaction
+                // re-pointing the key in between only skews the counts,
+                // which steer compaction and nothing else.)
+                if let Some(old) = tree.get(uk)? {
                     if old.file != number {
                         *out.dead.entry(old.file).or_default() += 1;
                     }
                 }
+                tree.upsert(uk, v)?;
                 out.alive += 1;
             }
             Mode::Repoint(inputs) => {

@@ -45,7 +45,7 @@ use crate::engine::{Commit, Engine, StallPolicy};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::pmtree::PmTree;
+use crate::pmtree::{PmTree, EXTENT_KIND_TREE};
 use crate::stats::Stats;
 use crate::version::{L0State, Version, VersionEdit};
 
@@ -157,12 +157,14 @@ impl Level0 for SingleLevelL0 {
             None => Record::default(),
         };
         let tree = if cx.record.is_some() {
-            PmTree::open(cx.region, rec.anchor, cx.heads)?
+            PmTree::open(cx.region, cx.region_path, rec.anchor, cx.heads)?
         } else {
-            PmTree::create(cx.region, cx.heads)?
+            PmTree::create(cx.region, cx.region_path)?
         };
-        let owned: HashSet<u64> = tree.extent_slots().into_iter().collect();
-        for h in cx.heads.iter().filter(|h| PmTree::owns_kind(h.kind) && !owned.contains(&h.slot)) {
+        // Tree extents no record names: a tree created but never recorded,
+        // or extents a crash left before their first use.
+        let owned: HashSet<u64> = tree.extents().iter().map(|h| h.slot).collect();
+        for h in cx.heads.iter().filter(|h| h.kind == EXTENT_KIND_TREE && !owned.contains(&h.slot)) {
             cx.region.retire(*h).map_err(pm)?;
         }
         let tree = Arc::new(tree);
