@@ -192,14 +192,9 @@ fn readers_never_miss_a_stable_key_during_writes() {
                     let i = rng.gen_range(0..1500u64) * 2;
                     assert_eq!(tree.get(&key(i)).unwrap(), Some(val(i)), "stable key {i} missing");
                     if rng.gen_range(0..20) == 0 {
-                        let n = tree
-                            .range(Bound::Unbounded, Bound::Unbounded)
-                            .map(|x| x.unwrap())
-                            .filter(|(k, _)| {
-                                (0..3000u64).step_by(2).any(|_| false) || k.len() > 0
-                            })
-                            .count();
-                        assert!(n >= 1500);
+                        // Every stable key is in a concurrent scan.
+                        let n = tree.range(Bound::Unbounded, Bound::Unbounded).map(|x| x.unwrap()).count();
+                        assert!(n >= 1500, "a scan saw {n} entries");
                     }
                     reads.fetch_add(1, Ordering::Relaxed);
                 }
