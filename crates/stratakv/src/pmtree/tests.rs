@@ -132,11 +132,8 @@ fn model_with_reopens() {
                 _ => {
                     let (a, b) = (key(rng.gen_range(0..universe)), key(rng.gen_range(0..universe)));
                     let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
-                    let got: Vec<_> = tree
-                        .range(Bound::Included(&lo), Bound::Excluded(&hi))
-                        .take(50)
-                        .map(|r| r.unwrap())
-                        .collect();
+                    let got: Vec<_> =
+                        tree.range(Bound::Included(&lo), Bound::Excluded(&hi)).take(50).map(|r| r.unwrap()).collect();
                     let want: Vec<_> = model
                         .range::<Vec<u8>, _>((Bound::Included(&lo), Bound::Excluded(&hi)))
                         .take(50)
