@@ -83,7 +83,11 @@ impl Writer {
             let word = |at: u64| region.load_u64(base + at).map_err(pm(path));
             let number = extents.len() as u64 + 1;
             if word(E_MAGIC)? != EXTENT_MAGIC || word(E_VERSION)? != TREE_VERSION || word(E_NUMBER)? != number {
-                return Err(Error::corruption(path, base, format!("not tree extent number {number} of a known version")));
+                return Err(Error::corruption(
+                    path,
+                    base,
+                    format!("not tree extent number {number} of a known version"),
+                ));
             }
             let (node_top, heap_low) = (word(E_NODE_TOP)?, word(E_HEAP_LOW)?);
             if node_top < FIRST_NODE || node_top % NODE_BYTES != 0 || heap_low > len || node_top > heap_low {

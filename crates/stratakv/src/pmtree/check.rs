@@ -130,7 +130,7 @@ pub(super) fn check(t: &Inner) -> Result<CheckReport> {
             } else {
                 rep.internal += 1;
             }
-            if n.entries.len() > 0 || low.is_some() {
+            if !n.entries.is_empty() || low.is_some() {
                 prev_last = last;
             }
             is_first = false;

@@ -160,9 +160,8 @@ impl Inner {
         self.begin(n.off);
         // Link before truncating: in between, the moved entries are in both
         // nodes (pointing at the same records), never in neither.
-        let r = w
-            .pstore(&self.path, n.off + N_SIBLING, right)
-            .and_then(|_| w.pstore(&self.path, n.off + entry_ptr(m), 0));
+        let r =
+            w.pstore(&self.path, n.off + N_SIBLING, right).and_then(|_| w.pstore(&self.path, n.off + entry_ptr(m), 0));
         self.end(n.off);
         r?;
         Ok(right)

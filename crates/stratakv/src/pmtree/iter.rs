@@ -74,7 +74,15 @@ pub(crate) struct RangeIter {
 
 impl RangeIter {
     pub(super) fn new(tree: Arc<Inner>, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RangeIter {
-        RangeIter { tree, start: owned(start), end: owned(end), next: None, buf: VecDeque::new(), last: None, done: false }
+        RangeIter {
+            tree,
+            start: owned(start),
+            end: owned(end),
+            next: None,
+            buf: VecDeque::new(),
+            last: None,
+            done: false,
+        }
     }
 
     fn fill(&mut self) -> Result<()> {

@@ -43,7 +43,7 @@ use strata_pmem::{ExtentHead, Region};
 
 pub(crate) use check::CheckReport;
 pub(crate) use iter::{RangeIter, RevRangeIter};
-pub(crate) use layout::EXTENT_KIND_TREE;
+pub use layout::EXTENT_KIND_TREE;
 pub(crate) use value::TreeValue;
 
 use crate::error::{Error, Result};

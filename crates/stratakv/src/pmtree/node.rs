@@ -106,7 +106,7 @@ impl RawNode {
             // SKIP: the slot is being rewritten; equal to the previous
             // pointer: the slot is the second copy made by a shift.
             if ptr != SKIP && ptr != prev {
-                if ptr % 8 != 0 {
+                if !ptr.is_multiple_of(8) {
                     return Err(Error::corruption(
                         path,
                         self.off + entry_ptr(i),

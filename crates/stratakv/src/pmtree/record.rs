@@ -13,7 +13,7 @@ impl Inner {
     /// The full key of the record at `rec`.
     pub(super) fn record_key(&self, rec: u64) -> Result<&[u8]> {
         let meta = self.region.load_u64(rec + R_META).map_err(|e| self.pm_err(e))?;
-        if (meta >> 32) as u32 != RECORD_MAGIC || rec % 8 != 0 {
+        if (meta >> 32) as u32 != RECORD_MAGIC || !rec.is_multiple_of(8) {
             return Err(Error::corruption(&*self.path, rec, format!("tree key record has bad magic {meta:#x}")));
         }
         let len = meta as u32 as usize;

@@ -137,7 +137,11 @@ impl Inner {
                 }
             }
             if expect.is_some_and(|l| l != node.level) {
-                return Err(Error::corruption(&*self.path, off, format!("tree node at level {} not {expect:?}", node.level)));
+                return Err(Error::corruption(
+                    &*self.path,
+                    off,
+                    format!("tree node at level {} not {expect:?}", node.level),
+                ));
             }
             path.push(off);
             if node.level == stop {
