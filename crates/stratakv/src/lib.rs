@@ -34,8 +34,6 @@ mod log;
 mod matrix;
 mod memtable;
 mod options;
-// The single-level (SLM-DB) profile wires the tree in; until then only its tests use it.
-#[allow(dead_code)]
 mod pmtree;
 mod sstable;
 mod stats;

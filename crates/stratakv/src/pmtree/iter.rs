@@ -136,6 +136,7 @@ impl Iterator for RangeIter {
 }
 
 /// Descending iterator over a key range (see [`super::PmTree::range_rev`]).
+#[allow(dead_code)] // see PmTree::range_rev
 pub(crate) struct RevRangeIter {
     tree: Arc<Inner>,
     start: Bound<Vec<u8>>,
@@ -145,6 +146,7 @@ pub(crate) struct RevRangeIter {
     done: bool,
 }
 
+#[allow(dead_code)] // see PmTree::range_rev
 impl RevRangeIter {
     pub(super) fn new(tree: Arc<Inner>, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RevRangeIter {
         RevRangeIter { tree, start: owned(start), upper: owned(end), buf: VecDeque::new(), done: false }

@@ -21,26 +21,15 @@ pub(super) enum Target<'a> {
     Max,
 }
 
-/// Where a descent ended, and the path to it.
+/// Where a descent ended.
 pub(super) struct Descent {
     /// The leaf, as copied.
     pub leaf: Node,
-    /// Node offsets from the root level down to the leaf.
-    pub path: Vec<u64>,
     /// The first move right the descent made: (level, node moved to).
     pub moved: Option<(u16, u64)>,
 }
 
 impl Inner {
-    /// The full key of a node's low fence (None = minus infinity).
-    pub(super) fn low_key(&self, rec: u64) -> Result<Option<&[u8]>> {
-        if rec == 0 {
-            Ok(None)
-        } else {
-            self.record_key(rec).map(Some)
-        }
-    }
-
     /// Compares `key` with the key (prefix, full key behind `rec`).
     pub(super) fn cmp_key(&self, key: &[u8], kp: u64, prefix: u64, rec: u64) -> Result<Ordering> {
         match kp.cmp(&prefix) {
@@ -145,7 +134,7 @@ impl Inner {
             }
             path.push(off);
             if node.level == stop {
-                return Ok(Descent { leaf: node, path, moved });
+                return Ok(Descent { leaf: node, moved });
             }
             if path.len() > 64 || node.level < stop {
                 return Err(Error::corruption(&*self.path, off, "tree deeper than 64 levels"));

@@ -38,7 +38,7 @@ fn reopen(image: Vec<u8>, anchor: u64) -> Result<(Region, PmTree)> {
 }
 
 fn val(i: u64) -> TreeValue {
-    TreeValue { file: i, block_offset: i * 4096 % (1 << 40), block_len: (i % 5000) as u32, tombstone: i % 7 == 0 }
+    TreeValue { file: i, block_offset: i * 4096 % (1 << 40), block_len: (i % 5000) as u32, tombstone: i.is_multiple_of(7) }
 }
 
 /// Keys that share 8-byte prefixes (ties), differ only past the prefix,
@@ -190,7 +190,7 @@ fn readers_never_miss_a_stable_key_during_writes() {
                     assert_eq!(tree.get(&key(i)).unwrap(), Some(val(i)), "stable key {i} missing");
                     if rng.gen_range(0..20) == 0 {
                         // Every stable key is in a concurrent scan.
-                        let n = tree.range(Bound::Unbounded, Bound::Unbounded).map(|x| x.unwrap()).count();
+                        let n = tree.range(Bound::Unbounded, Bound::Unbounded).inspect(|x| assert!(x.is_ok())).count();
                         assert!(n >= 1500, "a scan saw {n} entries");
                     }
                     reads.fetch_add(1, Ordering::Relaxed);
@@ -231,7 +231,8 @@ fn crash_images_during_splits_updates_and_removes() {
     let anchor = tree.anchor();
     let n = 900u64;
     // Operation log: (key index, value after the op; None = removed).
-    let ops: Arc<Mutex<Vec<(u64, Option<TreeValue>)>>> = Arc::new(Mutex::new(Vec::new()));
+    type Ops = Vec<(u64, Option<TreeValue>)>;
+    let ops: Arc<Mutex<Ops>> = Arc::new(Mutex::new(Vec::new()));
     let acked = Arc::new(AtomicU64::new(0));
     let failures: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let checked = Arc::new(AtomicU64::new(0));

@@ -156,6 +156,9 @@ impl SingleLevelL0 {
                 unindex_table(&tree, &t, *n)?;
             }
         }
+        // The re-pointed entries must be durable before the inputs they
+        // no longer name are deleted (msync on an ordinary file).
+        tree.sync()?;
         let mut vs = eng.versions.lock();
         let v = vs.current();
         let obsolete: Vec<Arc<FileMeta>> = v.files(0).iter().filter(|f| inputs.contains(&f.number)).cloned().collect();

@@ -202,6 +202,11 @@ impl Level0 for SingleLevelL0 {
             let t = eng.tables.get(f.number)?;
             indexed.push((f.number, index_table(&tree, &t, f.number, Mode::Flush)?));
         }
+        // On an ordinary file the tree's stores are durable only once
+        // msynced: before the log that holds the same writes is let go.
+        if !indexed.is_empty() {
+            tree.sync()?;
+        }
         // Edit 2: the log is no longer needed.
         {
             let mut vs = eng.versions.lock();
