@@ -12,8 +12,18 @@ use strata_pmem::{ExtentHead, Region, Slot};
 use super::layout::*;
 use crate::error::{Error, Result};
 
-/// Smallest tree extent (so that a record of the longest key fits).
-const MIN_EXTENT_BYTES: u64 = 1 << 20;
+/// Smallest tree extent: a record of the longest key (64 KiB) fits, with
+/// the header and a node.
+const MIN_EXTENT_BYTES: u64 = 128 << 10;
+/// Largest extent asked for (a region's slot size may round it up).
+const MAX_EXTENT_BYTES: u64 = 1 << 20;
+
+/// Bytes of a new tree extent in `region`: a sixteenth of a small region
+/// (so the tree can open in the small regions tests and stress runs
+/// use), 1 MiB otherwise.
+fn extent_bytes(region: &Region) -> u64 {
+    (region.len() / 16).clamp(MIN_EXTENT_BYTES, MAX_EXTENT_BYTES)
+}
 
 /// One extent of the tree, with the writer's handle on its bytes.
 pub(super) struct TreeExtent {
@@ -40,7 +50,7 @@ fn pm(path: &Path) -> impl Fn(strata_pmem::PmError) -> Error + '_ {
 impl Writer {
     /// Allocates and initialises a new extent (not yet linked into the chain).
     fn new_extent(region: &Region, path: &Path, number: u64) -> Result<TreeExtent> {
-        let slots = MIN_EXTENT_BYTES.div_ceil(region.slot_bytes()).max(1);
+        let slots = extent_bytes(region).div_ceil(region.slot_bytes()).max(1);
         let mut w = region.allocate(EXTENT_KIND_TREE, slots, number).map_err(pm(path))?;
         let len = w.remaining();
         let mut slot = w.reserve(len).ok_or_else(|| Error::Pm("tree extent smaller than asked".into()))?;

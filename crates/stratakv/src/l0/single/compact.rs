@@ -93,8 +93,23 @@ impl SingleLevelL0 {
         Ok(Arc::new(SingleState { tree: s.tree.clone(), rec: s.rec.clone(), marked: s.marked, reads: s.reads.clone() }))
     }
 
+    /// Finishes the compaction the current state records as pending (one a
+    /// crash or an error interrupted), if any.
+    pub(super) fn finish_pending(&self, eng: &Engine) -> Result<()> {
+        let _one = self.compacting.lock();
+        let Some(p) = single_in(&eng.version()).and_then(|s| s.rec.pending.clone()) else { return Ok(()) };
+        let inputs: HashSet<u64> = p.inputs.into_iter().collect();
+        self.finish(eng, &inputs, &p.outputs)
+    }
+
     /// Merges `inputs` (picked and marked busy) and re-points the tree.
     pub(super) fn compact(&self, eng: &Engine, inputs: &[Arc<FileMeta>]) -> Result<()> {
+        let _one = self.compacting.lock();
+        // A compaction an error interrupted goes first (the next job):
+        // its outputs may hold these inputs' keys.
+        if single_in(&eng.version()).is_some_and(|s| s.rec.pending.is_some()) {
+            return Ok(());
+        }
         let tree = self.tree()?;
         let input_set = numbers(inputs);
         let version = eng.tables_version();

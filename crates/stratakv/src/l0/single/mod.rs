@@ -67,6 +67,14 @@ pub(crate) struct SingleLevelL0 {
     scan_cursor: Mutex<Vec<u8>>,
     reads: Arc<ReadCounters>,
     compactions: AtomicU64,
+    /// The recovery list as the MANIFEST had it at open: tables of a flush
+    /// a crash interrupted, to index again before the next flush indexes
+    /// anything newer. Held while that runs.
+    recovered_flushing: Mutex<Vec<u64>>,
+    /// Held by a selective compaction from its first edit to its last, and
+    /// by recovery's finishing of one: two never re-point at once, and a
+    /// pending record is finished once.
+    compacting: Mutex<()>,
 }
 
 impl SingleLevelL0 {
@@ -85,6 +93,8 @@ impl SingleLevelL0 {
             scan_cursor: Mutex::new(Vec::new()),
             reads: Arc::new(ReadCounters::default()),
             compactions: AtomicU64::new(0),
+            recovered_flushing: Mutex::new(Vec::new()),
+            compacting: Mutex::new(()),
         }
     }
 
@@ -99,9 +109,45 @@ impl SingleLevelL0 {
         m.len()
     }
 
+    /// Indexes again the tables of a flush a crash interrupted (the
+    /// recovery list), then clears the list. Runs before any later flush
+    /// indexes its keys: those may be newer versions of the same keys.
+    fn reindex_recovered(&self, eng: &Engine) -> Result<()> {
+        let mut list = self.recovered_flushing.lock();
+        if list.is_empty() {
+            return Ok(());
+        }
+        let tree = self.tree()?;
+        let live = numbers(eng.version().files(0));
+        let mut counts = Vec::new();
+        for n in list.iter().filter(|n| live.contains(n)) {
+            let t = eng.tables.get(*n)?;
+            let done = index_table(&tree, &t, *n, Mode::Flush)?;
+            counts.push((*n, done.alive));
+        }
+        tree.sync()?;
+        let mut vs = eng.versions.lock();
+        let mut st = self.current(eng)?.clone_state();
+        st.rec.flushing.retain(|n| !list.contains(n));
+        for (n, alive) in counts {
+            st.rec.counts.insert(n, KeyCounts { total: alive, alive });
+        }
+        eng.commit(&mut vs, Commit { edit: VersionEdit::default(), l0: Some(Arc::new(st)), ..Default::default() })?;
+        list.clear();
+        Ok(())
+    }
+
+    /// Tables whose indexing may be incomplete (never compaction inputs).
+    fn indexing(&self, v: &Version) -> HashSet<u64> {
+        let mut s: HashSet<u64> = single_in(v).map(|s| s.rec.flushing.iter().copied().collect()).unwrap_or_default();
+        s.extend(self.recovered_flushing.lock().iter().copied());
+        s
+    }
+
     /// Every candidate in `v`: low live ratio, or marked by a leaf scan.
     fn candidates(&self, v: &Version) -> HashSet<u64> {
-        let live = numbers(v.files(0));
+        let indexing = self.indexing(v);
+        let live: HashSet<u64> = numbers(v.files(0)).into_iter().filter(|n| !indexing.contains(n)).collect();
         let mut c: HashSet<u64> = single_in(v).map(|s| s.low_live(self.live_percent)).unwrap_or_default().into_iter().collect();
         c.extend(self.marked.lock().iter().copied());
         c.retain(|n| live.contains(n));
@@ -169,11 +215,13 @@ impl Level0 for SingleLevelL0 {
         }
         let tree = Arc::new(tree);
         *self.tree.lock() = Some(tree.clone());
+        *self.recovered_flushing.lock() = rec.flushing.clone();
         let rec = Record { anchor: tree.anchor(), ..rec };
         Ok(Some(Arc::new(SingleState { tree, rec, marked: 0, reads: self.reads.clone() })))
     }
 
     fn flush(&self, eng: &Engine, imm: &Arc<Memtable>) -> Result<()> {
+        self.reindex_recovered(eng)?;
         let tree = self.tree()?;
         let mut outputs = Vec::new();
         if !imm.is_empty() {
@@ -193,7 +241,8 @@ impl Level0 for SingleLevelL0 {
         if !outputs.is_empty() {
             let mut vs = eng.versions.lock();
             let edit = VersionEdit { added: outputs.iter().cloned().map(|f| (0, f)).collect(), ..Default::default() };
-            let st = self.current(eng)?.clone_state();
+            let mut st = self.current(eng)?.clone_state();
+            st.rec.flushing = outputs.iter().map(|f| f.number).collect();
             eng.commit(&mut vs, Commit { edit, l0: Some(Arc::new(st)), ..Default::default() })?;
         }
         // The tree.
@@ -220,6 +269,7 @@ impl Level0 for SingleLevelL0 {
                 st.rec.counts.insert(n, KeyCounts { total: done.alive, alive: done.alive });
             }
             st.marked = self.marked.lock().len();
+            st.rec.flushing.clear();
             let edit = VersionEdit {
                 log_number: Some(imm.next_log()),
                 last_sequence: Some(imm.last_seq().max(vs.last_sequence)),
@@ -254,10 +304,12 @@ impl Level0 for SingleLevelL0 {
         if lane != Lane::Own(0) {
             return Ok(None);
         }
+        if !self.recovered_flushing.lock().is_empty() {
+            return Ok(Some(Box::new(move |eng: &Engine| self.reindex_recovered(eng))));
+        }
         let v = eng.version();
-        if let Some(p) = single_in(&v).and_then(|s| s.rec.pending.clone()) {
-            let inputs: HashSet<u64> = p.inputs.into_iter().collect();
-            return Ok(Some(Box::new(move |eng: &Engine| self.finish(eng, &inputs, &p.outputs))));
+        if single_in(&v).is_some_and(|s| s.rec.pending.is_some()) {
+            return Ok(Some(Box::new(move |eng: &Engine| self.finish_pending(eng))));
         }
         if eng.opts.disable_auto_compaction {
             return Ok(None);
@@ -282,20 +334,20 @@ impl Level0 for SingleLevelL0 {
     }
 
     fn work_pending(&self, _eng: &Engine, v: &Version, auto: bool) -> bool {
-        let pending = single_in(v).is_some_and(|s| s.rec.pending.is_some());
+        let pending = single_in(v).is_some_and(|s| s.rec.pending.is_some()) || !self.recovered_flushing.lock().is_empty();
         pending || (auto && self.candidates(v).len() > self.trigger)
     }
 
     /// Merges every table into one sorted set (`compact_range`).
     fn drain(&self, eng: &Engine) -> Result<usize> {
-        if let Some(p) = single_in(&eng.version()).and_then(|s| s.rec.pending.clone()) {
-            let inputs: HashSet<u64> = p.inputs.into_iter().collect();
-            self.finish(eng, &inputs, &p.outputs)?;
-        }
+        self.reindex_recovered(eng)?;
+        self.finish_pending(eng)?;
         let all = {
             let mut st = eng.state.lock();
             let v = st.version.clone();
-            let files: Vec<_> = v.files(0).iter().filter(|f| !st.busy.contains(&f.number)).cloned().collect();
+            let indexing = self.indexing(&v);
+            let files: Vec<_> =
+                v.files(0).iter().filter(|f| !st.busy.contains(&f.number) && !indexing.contains(&f.number)).cloned().collect();
             st.mark_busy(files.iter());
             files
         };
@@ -306,7 +358,14 @@ impl Level0 for SingleLevelL0 {
     }
 
     fn check(&self, eng: &Engine) -> Result<()> {
-        self.check_tree(eng)
+        let v = eng.version();
+        let mut skip = self.indexing(&v);
+        // A pending compaction's inputs lose the entries of tombstones it
+        // dropped before the inputs are deleted.
+        if let Some(p) = single_in(&v).and_then(|s| s.rec.pending.as_ref()) {
+            skip.extend(p.inputs.iter().copied());
+        }
+        self.check_tree(eng, &v, &skip)
     }
 
     fn stats(&self, v: &Version, stats: &mut Stats) {

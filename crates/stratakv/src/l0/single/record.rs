@@ -39,6 +39,10 @@ pub(crate) struct Record {
     pub counts: BTreeMap<u64, KeyCounts>,
     /// The compaction in flight, if any.
     pub pending: Option<Pending>,
+    /// Tables a flush added whose keys may not all be in the tree yet
+    /// (SLM-DB's recovery list): recovery indexes them again before any
+    /// later flush, and no compaction takes them meanwhile.
+    pub flushing: Vec<u64>,
 }
 
 impl Record {
@@ -63,6 +67,10 @@ impl Record {
                     }
                 }
             }
+        }
+        put_varint(&mut b, self.flushing.len() as u64);
+        for n in &self.flushing {
+            put_varint(&mut b, *n);
         }
         b
     }
@@ -98,10 +106,15 @@ impl Record {
             }
             _ => return Err(bad("bad compaction flag")),
         };
+        let n = r.varint().ok_or_else(|| bad("truncated recovery list"))?;
+        let mut flushing = Vec::new();
+        for _ in 0..n {
+            flushing.push(r.varint().ok_or_else(|| bad("truncated recovery list"))?);
+        }
         if !r.is_empty() {
             return Err(bad("trailing bytes"));
         }
-        Ok(Record { anchor, counts, pending })
+        Ok(Record { anchor, counts, pending, flushing })
     }
 }
 
@@ -115,6 +128,7 @@ mod tests {
         r.counts.insert(7, KeyCounts { total: 100, alive: 70 });
         r.counts.insert(9, KeyCounts { total: 5, alive: 5 });
         r.pending = Some(Pending { inputs: vec![7, 9], outputs: vec![12] });
+        r.flushing = vec![13, 14];
         let b = r.encode();
         assert_eq!(Record::decode(&b), Ok(r));
         for cut in 0..b.len() {
