@@ -358,6 +358,9 @@ impl Level0 for SingleLevelL0 {
     }
 
     fn check(&self, eng: &Engine) -> Result<()> {
+        // No compaction re-points or deletes while the tree is checked
+        // (the database's own background work goes on during a check).
+        let _no_compaction = self.compacting.lock();
         let v = eng.version();
         let mut skip = self.indexing(&v);
         // A pending compaction's inputs lose the entries of tombstones it
