@@ -126,6 +126,12 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         return Some(Reply::err("NOAUTH Authentication required."));
     }
     if let Some(queue) = sess.multi.as_mut() {
+        // Redis 7 refuses these inside a transaction (and aborts the EXEC):
+        // a queued SHUTDOWN would let EXEC stop the server.
+        if NO_MULTI.contains(&spec.name) {
+            sess.multi_failed = true;
+            return Some(Reply::err("ERR Command not allowed inside a transaction"));
+        }
         // UNWATCH is queued, as in Redis: the watch still guards this EXEC.
         if !matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
             queue.push(args.to_vec());
@@ -137,6 +143,9 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         Run::Data(f) => run_data(shared, sess.proto, spec, f, args),
     })
 }
+
+/// Commands Redis 7 flags `no-multi`: refused while MULTI queues.
+const NO_MULTI: &[&str] = &["shutdown"];
 
 /// Whether `args` can join a group of keyspace commands run in one
 /// transaction (see [`execute_batch`]): a valid, permitted data command

@@ -79,7 +79,7 @@ static COMMANDS: &[Spec] = &[
     sess("command", -1, s::command),
     sess("time", 1, s::time),
     sess("save", 1, s::save),
-    sess("bgsave", -1, s::save),
+    sess("bgsave", -1, s::bgsave),
     sess("lastsave", 1, s::lastsave),
     sess("shutdown", -1, s::shutdown),
     data("flushdb", -1, Global, s::flushdb),
