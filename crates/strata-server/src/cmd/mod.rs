@@ -2,9 +2,11 @@
 //! queuing, key locking, and running a command inside a transaction.
 
 mod connection;
+mod functions;
 mod hashes;
 mod keys;
 mod lists;
+mod object;
 mod server;
 mod session;
 mod sets;

@@ -51,6 +51,8 @@ pub struct Shared {
     shutdown_save: AtomicU8,
     /// A BGSAVE is running.
     pub bgsave_running: Arc<AtomicBool>,
+    /// Tuning parameters CONFIG SET accepts (no effect here).
+    pub tuning: crate::tuning::Tuning,
 }
 
 impl Shared {
@@ -70,6 +72,7 @@ impl Shared {
             store_always_durable,
             shutdown_save: AtomicU8::new(0),
             bgsave_running: Arc::new(AtomicBool::new(false)),
+            tuning: crate::tuning::Tuning::default(),
         };
         shared.check_format()?;
         shared.count_keys()?;

@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use super::{connection as c, hashes as h, keys as k, lists as l, server as s, sets as st, strings as str_};
-use super::{transactions as t, zsets as z, CmdResult, Ctx, Session, Shared};
+use super::{connection as c, functions as f, hashes as h, keys as k, lists as l, server as s, sets as st, strings as str_};
+use super::{object as o, transactions as t, zsets as z, CmdResult, Ctx, Session, Shared};
 use crate::resp::Reply;
 
 /// A handler that needs only the connection (no keyspace access).
@@ -82,6 +82,7 @@ static COMMANDS: &[Spec] = &[
     sess("bgsave", -1, s::bgsave),
     sess("lastsave", 1, s::lastsave),
     sess("shutdown", -1, s::shutdown),
+    sess("function", -2, f::function),
     data("flushdb", -1, Global, s::flushdb),
     data("flushall", -1, Global, s::flushdb),
     // keys
@@ -98,6 +99,7 @@ static COMMANDS: &[Spec] = &[
     data("ttl", 2, First, k::ttl),
     data("pttl", 2, First, k::pttl),
     data("persist", 2, First, k::persist),
+    data("object", -2, All, o::object),
     // strings
     data("get", 2, First, str_::get),
     data("set", -3, First, str_::set),
