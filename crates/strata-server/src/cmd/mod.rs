@@ -1,12 +1,16 @@
 //! Command dispatch: the command table, arity and auth checks, MULTI
 //! queuing, key locking, and running a command inside a transaction.
 
+mod bits;
+mod collscan;
 mod connection;
 mod functions;
 mod hashes;
 mod keys;
 mod lists;
+mod memory;
 mod object;
+mod rename;
 mod server;
 mod session;
 mod sets;

@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use super::{connection as c, functions as f, hashes as h, keys as k, lists as l, server as s, sets as st, strings as str_};
-use super::{object as o, transactions as t, zsets as z, CmdResult, Ctx, Session, Shared};
+use super::{bits as b, collscan as cs, connection as c, functions as f, hashes as h, keys as k, lists as l, server as s, sets as st, strings as str_};
+use super::{memory as m, object as o, rename as rn, transactions as t, zsets as z, CmdResult, Ctx, Session, Shared};
 use crate::resp::Reply;
 
 /// A handler that needs only the connection (no keyspace access).
@@ -100,6 +100,14 @@ static COMMANDS: &[Spec] = &[
     data("pttl", 2, First, k::pttl),
     data("persist", 2, First, k::persist),
     data("object", -2, All, o::object),
+    data("memory", -2, All, m::memory),
+    data("rename", 3, All, rn::rename),
+    data("renamenx", 3, All, rn::renamenx),
+    data("copy", -3, All, rn::copy),
+    data("randomkey", 1, Keys::None, rn::randomkey),
+    data("sscan", -3, First, cs::sscan),
+    data("hscan", -3, First, cs::hscan),
+    data("zscan", -3, First, cs::zscan),
     // strings
     data("get", 2, First, str_::get),
     data("set", -3, First, str_::set),
@@ -121,6 +129,11 @@ static COMMANDS: &[Spec] = &[
     data("getex", -2, First, str_::getex),
     data("getrange", 4, First, str_::getrange),
     data("setrange", 4, First, str_::setrange),
+    data("setbit", 4, First, b::setbit),
+    data("getbit", 3, First, b::getbit),
+    data("bitcount", -2, First, b::bitcount),
+    data("bitpos", -3, First, b::bitpos),
+    data("bitop", -4, All, b::bitop),
     // hashes
     data("hset", -4, First, h::hset),
     data("hmset", -4, First, h::hmset),
