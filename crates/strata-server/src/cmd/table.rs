@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 
 use super::{bits as b, collscan as cs, connection as c, functions as f, hashes as h, keys as k, lists as l, server as s, sets as st, strings as str_};
-use super::{memory as m, object as o, rename as rn, transactions as t, zsets as z, CmdResult, Ctx, Session, Shared};
+use super::{listedit as le, memory as m, setstore as ss, object as o, rename as rn, transactions as t, zsets as z, CmdResult, Ctx, Session, Shared};
 use crate::resp::Reply;
 
 /// A handler that needs only the connection (no keyspace access).
@@ -172,6 +172,10 @@ static COMMANDS: &[Spec] = &[
     data("lindex", 3, First, l::lindex),
     data("lset", 4, First, l::lset),
     data("ltrim", 4, First, l::ltrim),
+    data("linsert", 5, First, le::linsert),
+    data("lrem", 4, First, le::lrem),
+    data("lmove", 5, All, le::lmove),
+    data("rpoplpush", 3, All, le::rpoplpush),
     // sets
     data("sadd", -3, First, st::sadd),
     data("srem", -3, First, st::srem),
@@ -183,6 +187,11 @@ static COMMANDS: &[Spec] = &[
     data("sinter", -2, All, st::sinter),
     data("sunion", -2, All, st::sunion),
     data("sdiff", -2, All, st::sdiff),
+    data("smove", 4, All, ss::smove),
+    data("sinterstore", -3, All, ss::sinterstore),
+    data("sunionstore", -3, All, ss::sunionstore),
+    data("sdiffstore", -3, All, ss::sdiffstore),
+    data("sintercard", -3, All, ss::sintercard),
     // transactions
     sess("multi", 1, t::multi),
     sess("exec", 1, t::exec),
