@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::{arg, is, wrong_args, CmdError, CmdResult, Ctx};
-use crate::keyspace::{meta_key, member_prefix};
+use crate::keyspace::{member_prefix, meta_key};
 use crate::resp::Reply;
 
 /// Bytes counted per stored entry besides its key and value (log entry

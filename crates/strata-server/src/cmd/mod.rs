@@ -20,6 +20,7 @@ mod shared;
 mod strings;
 mod table;
 mod transactions;
+mod zlex;
 mod zsets;
 
 use std::sync::atomic::Ordering;

@@ -23,9 +23,11 @@ fn members_short(ctx: &mut Ctx<'_>, tag: u8, key: &[u8], max_len: i64, values_to
     let prefix = member_prefix(tag, key);
     let n = prefix.len();
     let max = usize::try_from(max_len).unwrap_or(0);
-    Ok(ctx.txn.scan_prefix(&prefix)?.iter().all(|(k, v)| {
-        k.get(n..).unwrap_or_default().len() <= max && (!values_too || v.len() <= max)
-    }))
+    Ok(ctx
+        .txn
+        .scan_prefix(&prefix)?
+        .iter()
+        .all(|(k, v)| k.get(n..).unwrap_or_default().len() <= max && (!values_too || v.len() <= max)))
 }
 
 /// The encoding Redis 7.0 gives a value with these contents.

@@ -47,7 +47,9 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
     for pair in pairs.chunks(2) {
         let name = String::from_utf8_lossy(arg(pair, 0)).to_ascii_lowercase();
         if checked.iter().any(|(n, _)| *n == name) {
-            return Reply::err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+            return Reply::err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
+            ));
         }
         // A setting of the server's own, set to the value it has: nothing
         // to change (test harnesses restore what CONFIG GET showed).

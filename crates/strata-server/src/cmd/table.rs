@@ -7,8 +7,14 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use super::{bits as b, collscan as cs, connection as c, functions as f, hashes as h, keys as k, lists as l, server as s, sets as st, strings as str_};
-use super::{listedit as le, memory as m, setstore as ss, object as o, rename as rn, transactions as t, zsets as z, CmdResult, Ctx, Session, Shared};
+use super::{
+    bits as b, collscan as cs, connection as c, functions as f, hashes as h, keys as k, lists as l, server as s,
+    sets as st, strings as str_,
+};
+use super::{
+    listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zlex as zl, zsets as z,
+    CmdResult, Ctx, Session, Shared,
+};
 use crate::resp::Reply;
 
 /// A handler that needs only the connection (no keyspace access).
@@ -99,6 +105,8 @@ static COMMANDS: &[Spec] = &[
     data("ttl", 2, First, k::ttl),
     data("pttl", 2, First, k::pttl),
     data("persist", 2, First, k::persist),
+    data("expiretime", 2, First, k::expiretime),
+    data("pexpiretime", 2, First, k::pexpiretime),
     data("object", -2, All, o::object),
     data("memory", -2, All, m::memory),
     data("rename", 3, All, rn::rename),
@@ -162,6 +170,9 @@ static COMMANDS: &[Spec] = &[
     data("zrank", 3, First, z::zrank),
     data("zrevrank", 3, First, z::zrevrank),
     data("zpopmin", -2, First, z::zpopmin),
+    data("zrangebylex", -4, First, zl::zrangebylex),
+    data("zrevrangebylex", -4, First, zl::zrevrangebylex),
+    data("zlexcount", 4, First, zl::zlexcount),
     // lists
     data("lpush", -3, First, l::lpush),
     data("rpush", -3, First, l::rpush),

@@ -181,7 +181,7 @@ pub(crate) fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// Walks the score index from `min` upward, calling `visit` with each
 /// (member, score) inside [min, max] until it returns false.
-fn walk(
+pub(crate) fn walk(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     min: ScoreBound,
@@ -375,7 +375,7 @@ pub(crate) fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(n))
 }
 
-const ALL: (ScoreBound, ScoreBound) =
+pub(crate) const ALL: (ScoreBound, ScoreBound) =
     (ScoreBound { value: f64::NEG_INFINITY, exclusive: false }, ScoreBound { value: f64::INFINITY, exclusive: false });
 
 fn limit_needs_byscore() -> CmdError {

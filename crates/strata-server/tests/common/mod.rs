@@ -74,7 +74,6 @@ pub fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
     out
 }
 
-
 /// Reads one `$N\r\n...\r\n` bulk reply and returns its payload.
 pub fn read_bulk(s: &mut TcpStream) -> Vec<u8> {
     let mut head = Vec::new();
