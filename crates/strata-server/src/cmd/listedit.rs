@@ -97,7 +97,7 @@ fn side(b: &[u8]) -> Result<bool, CmdError> {
 
 /// Pops from `src` at one end and pushes onto `dst` at one end; nil when
 /// `src` is empty. A wrong type of `dst` fails before anything changes.
-fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> CmdResult {
+pub(crate) fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> CmdResult {
     let Some(sm) = write_typed(ctx, src, KeyType::List)? else { return Ok(Reply::Nil) };
     write_typed(ctx, dst, KeyType::List)?;
     let (mut head, mut tail) = sm.list_bounds();

@@ -121,7 +121,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
             &[
                 kv("connected_clients", st.connected_clients.load(Ordering::Relaxed).to_string()),
                 kv("maxclients", shared.config.maxclients.to_string()),
-                kv("blocked_clients", "0".into()),
+                kv("blocked_clients", st.blocked_clients.load(Ordering::Relaxed).to_string()),
             ],
         );
     }

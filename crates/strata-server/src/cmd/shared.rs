@@ -22,6 +22,8 @@ pub struct ServerStats {
     pub total_commands: AtomicU64,
     /// Keys removed because they expired.
     pub expired_keys: AtomicU64,
+    /// Connections waiting in a blocking command.
+    pub blocked_clients: AtomicUsize,
     /// Last client id handed out.
     pub next_client_id: AtomicU64,
 }

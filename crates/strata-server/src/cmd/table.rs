@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 
 use super::{
-    bits as b, collscan as cs, connection as c, functions as f, hashes as h, keys as k, lists as l, server as s,
-    sets as st, strings as str_,
+    bits as b, blocking as bl, collscan as cs, connection as c, functions as f, hashes as h, keys as k, lists as l,
+    server as s, sets as st, strings as str_,
 };
 use super::{
     listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zlex as zl, zsets as z,
@@ -184,6 +184,12 @@ static COMMANDS: &[Spec] = &[
     data("lset", 4, First, l::lset),
     data("ltrim", 4, First, l::ltrim),
     data("linsert", 5, First, le::linsert),
+    data("blpop", -3, All, bl::blpop),
+    data("brpop", -3, All, bl::brpop),
+    data("blmove", 6, All, bl::blmove),
+    data("brpoplpush", 4, All, bl::brpoplpush),
+    data("blmpop", -5, All, bl::blmpop),
+    data("lmpop", -4, All, bl::lmpop),
     data("lrem", 4, First, le::lrem),
     data("lmove", 5, All, le::lmove),
     data("rpoplpush", 3, All, le::rpoplpush),
