@@ -21,6 +21,7 @@ mod shared;
 mod strings;
 mod table;
 mod transactions;
+mod zalgebra;
 mod zlex;
 mod zsets;
 

@@ -12,8 +12,8 @@ use super::{
     server as s, sets as st, strings as str_,
 };
 use super::{
-    listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zlex as zl, zsets as z,
-    CmdResult, Ctx, Session, Shared,
+    listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zalgebra as za,
+    zlex as zl, zsets as z, CmdResult, Ctx, Session, Shared,
 };
 use crate::resp::Reply;
 
@@ -173,6 +173,12 @@ static COMMANDS: &[Spec] = &[
     data("zrangebylex", -4, First, zl::zrangebylex),
     data("zrevrangebylex", -4, First, zl::zrevrangebylex),
     data("zlexcount", 4, First, zl::zlexcount),
+    data("zunion", -3, All, za::zunion),
+    data("zinter", -3, All, za::zinter),
+    data("zdiff", -3, All, za::zdiff),
+    data("zunionstore", -4, All, za::zunionstore),
+    data("zinterstore", -4, All, za::zinterstore),
+    data("zdiffstore", -4, All, za::zdiffstore),
     // lists
     data("lpush", -3, First, l::lpush),
     data("rpush", -3, First, l::rpush),

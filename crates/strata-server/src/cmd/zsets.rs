@@ -26,7 +26,7 @@ fn score_of(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8]) -> Result<Option<f64>,
 }
 
 /// Stores `member` at `score`, replacing its index entry at `old`.
-fn put_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64, old: Option<f64>) {
+pub(crate) fn put_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64, old: Option<f64>) {
     let score = if score == 0.0 { 0.0 } else { score };
     if let Some(o) = old {
         ctx.txn.delete(zindex_key(key, o, member));
@@ -223,7 +223,7 @@ pub(crate) fn walk(
 
 /// Members with scores in the shape Redis uses: flat in RESP2 (and for
 /// `flat`), [member, score] pairs in RESP3.
-fn scored(proto: u8, items: Vec<(Vec<u8>, f64)>, withscores: bool, flat: bool) -> Reply {
+pub(crate) fn scored(proto: u8, items: Vec<(Vec<u8>, f64)>, withscores: bool, flat: bool) -> Reply {
     if !withscores {
         return Reply::Array(items.into_iter().map(|(m, _)| Reply::bulk_vec(m)).collect());
     }
