@@ -96,3 +96,15 @@ fn added_commands_are_atomic_under_multi_and_durable() {
           :1\r\n:1\r\n:2\r\n",
     );
 }
+
+#[test]
+fn zset_algebra_and_lmpop() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(
+        &mut s,
+        b"ZADD z1 1 a 2 b 3 c\r\nZADD z2 1 b 2 c 3 d\r\nSADD s c d e\r\nZUNION 2 z1 z2\r\nZUNION 2 z1 z2 WITHSCORES\r\nZUNION 3 z1 z2 s WEIGHTS 1 2 3 WITHSCORES\r\nZUNION 2 z1 z2 AGGREGATE MAX WITHSCORES\r\nZUNION 2 z1 z2 AGGREGATE MIN WITHSCORES\r\nZINTER 2 z1 z2 WITHSCORES\r\nZINTER 3 z1 z2 s WITHSCORES\r\nZDIFF 2 z1 z2 WITHSCORES\r\nZDIFF 2 z1 z2 WEIGHTS 1 1\r\nZUNION 0 z1\r\nZUNION 3 z1 z2\r\nZUNION 2 z1 z2 WEIGHTS 1 x\r\nZUNION 2 z1 z2 AGGREGATE FOO\r\nZUNIONSTORE d 2 z1 z2 WITHSCORES\r\nZUNIONSTORE d 2 z1 z2 WEIGHTS 2 3\r\nZRANGE d 0 -1 WITHSCORES\r\nZINTERSTORE d 2 z1 nokey\r\nEXISTS d\r\nZDIFFSTORE d 2 z1 z2\r\nZRANGE d 0 -1 WITHSCORES\r\nZINTERSTORE d 0 z1\r\nSET str x\r\nZUNION 2 z1 str\r\nZADD inf 10 x\r\nZADD ninf -inf x\r\nZUNION 2 inf ninf WEIGHTS inf 1 WITHSCORES\r\nZUNIONSTORE str 1 z1\r\nTYPE str\r\nLMPOP 2 nokey l2 LEFT\r\nRPUSH l2 a b c\r\nLMPOP 2 nokey l2 RIGHT COUNT 5\r\nLMPOP 0 l\r\nLMPOP 3 a b LEFT\r\nLMPOP 1 l MIDDLE\r\nLMPOP 1 l LEFT COUNT 0\r\n",
+        b":3\r\n:3\r\n:3\r\n*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nd\r\n$1\r\nc\r\n*8\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n3\r\n$1\r\nc\r\n$1\r\n5\r\n*10\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\ne\r\n$1\r\n3\r\n$1\r\nb\r\n$1\r\n4\r\n$1\r\nd\r\n$1\r\n9\r\n$1\r\nc\r\n$2\r\n10\r\n*8\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n3\r\n*8\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n1\r\n$1\r\nc\r\n$1\r\n2\r\n$1\r\nd\r\n$1\r\n3\r\n*4\r\n$1\r\nb\r\n$1\r\n3\r\n$1\r\nc\r\n$1\r\n5\r\n*2\r\n$1\r\nc\r\n$1\r\n6\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n-ERR syntax error\r\n-ERR at least 1 input key is needed for 'zunion' command\r\n-ERR syntax error\r\n-ERR weight value is not a float\r\n-ERR syntax error\r\n-ERR syntax error\r\n:4\r\n*8\r\n$1\r\na\r\n$1\r\n2\r\n$1\r\nb\r\n$1\r\n7\r\n$1\r\nd\r\n$1\r\n9\r\n$1\r\nc\r\n$2\r\n12\r\n:0\r\n:0\r\n:1\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n-ERR at least 1 input key is needed for 'zinterstore' command\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:1\r\n:1\r\n*2\r\n$1\r\nx\r\n$1\r\n0\r\n:3\r\n+zset\r\n*-1\r\n:3\r\n*2\r\n$2\r\nl2\r\n*3\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n-ERR wrong number of arguments for 'lmpop' command\r\n-ERR syntax error\r\n-ERR syntax error\r\n-ERR count should be greater than 0\r\n",
+    );
+}
