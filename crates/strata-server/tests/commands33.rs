@@ -108,3 +108,15 @@ fn zset_algebra_and_lmpop() {
         b":3\r\n:3\r\n:3\r\n*4\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nd\r\n$1\r\nc\r\n*8\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n3\r\n$1\r\nc\r\n$1\r\n5\r\n*10\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\ne\r\n$1\r\n3\r\n$1\r\nb\r\n$1\r\n4\r\n$1\r\nd\r\n$1\r\n9\r\n$1\r\nc\r\n$2\r\n10\r\n*8\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n3\r\n*8\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n1\r\n$1\r\nc\r\n$1\r\n2\r\n$1\r\nd\r\n$1\r\n3\r\n*4\r\n$1\r\nb\r\n$1\r\n3\r\n$1\r\nc\r\n$1\r\n5\r\n*2\r\n$1\r\nc\r\n$1\r\n6\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n-ERR syntax error\r\n-ERR at least 1 input key is needed for 'zunion' command\r\n-ERR syntax error\r\n-ERR weight value is not a float\r\n-ERR syntax error\r\n-ERR syntax error\r\n:4\r\n*8\r\n$1\r\na\r\n$1\r\n2\r\n$1\r\nb\r\n$1\r\n7\r\n$1\r\nd\r\n$1\r\n9\r\n$1\r\nc\r\n$2\r\n12\r\n:0\r\n:0\r\n:1\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n-ERR at least 1 input key is needed for 'zinterstore' command\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:1\r\n:1\r\n*2\r\n$1\r\nx\r\n$1\r\n0\r\n:3\r\n+zset\r\n*-1\r\n:3\r\n*2\r\n$2\r\nl2\r\n*3\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n-ERR wrong number of arguments for 'lmpop' command\r\n-ERR syntax error\r\n-ERR syntax error\r\n-ERR count should be greater than 0\r\n",
     );
 }
+
+#[test]
+fn zset_pops_hstrlen_and_pushx() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(
+        &mut s,
+        b"ZADD z 1 a 2 b 3 c 4 d\r\nZPOPMAX z\r\nZPOPMAX z 2\r\nZPOPMAX nokey\r\nZPOPMAX nokey 2\r\nZPOPMAX z -1\r\nZADD z 1 a 2 b 3 c 4 d\r\nZMPOP 1 z MIN\r\nZMPOP 1 z MAX COUNT 2\r\nZMPOP 2 nokey z MAX COUNT 10\r\nZMPOP 1 z MAX\r\nZMPOP 0 z MIN\r\nZMPOP 1 z FOO\r\nZADD z 5 e\r\nBZPOPMIN z 0\r\nBZPOPMAX nokey 0.05\r\nBZMPOP 0.05 1 nokey MIN\r\nZADD z 1 x 2 y\r\nBZPOPMAX nokey z 0\r\nBZMPOP 0 1 z MIN COUNT 3\r\nHSET h f hello\r\nHSTRLEN h f\r\nHSTRLEN h g\r\nHSTRLEN nokey g\r\nLPUSHX nol a\r\nRPUSH l a\r\nLPUSHX l b c\r\nRPUSHX l d\r\nLRANGE l 0 -1\r\nSET str x\r\nLPUSHX str a\r\nHSTRLEN str a\r\nMULTI\r\nBZPOPMIN nokey 0\r\nEXEC\r\n",
+        b":4\r\n*2\r\n$1\r\nd\r\n$1\r\n4\r\n*4\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nb\r\n$1\r\n2\r\n*0\r\n*0\r\n-ERR value is out of range, must be positive\r\n:3\r\n*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n*2\r\n$1\r\nz\r\n*2\r\n*2\r\n$1\r\nd\r\n$1\r\n4\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n*-1\r\n-ERR numkeys should be greater than 0\r\n-ERR syntax error\r\n:1\r\n*3\r\n$1\r\nz\r\n$1\r\ne\r\n$1\r\n5\r\n*-1\r\n*-1\r\n:2\r\n*3\r\n$1\r\nz\r\n$1\r\ny\r\n$1\r\n2\r\n*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nx\r\n$1\r\n1\r\n:1\r\n:5\r\n:0\r\n:0\r\n:0\r\n:1\r\n:3\r\n:4\r\n*4\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n$1\r\nd\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n+OK\r\n+QUEUED\r\n*1\r\n*-1\r\n",
+    );
+}

@@ -23,6 +23,7 @@ mod table;
 mod transactions;
 mod zalgebra;
 mod zlex;
+mod zpop;
 mod zsets;
 
 use std::sync::atomic::Ordering;
@@ -167,7 +168,7 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
 }
 
 /// Commands that may wait for data (see `blocking`).
-const BLOCKING: &[&str] = &["blpop", "brpop", "blmove", "brpoplpush", "blmpop"];
+const BLOCKING: &[&str] = &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop"];
 
 /// Runs a blocking command outside MULTI: its reply, or `None` with
 /// `sess.blocked` set when it must wait (nothing was written). A command

@@ -13,7 +13,7 @@ use super::{
 };
 use super::{
     listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zalgebra as za,
-    zlex as zl, zsets as z, CmdResult, Ctx, Session, Shared,
+    zlex as zl, zpop as zp, zsets as z, CmdResult, Ctx, Session, Shared,
 };
 use crate::resp::Reply;
 
@@ -156,6 +156,7 @@ static COMMANDS: &[Spec] = &[
     data("hlen", 2, First, h::hlen),
     data("hincrby", 4, First, h::hincrby),
     data("hincrbyfloat", 4, First, h::hincrbyfloat),
+    data("hstrlen", 3, First, h::hstrlen),
     // sorted sets
     data("zadd", -4, First, z::zadd),
     data("zrem", -3, First, z::zrem),
@@ -173,6 +174,11 @@ static COMMANDS: &[Spec] = &[
     data("zrangebylex", -4, First, zl::zrangebylex),
     data("zrevrangebylex", -4, First, zl::zrevrangebylex),
     data("zlexcount", 4, First, zl::zlexcount),
+    data("zpopmax", -2, First, zp::zpopmax),
+    data("zmpop", -4, All, zp::zmpop),
+    data("bzpopmin", -3, All, zp::bzpopmin),
+    data("bzpopmax", -3, All, zp::bzpopmax),
+    data("bzmpop", -5, All, zp::bzmpop),
     data("zunion", -3, All, za::zunion),
     data("zinter", -3, All, za::zinter),
     data("zdiff", -3, All, za::zdiff),
@@ -182,6 +188,8 @@ static COMMANDS: &[Spec] = &[
     // lists
     data("lpush", -3, First, l::lpush),
     data("rpush", -3, First, l::rpush),
+    data("lpushx", -3, First, l::lpushx),
+    data("rpushx", -3, First, l::rpushx),
     data("lpop", -2, First, l::lpop),
     data("rpop", -2, First, l::rpop),
     data("lrange", 4, First, l::lrange),

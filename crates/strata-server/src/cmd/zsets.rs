@@ -35,7 +35,7 @@ pub(crate) fn put_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f6
     ctx.txn.put(member_key(b'Z', key, member), score.to_le_bytes().to_vec());
 }
 
-fn remove_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64) {
+pub(crate) fn remove_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64) {
     ctx.txn.delete(zindex_key(key, score, member));
     ctx.txn.delete(member_key(b'Z', key, member));
 }
