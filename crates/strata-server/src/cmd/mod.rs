@@ -187,18 +187,19 @@ fn run_blocking(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::Data
                     (s, shared.locks.version(s))
                 })
                 .collect();
-            let deadline = match sess.blocked.take() {
-                Some(b) => b.deadline,
+            let (deadline, seq) = match sess.blocked.take() {
+                Some(b) => (b.deadline, b.seq),
                 None => {
                     shared.stats.blocked_clients.fetch_add(1, Ordering::AcqRel);
-                    (timeout > 0.0)
-                        .then(|| std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout.min(1e9)))
+                    let deadline = (timeout > 0.0)
+                        .then(|| std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout.min(1e9)));
+                    (deadline, shared.stats.block_seq.fetch_add(1, Ordering::Relaxed))
                 }
             };
             // A wait that times out answers with a null array, whatever the
             // command (Redis 7); `nil` is the answer where it cannot wait.
             let _ = nil;
-            sess.blocked = Some(Blocked { args: args.to_vec(), deadline, versions, nil: Reply::NilArray });
+            sess.blocked = Some(Blocked { args: args.to_vec(), deadline, versions, nil: Reply::NilArray, seq });
             None
         }
         r => {

@@ -18,6 +18,9 @@ pub struct Blocked {
     pub versions: Vec<(usize, u64)>,
     /// The reply when the wait times out.
     pub nil: crate::resp::Reply,
+    /// Order of blocking: clients blocked earlier are run first (Redis
+    /// serves the longest-waiting client first).
+    pub seq: u64,
 }
 
 impl Blocked {

@@ -24,6 +24,8 @@ pub struct ServerStats {
     pub expired_keys: AtomicU64,
     /// Connections waiting in a blocking command.
     pub blocked_clients: AtomicUsize,
+    /// Blocking waits started (orders blocked clients).
+    pub block_seq: AtomicU64,
     /// Last client id handed out.
     pub next_client_id: AtomicU64,
 }

@@ -266,9 +266,9 @@ impl Conn {
         }
     }
 
-    /// Whether the connection waits in a blocking command.
-    pub(crate) fn is_blocked(&self) -> bool {
-        self.sess.blocked.is_some()
+    /// When the connection began to wait in a blocking command, if it does.
+    pub(crate) fn blocked_seq(&self) -> Option<u64> {
+        self.sess.blocked.as_ref().map(|b| b.seq)
     }
 
     /// Ends a wait in a blocking command (timeout or close).

@@ -115,13 +115,15 @@ impl EventLoop {
                 }
             }
             if blocked {
-                let waiting: Vec<usize> = self
+                // Longest waiting first, as Redis serves them.
+                let mut waiting: Vec<(u64, usize)> = self
                     .conns
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, c)| c.as_ref().filter(|c| c.is_blocked()).map(|_| i))
+                    .filter_map(|(i, c)| c.as_ref().and_then(|c| c.blocked_seq()).map(|s| (s, i)))
                     .collect();
-                for idx in waiting {
+                waiting.sort_unstable();
+                for (_, idx) in waiting {
                     self.schedule(idx);
                 }
             }
