@@ -27,6 +27,11 @@ pub(crate) fn timeout_arg(b: &[u8]) -> Result<f64, CmdError> {
     Ok(t)
 }
 
+/// Whether `key` exists with a type other than list.
+fn wrong_type(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, CmdError> {
+    Ok(ctx.txn.meta(key)?.is_some_and(|m| m.kind != KeyType::List))
+}
+
 /// Pops up to `n` elements of list `key` from one end; `None` when the key
 /// holds no list elements (missing). A key of another type is WRONGTYPE.
 fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], left: bool, n: u64) -> Result<Option<Vec<Vec<u8>>>, CmdError> {
@@ -56,11 +61,12 @@ fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], left: bool, n: u64) -> Result<Option<Vec
 fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
     let timeout = timeout_arg(arg(args, args.len() - 1))?;
     let keys = args.get(1..args.len() - 1).unwrap_or_default();
-    // Every key is type-checked first, as Redis does before blocking.
+    // In order: a key of another type is an error where it comes, as in
+    // Redis (passed over when run again after blocking).
     for k in keys {
-        write_typed(ctx, k, KeyType::List)?;
-    }
-    for k in keys {
+        if ctx.retry && wrong_type(ctx, k)? {
+            continue;
+        }
         if let Some(mut v) = pop_n(ctx, k, left, 1)? {
             if let Some(v) = v.pop() {
                 return Ok(Reply::Array(vec![Reply::bulk(k), Reply::bulk_vec(v)]));
@@ -89,6 +95,9 @@ fn side(b: &[u8]) -> Result<bool, CmdError> {
 }
 
 fn bmove(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: bool, to: bool, timeout: f64) -> CmdResult {
+    if ctx.retry && wrong_type(ctx, src)? {
+        return Err(CmdError::WouldBlock { timeout, nil: Box::new(Reply::Nil) });
+    }
     match move_one(ctx, src, dst, from, to)? {
         Reply::Nil => Err(CmdError::WouldBlock { timeout, nil: Box::new(Reply::Nil) }),
         r => Ok(r),
@@ -133,9 +142,9 @@ fn mpop_args(args: &[Bytes], at: usize) -> Result<(Vec<Bytes>, bool, u64), CmdEr
 
 fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], left: bool, count: u64) -> Result<Option<Reply>, CmdError> {
     for k in keys {
-        write_typed(ctx, k, KeyType::List)?;
-    }
-    for k in keys {
+        if ctx.retry && wrong_type(ctx, k)? {
+            continue;
+        }
         if let Some(v) = pop_n(ctx, k, left, count)? {
             if !v.is_empty() {
                 let items = v.into_iter().map(Reply::bulk_vec).collect();

@@ -93,6 +93,10 @@ pub struct Ctx<'a> {
     pub shared: &'a Shared,
     /// The client's protocol version.
     pub proto: u8,
+    /// A blocked command run again because a key changed: keys that now
+    /// hold another type are passed over (Redis wakes a blocked client
+    /// only for a key of the type it waits on), not an error.
+    pub retry: bool,
 }
 
 /// `-ERR wrong number of arguments for 'x' command`.
@@ -176,7 +180,12 @@ const BLOCKING: &[&str] = &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", 
 fn run_blocking(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Option<Reply> {
     let keys = keys_of(spec, args);
     let _locks = shared.locks.lock(&keys);
-    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto: sess.proto };
+    let mut ctx = Ctx {
+        txn: Txn::new(shared.store.as_ref(), now_ms()),
+        shared,
+        proto: sess.proto,
+        retry: sess.blocked.is_some(),
+    };
     match f(&mut ctx, args) {
         Err(CmdError::WouldBlock { timeout, nil }) => {
             // Read under the locks: any later write to a key moves them on.
@@ -302,7 +311,7 @@ fn run_group(
     }
     let (replies, failed) = {
         let _locks = shared.locks.lock(&keys);
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
+        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto, retry: false };
         let replies: Vec<Reply> =
             group.iter().map(|(_, f, args)| f(&mut ctx, args).unwrap_or_else(CmdError::into_reply)).collect();
         let r = commit(ctx, Reply::Nil, &keys, false);
@@ -336,7 +345,7 @@ pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
 fn run_data(shared: &Shared, proto: u8, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Reply {
     let keys = keys_of(spec, args);
     let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
-    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
+    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto, retry: false };
     let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
     commit(ctx, reply, &keys, matches!(spec.keys, Keys::Global))
 }

@@ -55,9 +55,9 @@ fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
     let timeout = timeout_arg(arg(args, args.len() - 1))?;
     let keys = args.get(1..args.len() - 1).unwrap_or_default();
     for k in keys {
-        write_typed(ctx, k, KeyType::ZSet)?;
-    }
-    for k in keys {
+        if ctx.retry && ctx.txn.meta(k)?.is_some_and(|m| m.kind != KeyType::ZSet) {
+            continue;
+        }
         if let Some(mut items) = pop_n(ctx, k, max, 1)? {
             if let Some((m, s)) = items.pop() {
                 return Ok(Reply::Array(vec![Reply::bulk(k), Reply::bulk_vec(m), Reply::Double(s)]));
@@ -106,9 +106,9 @@ fn mpop_args(args: &[Bytes], at: usize) -> Result<(Vec<Bytes>, bool, u64), CmdEr
 
 fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], max: bool, count: u64) -> Result<Option<Reply>, CmdError> {
     for k in keys {
-        write_typed(ctx, k, KeyType::ZSet)?;
-    }
-    for k in keys {
+        if ctx.retry && ctx.txn.meta(k)?.is_some_and(|m| m.kind != KeyType::ZSet) {
+            continue;
+        }
         if let Some(items) = pop_n(ctx, k, max, count)? {
             if !items.is_empty() {
                 // Pairs of [member, score], also in RESP2.
