@@ -105,7 +105,7 @@ while read -r unit redis min _; do
 done <"$BASELINE"
 
 status=0
-printf '%-14s %6s %6s %6s %8s %8s\n' unit passed failed redis baseline result
+printf '%-14s %6s %6s %6s %5s %8s %9s\n' unit passed failed redis '%' baseline result
 for unit in $UNITS; do
     log="$LOGS/${unit//\//_}.log"
     # A unit that hangs is cut off; what it passed until then counts.
@@ -122,7 +122,9 @@ for unit in $UNITS; do
     result=ok
     if [ "$AGAINST" = redis ]; then result=reference
     elif [ "$ok" -lt "$min" ]; then result=REGRESSED; status=1; fi
-    printf '%-14s %6s %6s %6s %8s %8s\n' "$unit" "$ok" "$err" "$redis" "$min" "$result"
+    pct=-
+    if [ "$redis" != "?" ] && [ "$redis" -gt 0 ]; then pct=$(( ok * 100 / redis )); fi
+    printf '%-14s %6s %6s %6s %5s %8s %9s\n' "$unit" "$ok" "$err" "$redis" "$pct" "$min" "$result"
 done
 if [ "${REDIS_SUITE_KEEP_LOGS:-0}" != 1 ]; then rm -rf "$LOGS"; fi
 if [ "$status" -ne 0 ]; then

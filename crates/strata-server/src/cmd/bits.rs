@@ -115,6 +115,11 @@ pub(crate) fn bitcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         4 | 5 => {
             let (start, end) = (int_arg(arg(args, 2))?, int_arg(arg(args, 3))?);
             let bits = unit_arg(args, 4)?;
+            // Both counted from the end and crossed: empty (Redis 7.0.15
+            // BITCOUNT; its BITPOS clamps them instead).
+            if start < 0 && end < 0 && start > end {
+                return Ok(Reply::Int(0));
+            }
             bit_range(&v, start, end, bits)
         }
         _ => return Err(CmdError::Syntax),
