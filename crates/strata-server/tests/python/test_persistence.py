@@ -3,6 +3,7 @@ everysec, no), memory with snapshots, graceful shutdown on SIGTERM."""
 import os
 import shutil
 import tempfile
+import time
 
 import pytest
 
