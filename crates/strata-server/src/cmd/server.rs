@@ -53,9 +53,15 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
         }
         // A setting of the server's own, set to the value it has: nothing
         // to change (test harnesses restore what CONFIG GET showed).
-        let same = shared.config.params().iter().any(|(n, v)| *n == name && v.as_bytes() == arg(pair, 1));
-        if same && !crate::tuning::Tuning::knows(&name) {
-            continue;
+        let own = shared.config.params().into_iter().find(|(n, _)| *n == name);
+        if let Some((_, v)) = own.filter(|_| !crate::tuning::Tuning::knows(&name)) {
+            if v.as_bytes() == arg(pair, 1) {
+                continue;
+            }
+            // Set at start only (flags or config file).
+            return Reply::err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+            ));
         }
         match crate::tuning::Tuning::check(&name, arg(pair, 1)) {
             Ok(v) => checked.push((name, v)),
