@@ -6,7 +6,6 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use common::{connect, read_to_close, roundtrip, start};

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::zsets::{put_member, scored, walk, ALL};
+use super::zsets::{put_member, scored, walk, Scored, ALL};
 use super::{arg, is, CmdError, CmdResult, Ctx};
 use crate::keyspace::{member_prefix, KeyType, Meta};
 use crate::resp::Reply;
@@ -63,7 +63,7 @@ fn compute(
     op: Op,
     name: &str,
     store: bool,
-) -> Result<(Vec<(Vec<u8>, f64)>, bool), CmdError> {
+) -> Result<(Scored, bool), CmdError> {
     let numkeys = crate::numbers::parse_i64(arg(args, at)).ok_or(CmdError::NotInt)?;
     if numkeys < 1 {
         return Err(CmdError::Msg(format!("ERR at least 1 input key is needed for '{name}' command")));

@@ -6,14 +6,14 @@
 use bytes::Bytes;
 
 use super::blocking::timeout_arg;
-use super::zsets::{remove_member, scored, walk, ALL};
+use super::zsets::{remove_member, scored, walk, Scored, ALL};
 use super::{arg, is, pop_count, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
 /// Pops up to `n` members with the lowest (or highest, `max`) scores;
 /// `None` when the key is missing.
-fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], max: bool, n: u64) -> Result<Option<Vec<(Vec<u8>, f64)>>, CmdError> {
+fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], max: bool, n: u64) -> Result<Option<Scored>, CmdError> {
     let Some(old) = write_typed(ctx, key, KeyType::ZSet)? else { return Ok(None) };
     let mut items = Vec::new();
     if n > 0 {

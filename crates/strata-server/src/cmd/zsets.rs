@@ -223,6 +223,9 @@ pub(crate) fn walk(
 
 /// Members with scores in the shape Redis uses: flat in RESP2 (and for
 /// `flat`), [member, score] pairs in RESP3.
+/// Members with their scores, in order.
+pub(crate) type Scored = Vec<(Vec<u8>, f64)>;
+
 pub(crate) fn scored(proto: u8, items: Vec<(Vec<u8>, f64)>, withscores: bool, flat: bool) -> Reply {
     if !withscores {
         return Reply::Array(items.into_iter().map(|(m, _)| Reply::bulk_vec(m)).collect());
