@@ -120,3 +120,15 @@ fn zset_pops_hstrlen_and_pushx() {
         b":4\r\n*2\r\n$1\r\nd\r\n$1\r\n4\r\n*4\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nb\r\n$1\r\n2\r\n*0\r\n*0\r\n-ERR value is out of range, must be positive\r\n:3\r\n*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\na\r\n$1\r\n1\r\n*2\r\n$1\r\nz\r\n*2\r\n*2\r\n$1\r\nd\r\n$1\r\n4\r\n*2\r\n$1\r\nc\r\n$1\r\n3\r\n*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nb\r\n$1\r\n2\r\n*-1\r\n-ERR numkeys should be greater than 0\r\n-ERR syntax error\r\n:1\r\n*3\r\n$1\r\nz\r\n$1\r\ne\r\n$1\r\n5\r\n*-1\r\n*-1\r\n:2\r\n*3\r\n$1\r\nz\r\n$1\r\ny\r\n$1\r\n2\r\n*2\r\n$1\r\nz\r\n*1\r\n*2\r\n$1\r\nx\r\n$1\r\n1\r\n:1\r\n:5\r\n:0\r\n:0\r\n:0\r\n:1\r\n:3\r\n:4\r\n*4\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n$1\r\nd\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n+OK\r\n+QUEUED\r\n*1\r\n*-1\r\n",
     );
 }
+
+#[test]
+fn lpos() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(
+        &mut s,
+        b"RPUSH l a b c 1 2 3 c c\r\nLPOS l c\r\nLPOS l c RANK 2\r\nLPOS l c RANK -1\r\nLPOS l c RANK -2 COUNT 0\r\nLPOS l c COUNT 0\r\nLPOS l c COUNT 2\r\nLPOS l c COUNT 0 MAXLEN 4\r\nLPOS l c RANK -1 COUNT 0 MAXLEN 2\r\nLPOS l c RANK 10\r\nLPOS l c RANK 10 COUNT 2\r\nLPOS l x\r\nLPOS l c RANK 0\r\nLPOS l c COUNT -1\r\nLPOS l c MAXLEN -1\r\nLPOS l c FOO 1\r\nLPOS l c COUNT\r\nLPOS l c COUNT x\r\nLPOS nokey c\r\nLPOS nokey c COUNT 1\r\nSET s v\r\nLPOS s c\r\nRPUSH l a\r\nLPOS l a RANK x\r\nLPOS l a MAXLEN x\r\n",
+        b":8\r\n:2\r\n:6\r\n:7\r\n*2\r\n:6\r\n:2\r\n*3\r\n:2\r\n:6\r\n:7\r\n*2\r\n:2\r\n:6\r\n*1\r\n:2\r\n*2\r\n:7\r\n:6\r\n$-1\r\n*0\r\n$-1\r\n-ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list\r\n-ERR COUNT can't be negative\r\n-ERR MAXLEN can't be negative\r\n-ERR syntax error\r\n-ERR syntax error\r\n-ERR COUNT can't be negative\r\n$-1\r\n*0\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:9\r\n-ERR value is not an integer or out of range\r\n-ERR MAXLEN can't be negative\r\n",
+    );
+}

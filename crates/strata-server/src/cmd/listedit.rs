@@ -143,3 +143,72 @@ pub(crate) fn lmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 pub(crate) fn rpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     move_one(ctx, arg(args, 1), arg(args, 2), false, true)
 }
+
+/// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+pub(crate) fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (key, value) = (arg(args, 1), arg(args, 2));
+    let (mut rank, mut count, mut maxlen) = (1i64, None::<i64>, 0i64);
+    let mut i = 3;
+    while i < args.len() {
+        let (opt, val) = (arg(args, i), args.get(i + 1));
+        let Some(val) = val else { return Err(CmdError::Syntax) };
+        let n = crate::numbers::parse_i64(val);
+        // COUNT and MAXLEN: a non-integer gets the "negative" message, as
+        // in Redis.
+        let neg = |what: &str| CmdError::Msg(format!("ERR {what} can't be negative"));
+        if is(opt, "rank") {
+            let n = n.ok_or(CmdError::NotInt)?;
+            if n == 0 {
+                return Err(CmdError::Msg(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... \
+                     or use negative to start from the end of the list"
+                        .into(),
+                ));
+            }
+            if n == i64::MIN {
+                return Err(CmdError::Msg(
+                    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807".into(),
+                ));
+            }
+            rank = n;
+        } else if is(opt, "count") {
+            count = Some(n.filter(|n| *n >= 0).ok_or_else(|| neg("COUNT"))?);
+        } else if is(opt, "maxlen") {
+            maxlen = n.filter(|n| *n >= 0).ok_or_else(|| neg("MAXLEN"))?;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 2;
+    }
+    let none = || if count.is_some() { Reply::Array(Vec::new()) } else { Reply::Nil };
+    if super::read_typed(ctx, key, KeyType::List)?.is_none() {
+        return Ok(none());
+    }
+    let items = elements(ctx, key)?;
+    let len = items.len();
+    let order: Box<dyn Iterator<Item = usize>> = if rank < 0 { Box::new((0..len).rev()) } else { Box::new(0..len) };
+    let limit = if maxlen == 0 { usize::MAX } else { maxlen as usize };
+    let want = match count {
+        Some(0) => usize::MAX,
+        Some(c) => c as usize,
+        None => 1,
+    };
+    let mut skip = rank.unsigned_abs() - 1;
+    let mut found = Vec::new();
+    for idx in order.take(limit) {
+        if items.get(idx).is_some_and(|e| e.as_slice() == value) {
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            found.push(Reply::Int(idx as i64));
+            if found.len() >= want {
+                break;
+            }
+        }
+    }
+    Ok(match count {
+        Some(_) => Reply::Array(found),
+        None => found.pop().unwrap_or(Reply::Nil),
+    })
+}

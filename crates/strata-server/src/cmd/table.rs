@@ -205,6 +205,7 @@ static COMMANDS: &[Spec] = &[
     data("blmpop", -5, All, bl::blmpop),
     data("lmpop", -4, All, bl::lmpop),
     data("lrem", 4, First, le::lrem),
+    data("lpos", -3, First, le::lpos),
     data("lmove", 5, All, le::lmove),
     data("rpoplpush", 3, All, le::rpoplpush),
     // sets
