@@ -170,7 +170,7 @@ static COMMANDS: &[Spec] = &[
     data("zrevrangebyscore", -4, First, z::zrevrangebyscore),
     data("zrank", 3, First, z::zrank),
     data("zrevrank", 3, First, z::zrevrank),
-    data("zpopmin", -2, First, z::zpopmin),
+    data("zpopmin", -2, First, zp::zpopmin),
     data("zrangebylex", -4, First, zl::zrangebylex),
     data("zrevrangebylex", -4, First, zl::zrevrangebylex),
     data("zlexcount", 4, First, zl::zlexcount),

@@ -1,4 +1,4 @@
-//! Sorted-set pops beyond ZPOPMIN: ZPOPMAX, ZMPOP, and the blocking
+//! Sorted-set pops: ZPOPMIN, ZPOPMAX, ZMPOP, and the blocking
 //! BZPOPMIN, BZPOPMAX, BZMPOP (waiting as the blocking list pops do, see
 //! `blocking`). ZPOPMAX walks the whole score index (the keyspace scans
 //! forward only): O(n) where Redis is O(log n).
@@ -42,13 +42,22 @@ fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], max: bool, n: u64) -> Result<Option<Scor
     Ok(Some(items))
 }
 
-pub(crate) fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+/// ZPOPMIN and ZPOPMAX: `key [count]`.
+fn zpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {
     if args.len() > 3 {
         return Err(CmdError::Syntax);
     }
     let count = args.get(2).map(|c| pop_count(c)).transpose()?;
-    let items = pop_n(ctx, arg(args, 1), true, count.unwrap_or(1))?.unwrap_or_default();
+    let items = pop_n(ctx, arg(args, 1), max, count.unwrap_or(1))?.unwrap_or_default();
     Ok(scored(ctx.proto, items, true, count.is_none()))
+}
+
+pub(crate) fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zpop(ctx, args, false)
+}
+
+pub(crate) fn zpopmax(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    zpop(ctx, args, true)
 }
 
 fn bzpop(ctx: &mut Ctx<'_>, args: &[Bytes], max: bool) -> CmdResult {

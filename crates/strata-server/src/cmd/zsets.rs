@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 
-use super::{arg, index_range, int_arg, is, pop_count, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use super::{arg, index_range, int_arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{
     member_key, member_prefix, prefix_end, score_from_sortable, sortable_score, zindex_key, KeyType, Meta,
 };
@@ -433,29 +433,4 @@ pub(crate) fn zrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 pub(crate) fn zrevrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     rank(ctx, args, true)
-}
-
-pub(crate) fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let key = arg(args, 1);
-    if args.len() > 3 {
-        return Err(CmdError::Syntax);
-    }
-    let count = args.get(2).map(|c| pop_count(c)).transpose()?;
-    let Some(old) = write_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Array(Vec::new())) };
-    let want = count.unwrap_or(1);
-    let mut items = Vec::new();
-    if want > 0 {
-        walk(ctx, key, ALL.0, ALL.1, |m, s| {
-            items.push((m.to_vec(), s));
-            (items.len() as u64) < want
-        })?;
-    }
-    for (m, s) in &items {
-        remove_member(ctx, key, m, *s);
-    }
-    if !items.is_empty() {
-        let left = old.count().saturating_sub(items.len() as u64);
-        ctx.txn.put_count(key, Some(&old), old.clone(), left);
-    }
-    Ok(scored(ctx.proto, items, true, count.is_none()))
 }
