@@ -63,6 +63,24 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(st["median"], 100)
         self.assertAlmostEqual(st["ratio"], 0.5)
 
+    def test_interval_series(self):
+        self.assertEqual(compare.interval_series(DB_BENCH_OUT), ([1.011862, 2.029587], [124522.9, 122823.0]))
+        self.assertEqual(compare.interval_series("no intervals"), ([], []))
+
+    def test_disk_bytes_counts_the_pm_file_apart(self):
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as d:
+            db = Path(d) / "db"
+            (db / "pm").mkdir(parents=True)
+            (db / "000001.sst").write_bytes(b"x" * 20000)
+            (db / "pm" / "strata.pm").write_bytes(b"y" * 10000)
+            total, pm = compare.disk_bytes(db, None)
+            self.assertGreaterEqual(pm, 10000)
+            self.assertGreaterEqual(total - pm, 20000)
+            self.assertEqual(compare.disk_bytes(db, Path(d) / "missing"), (total, pm))
+            self.assertEqual(compare.disk_bytes(db / "000001.sst")[1], 0)
+
     def test_cpu_floor_line_and_cell(self):
         line = ("cpufloor     : unit 3.60 us, 1347904 units: p50 3.64 p99 3.66 p99.9 18.80 p99.99 53.14 max 541 us; "
                 "353 hiccups/s over 10 us")
@@ -252,6 +270,57 @@ class MarkdownTest(unittest.TestCase):
         self.assertIn("| g | fillrandom | fillrandom | 100 | 80 | 1.25 |", md)
         self.assertIn("Issue 4 targets", md)
         self.assertIn("2.00× rocksdb-tuned ✓", md)
+        self.assertNotIn("Pictures", md)
+
+        # Pictures: linked under their group's table.
+        pics = {"groups": {0: [("timeline", "s-0-timeline.png"), ("size", "s-0-size.png")]}, "note": None}
+        md = compare.markdown(data, vs, A, "test machine", pics)
+        self.assertIn("**Pictures** (under each group's table", md)
+        after_table = md.split("## g\n", 1)[1]
+        self.assertIn("![throughput per second](s-0-timeline.png)", after_table)
+        self.assertIn("![disk space](s-0-size.png)", after_table)
+        # Without matplotlib: said so, and how to get them.
+        md = compare.markdown(data, vs, A, "test machine", {"groups": {}, "note": "skipped: matplotlib is not installed"})
+        self.assertIn("**Pictures.** skipped: matplotlib is not installed", md)
+        self.assertNotIn("![", md)
+
+    def test_draw_pictures_without_matplotlib_says_how(self):
+        import tempfile
+
+        real = compare.load_plot
+
+        class NoMatplotlib:
+            @staticmethod
+            def available():
+                return False
+
+            @staticmethod
+            def plot_file(*_a, **_k):
+                raise AssertionError("must not draw without matplotlib")
+
+        class Broken(NoMatplotlib):
+            @staticmethod
+            def available():
+                return True
+
+            @staticmethod
+            def plot_file(*_a, **_k):
+                raise ValueError("odd data")
+
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                compare.load_plot = NoMatplotlib
+                pics = compare.draw_pictures(Path(d) / "r.json", d)
+                self.assertEqual(pics["groups"], {})
+                self.assertIn("pip install matplotlib", pics["note"])
+                self.assertIn("bench/plot ", pics["note"])
+                self.assertIn("r.json", pics["note"])
+                compare.load_plot = Broken
+                pics = compare.draw_pictures(Path(d) / "r.json", d)
+                self.assertIn("ValueError: odd data", pics["note"])
+        finally:
+            compare.load_plot = real
+        self.assertTrue(hasattr(compare.load_plot(), "plot_file"))
 
 
 if __name__ == "__main__":

@@ -200,7 +200,37 @@ impl Merged {
     pub fn percentile_us(&self, q: f64) -> f64 {
         self.hist.value_at_percentile(q) as f64 / 1000.0
     }
+
+    /// The latency curve for plots: (percentile, microseconds) at each of
+    /// [`CURVE_PERCENTILES`] (100 is the largest latency); empty without samples.
+    pub fn latency_curve(&self) -> Vec<(f64, f64)> {
+        if self.hist.is_empty() {
+            return Vec::new();
+        }
+        CURVE_PERCENTILES.iter().map(|&q| (q, self.percentile_us(q))).collect()
+    }
+
+    /// The timeline as a throughput series for plots: (end of the interval,
+    /// seconds since the start; operations per second in it). Every interval
+    /// is one second but the last, which ends at `elapsed_s` (at least 1 ms).
+    pub fn throughput_series(&self) -> (Vec<f64>, Vec<f64>) {
+        let n = self.timeline.len();
+        let mut ends = Vec::with_capacity(n);
+        let mut rates = Vec::with_capacity(n);
+        for (i, &ops) in self.timeline.iter().enumerate() {
+            let start = i as f64;
+            let len = if i + 1 == n { (self.elapsed_s - start).clamp(0.001, 1.0) } else { 1.0 };
+            ends.push(start + len);
+            rates.push(ops as f64 / len);
+        }
+        (ends, rates)
+    }
 }
+
+/// Percentiles of the latency curve in the JSON: dense in the tail, where
+/// stalls show.
+pub const CURVE_PERCENTILES: [f64; 14] =
+    [1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 100.0];
 
 /// The stall figure of a per-second timeline: (lowest second, median
 /// second, lowest / median). Only full seconds count, so the last entry is
@@ -262,6 +292,27 @@ mod tests {
         assert_eq!(median, 25.0);
         let (_, _, r) = stall_figure(&[0, 0, 0]).unwrap();
         assert_eq!(r, 0.0);
+    }
+
+    #[test]
+    fn throughput_series_and_latency_curve() {
+        let mut m = Merged::from(&[]);
+        assert!(m.latency_curve().is_empty());
+        assert_eq!(m.throughput_series(), (vec![], vec![]));
+        m.timeline = vec![100, 80, 30];
+        m.elapsed_s = 2.5;
+        for v in 1..=1000u64 {
+            m.hist.record(v * 1000).unwrap();
+        }
+        let (ends, rates) = m.throughput_series();
+        assert_eq!(ends, vec![1.0, 2.0, 2.5]);
+        assert_eq!(rates, vec![100.0, 80.0, 60.0]);
+        let curve = m.latency_curve();
+        assert_eq!(curve.len(), CURVE_PERCENTILES.len());
+        assert!(curve.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1), "{curve:?}");
+        let at = |q: f64| curve.iter().find(|p| p.0 == q).unwrap().1;
+        assert!((at(50.0) - 500.0).abs() < 1.0, "{}", at(50.0));
+        assert!((at(100.0) - 1000.0).abs() < 1.0, "{}", at(100.0));
     }
 
     #[test]

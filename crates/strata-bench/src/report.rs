@@ -49,6 +49,13 @@ pub struct BenchResult {
     pub avg_us: f64,
     /// Operations completed in each second (the last one partial).
     pub timeline: Vec<u64>,
+    /// For plots: the end of each interval of `timeline`, seconds since the
+    /// start (1, 2, ..., then `elapsed_s` for the partial last one).
+    pub throughput_t_s: Vec<f64>,
+    /// For plots: operations per second in each interval of `throughput_t_s`.
+    pub throughput_ops_per_sec: Vec<f64>,
+    /// For plots: latency at each of [`crate::measure::CURVE_PERCENTILES`] (100 = largest).
+    pub latency_curve: Vec<PercentilePoint>,
     /// Lowest full second of the timeline.
     pub min_second_ops: Option<u64>,
     /// Median full second.
@@ -81,6 +88,9 @@ pub struct BenchResult {
     pub pm_placement: String,
     /// Disk/tmpfs space of the PM region file at the end (allocated bytes).
     pub pm_file_bytes: u64,
+    /// Space of the whole store at the end: `db_size_bytes`, plus
+    /// `pm_file_bytes` when the PM file lives outside the database directory.
+    pub store_size_bytes: u64,
     /// Emulated PM write latency, nanoseconds.
     pub pm_write_latency_ns: u64,
     /// Peak resident set size of the process so far.
@@ -115,6 +125,17 @@ pub struct EndState {
     pub nonempty_levels: usize,
     /// Every level.
     pub levels: Vec<Level>,
+    /// Space of the whole store (as [`BenchResult::store_size_bytes`]).
+    pub store_size_bytes: u64,
+}
+
+/// One point of a latency curve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct PercentilePoint {
+    /// Percentile, 0..=100.
+    pub percentile: f64,
+    /// Latency at it, microseconds.
+    pub us: f64,
 }
 
 impl BenchResult {
@@ -134,6 +155,9 @@ impl BenchResult {
         self.max_us = m.hist.max() as f64 / 1000.0;
         self.avg_us = m.hist.mean() / 1000.0;
         self.timeline = m.timeline.clone();
+        (self.throughput_t_s, self.throughput_ops_per_sec) = m.throughput_series();
+        self.latency_curve =
+            m.latency_curve().into_iter().map(|(percentile, us)| PercentilePoint { percentile, us }).collect();
         if let Some((min, median, ratio)) = stall_figure(&m.timeline) {
             self.min_second_ops = Some(min);
             self.median_second_ops = Some(median);
@@ -223,7 +247,7 @@ pub fn write_json(path: &Path, report: &JsonReport<'_>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::Recorder;
+    use crate::measure::{Recorder, CURVE_PERCENTILES};
     use std::sync::atomic::AtomicU64;
     use std::sync::Arc;
 
@@ -307,5 +331,28 @@ mod tests {
         assert!(back["benchmarks"][0].get("engine_version").is_some());
         assert_eq!(back["engine_version"], "11.8.1");
         assert_eq!(back["engine_settings"][0]["default"], "2");
+    }
+
+    #[test]
+    fn json_has_the_plot_series() {
+        let mut r = BenchResult { benchmark: "fillrandom".into(), ..Default::default() };
+        r.set_measurement(&merged(50, 100));
+        r.end_state = Some(EndState::default());
+        let v = serde_json::to_value(&r).unwrap();
+        assert!(v["store_size_bytes"].is_u64());
+        assert!(v["end_state"]["store_size_bytes"].is_u64());
+        let t = v["throughput_t_s"].as_array().unwrap();
+        let rates = v["throughput_ops_per_sec"].as_array().unwrap();
+        assert_eq!(t.len(), v["timeline"].as_array().unwrap().len());
+        assert_eq!(t.len(), rates.len());
+        assert!(!t.is_empty());
+        assert!(rates.iter().all(|x| x.as_f64().unwrap() > 0.0), "{rates:?}");
+        let curve = v["latency_curve"].as_array().unwrap();
+        let pct: Vec<f64> = curve.iter().map(|p| p["percentile"].as_f64().unwrap()).collect();
+        assert_eq!(pct, CURVE_PERCENTILES);
+        let us: Vec<f64> = curve.iter().map(|p| p["us"].as_f64().unwrap()).collect();
+        assert!(us.windows(2).all(|w| w[0] <= w[1]), "{us:?}");
+        assert!(us.iter().all(|x| *x > 0.0));
+        assert_eq!(us.last().copied(), v["max_us"].as_f64());
     }
 }

@@ -248,6 +248,7 @@ impl Runner {
         self.meta_op(name)?;
         // Record the engine's state after it on the benchmark it follows.
         let s = self.engine()?.stats();
+        let store_size_bytes = self.store_usage().total;
         if let Some(last) = self.results.last_mut() {
             let mut end = last.end_state.take().unwrap_or_default();
             end.after.push(name.to_string());
@@ -256,6 +257,7 @@ impl Runner {
             end.write_amp_since_open = s.write_amp;
             end.nonempty_levels = s.nonempty_levels;
             end.levels = s.levels;
+            end.store_size_bytes = store_size_bytes;
             last.end_state = Some(end);
         }
         Ok(())
@@ -470,12 +472,20 @@ impl Runner {
         r.levels = after.levels.clone();
         r.pm_placement = after.pm_placement.clone();
         r.pm_write_latency_ns = self.flags.pm_write_latency_ns;
-        r.db_size_bytes = sysinfo::disk_usage(&self.flags.db);
-        if let Some(Some(dir)) = self.engine.as_ref().map(|e| e.pm_dir()) {
-            r.pm_file_bytes = sysinfo::disk_usage(&dir.join(STRATA_REGION_FILE));
-            r.pm_dir = Some(dir.display().to_string());
-        }
+        let usage = self.store_usage();
+        (r.db_size_bytes, r.pm_file_bytes, r.store_size_bytes) = (usage.db, usage.pm_file, usage.total);
+        r.pm_dir = self.pm_dir().map(|dir| dir.display().to_string());
         r.peak_rss_bytes = sysinfo::peak_rss_bytes();
+    }
+
+    fn pm_dir(&self) -> Option<std::path::PathBuf> {
+        self.engine.as_ref().and_then(|e| e.pm_dir())
+    }
+
+    /// Disk space of the database directory and the PM region file now.
+    fn store_usage(&self) -> sysinfo::StoreUsage {
+        let pm_file = self.pm_dir().map(|dir| dir.join(STRATA_REGION_FILE));
+        sysinfo::store_usage(&self.flags.db, pm_file.as_deref())
     }
 }
 

@@ -43,6 +43,30 @@ pub fn disk_usage(path: &Path) -> u64 {
     }
 }
 
+/// Disk space of a store at one moment: its database directory, its PM
+/// region file, and both together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreUsage {
+    /// Allocated bytes under the database directory.
+    pub db: u64,
+    /// Allocated bytes of the PM region file (0 without one).
+    pub pm_file: u64,
+    /// Both, the PM file counted once when it lives inside the directory.
+    pub total: u64,
+}
+
+/// The [`StoreUsage`] of database directory `db` and PM region file `pm_file`.
+pub fn store_usage(db: &Path, pm_file: Option<&Path>) -> StoreUsage {
+    let db_bytes = disk_usage(db);
+    let Some(pm) = pm_file else {
+        return StoreUsage { db: db_bytes, pm_file: 0, total: db_bytes };
+    };
+    let pm_bytes = disk_usage(pm);
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let inside = real(pm).starts_with(real(db));
+    StoreUsage { db: db_bytes, pm_file: pm_bytes, total: if inside { db_bytes } else { db_bytes + pm_bytes } }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +87,23 @@ mod tests {
         assert!(disk_usage(d.path()) >= 10_000);
         assert_eq!(disk_usage(&d.path().join("nope")), 0);
         assert!(peak_rss_bytes() > 0);
+    }
+
+    #[test]
+    fn store_usage_counts_the_pm_file_once() {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("db");
+        std::fs::create_dir_all(db.join("pm")).unwrap();
+        std::fs::write(db.join("table"), vec![1u8; 20_000]).unwrap();
+        std::fs::write(db.join("pm/strata.pm"), vec![1u8; 10_000]).unwrap();
+        let inside = store_usage(&db, Some(&db.join("pm/strata.pm")));
+        assert!(inside.pm_file >= 10_000 && inside.db >= 30_000, "{inside:?}");
+        assert_eq!(inside.total, inside.db);
+        std::fs::create_dir_all(d.path().join("shm")).unwrap();
+        std::fs::rename(db.join("pm/strata.pm"), d.path().join("shm/strata.pm")).unwrap();
+        let outside = store_usage(&db, Some(&d.path().join("shm/strata.pm")));
+        assert_eq!(outside.total, outside.db + outside.pm_file);
+        assert!(outside.pm_file >= 10_000 && outside.db < inside.db, "{outside:?}");
+        assert_eq!(store_usage(&db, None).total, outside.db);
     }
 }

@@ -52,6 +52,13 @@ fn fill_then_read_in_a_second_process_replays_the_keys() {
     assert_eq!(r[0]["end_state"]["after"][0], "flush");
     assert!(r[0]["end_state"]["device_bytes_since_open"].as_u64().unwrap() > 0, "the flush wrote tables");
     assert_eq!(r[0]["timeline"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).sum::<u64>(), 3000);
+    // What bench/plot draws: the throughput series, the latency curve, the store's size.
+    let t = r[0]["throughput_t_s"].as_array().unwrap();
+    assert_eq!(t.len(), r[0]["throughput_ops_per_sec"].as_array().unwrap().len());
+    assert!((t.last().unwrap().as_f64().unwrap() - r[0]["elapsed_s"].as_f64().unwrap()).abs() < 0.01, "{t:?}");
+    assert_eq!(r[0]["latency_curve"].as_array().unwrap().len(), 14);
+    assert!(r[0]["store_size_bytes"].as_u64().unwrap() >= r[0]["pm_file_bytes"].as_u64().unwrap());
+    assert!(r[0]["end_state"]["store_size_bytes"].as_u64().unwrap() > 0);
 
     // Same seed in a new process: readrandom draws the fill's keys again.
     let out = bench(

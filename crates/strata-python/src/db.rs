@@ -206,16 +206,8 @@ impl PyDb {
         include_start: bool,
         include_stop: bool,
     ) -> PyResult<PyIter> {
-        let args = IterArgs {
-            start: opt_bytes_arg(start, "start")?.map(Cow::into_owned),
-            stop: opt_bytes_arg(stop, "stop")?.map(Cow::into_owned),
-            prefix: opt_bytes_arg(prefix, "prefix")?.map(Cow::into_owned),
-            include_start,
-            include_stop,
-            reverse,
-            include_key,
-            include_value,
-        };
+        let args =
+            IterArgs::parse(start, stop, prefix, reverse, include_key, include_value, include_start, include_stop)?;
         self.make_iter(py, args)
     }
 

@@ -7,6 +7,7 @@
 //! at the iterator's creation point like every other, so buffering changes
 //! nothing a caller can see.
 
+use std::borrow::Cow;
 use std::ops::Bound as B;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use pyo3::types::{PyBytes, PyTuple};
 use stratakv::{Cursor, DbIter, KeyRange};
 
 use crate::handle::Closable;
-use crate::{closed, to_py, InvalidArgument};
+use crate::{closed, opt_bytes_arg, to_py, InvalidArgument};
 
 const FIRST_BATCH: usize = 8;
 const MAX_BATCH: usize = 1024;
@@ -36,6 +37,30 @@ pub(crate) struct IterArgs {
 }
 
 impl IterArgs {
+    /// The arguments of `DB.iterator` and `Snapshot.iterator`, checked.
+    #[allow(clippy::too_many_arguments)]
+    pub fn parse(
+        start: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        include_key: bool,
+        include_value: bool,
+        include_start: bool,
+        include_stop: bool,
+    ) -> PyResult<IterArgs> {
+        Ok(IterArgs {
+            start: opt_bytes_arg(start, "start")?.map(Cow::into_owned),
+            stop: opt_bytes_arg(stop, "stop")?.map(Cow::into_owned),
+            prefix: opt_bytes_arg(prefix, "prefix")?.map(Cow::into_owned),
+            include_start,
+            include_stop,
+            reverse,
+            include_key,
+            include_value,
+        })
+    }
+
     /// Every key, forward.
     pub fn all(include_key: bool, include_value: bool) -> IterArgs {
         IterArgs {

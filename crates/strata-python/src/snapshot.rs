@@ -10,7 +10,7 @@ use stratakv::{Snapshot, Stats};
 
 use crate::handle::{Closable, Handle, SnapCell};
 use crate::iter::{IterArgs, IterCell, IterState, PyIter};
-use crate::{bytes_arg, check_key, closed, err, opt_bytes_arg};
+use crate::{bytes_arg, check_key, closed, err};
 
 /// A consistent read-only view of a database at the moment
 /// `db.snapshot()` was called: get, `[]`, `in`, multi_get and iterator
@@ -127,16 +127,8 @@ impl PySnapshot {
         include_start: bool,
         include_stop: bool,
     ) -> PyResult<PyIter> {
-        let args = IterArgs {
-            start: opt_bytes_arg(start, "start")?.map(Cow::into_owned),
-            stop: opt_bytes_arg(stop, "stop")?.map(Cow::into_owned),
-            prefix: opt_bytes_arg(prefix, "prefix")?.map(Cow::into_owned),
-            include_start,
-            include_stop,
-            reverse,
-            include_key,
-            include_value,
-        };
+        let args =
+            IterArgs::parse(start, stop, prefix, reverse, include_key, include_value, include_start, include_stop)?;
         self.make_iter(py, args)
     }
 

@@ -26,7 +26,7 @@ pub fn sweep_once(shared: &Shared, limit: usize) -> StoreResult<usize> {
         let Some((ms, key)) = parse_expire_index(&ik) else { continue };
         let key = key.to_vec();
         let _lock = shared.locks.lock(&[&key]);
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now), shared, proto: 2 };
+        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now), shared, proto: 2, retry: false };
         match ctx.txn.raw_meta(&key)? {
             Some(m) if m.expire_ms == ms && m.expired(now) => {
                 ctx.txn.delete_key(&key, &m)?;

@@ -18,3 +18,4 @@ pub mod resp;
 pub mod server;
 pub mod shutdown;
 pub mod store;
+pub mod tuning;

@@ -81,7 +81,11 @@ fn run() -> anyhow::Result<()> {
     stop_sweeper.store(true, Ordering::Release);
     let _ = sweeper.join();
     rt.shutdown_timeout(std::time::Duration::from_secs(5));
-    store.shutdown().map_err(|e| anyhow::anyhow!("{e}"))?;
+    // A BGSAVE still writing finishes first (its snapshot is whole).
+    while shared.bgsave_running.load(Ordering::Acquire) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    store.shutdown(shared.shutdown_save()).map_err(|e| anyhow::anyhow!("{e}"))?;
     drop(shared);
     drop(store);
     eprintln!("strata-server stopped");

@@ -13,6 +13,10 @@ use tokio::net::TcpListener;
 use crate::cmd::Shared;
 use crate::net::{ClientGuard, Incoming, Loops};
 
+/// How long an accept at `maxclients` waits for closed connections to be
+/// uncounted before it refuses.
+const CLOSE_GRACE: Duration = Duration::from_millis(200);
+
 /// Accepts connections until shutdown is requested.
 pub async fn run(shared: Arc<Shared>, listener: TcpListener, loops: &mut Loops) {
     let mut stop = shared.shutdown.subscribe();
@@ -31,7 +35,18 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener, loops: &mut Loops) 
             }
         };
         shared.stats.total_connections.fetch_add(1, Ordering::Relaxed);
-        if shared.stats.connected_clients.load(Ordering::Acquire) >= shared.config.maxclients {
+        let full = || shared.stats.connected_clients.load(Ordering::Acquire) >= shared.config.maxclients;
+        if full() {
+            // Only open connections count. One a client has just closed is
+            // uncounted when its event loop reads the end of the stream,
+            // which may come a moment after this accept (a client that
+            // reconnects at once): give the loops that moment.
+            let deadline = tokio::time::Instant::now() + CLOSE_GRACE;
+            while full() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        if full() {
             shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
                 let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;

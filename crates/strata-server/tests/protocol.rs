@@ -3,76 +3,12 @@
 //! texts, malformed frames closing only their own connection, restart.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn start(dir: &Path, extra: &[&str]) -> Server {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_strata-server"))
-        .args(["--port", &port.to_string(), "--dir"])
-        .arg(dir)
-        .args(["--pm-size", "128mb"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let srv = Server { child, port };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
-            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            if s.write_all(b"PING\r\n").is_ok() {
-                let mut b = [0u8; 7];
-                if s.read_exact(&mut b).is_ok() && &b == b"+PONG\r\n" {
-                    return srv;
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("server did not start"); // dropping `srv` kills and reaps the process
-}
-
-fn connect(port: u16) -> TcpStream {
-    let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s
-}
-
-/// Sends `req` and reads exactly `want.len()` bytes, which must equal `want`.
-fn roundtrip(s: &mut TcpStream, req: &[u8], want: &[u8]) {
-    s.write_all(req).unwrap();
-    let mut got = vec![0u8; want.len()];
-    s.read_exact(&mut got).unwrap();
-    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
-}
-
-fn read_to_close(s: &mut TcpStream) -> Vec<u8> {
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    out
-}
+use common::{connect, read_to_close, roundtrip, start};
 
 #[test]
 fn inline_multibulk_pipelining_and_errors() {

@@ -176,3 +176,12 @@ pub(crate) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     store_field(ctx, key, old, fk, cur.is_none(), text.clone());
     Ok(Reply::bulk_vec(text))
 }
+
+/// HSTRLEN: the length of a field's value (0 if missing).
+pub(crate) fn hstrlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    if read_typed(ctx, key, KeyType::Hash)?.is_none() {
+        return Ok(Reply::Int(0));
+    }
+    Ok(Reply::Int(field(ctx, key, arg(args, 2))?.map(|v| v.len() as i64).unwrap_or(0)))
+}

@@ -233,6 +233,25 @@ pub(crate) fn pttl(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(ttl_ms(ctx, arg(args, 1))?))
 }
 
+/// EXPIRETIME / PEXPIRETIME: the absolute expiry (-1 none, -2 no key).
+fn expire_time(ctx: &mut Ctx<'_>, key: &[u8], ms: bool) -> CmdResult {
+    Ok(Reply::Int(match ctx.txn.meta(key)? {
+        None => -2,
+        Some(m) if m.expire_ms == 0 => -1,
+        Some(m) if ms => m.expire_ms as i64,
+        // Rounded to the nearest second, as Redis does.
+        Some(m) => (m.expire_ms.saturating_add(500) / 1000) as i64,
+    }))
+}
+
+pub(crate) fn expiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_time(ctx, arg(args, 1), false)
+}
+
+pub(crate) fn pexpiretime(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    expire_time(ctx, arg(args, 1), true)
+}
+
 pub(crate) fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
     match ctx.txn.meta_for_write(key)? {

@@ -9,7 +9,7 @@ use super::{arg, index_range, int_arg, pop_count, read_typed, write_typed, CmdEr
 use crate::keyspace::{list_key, KeyType, Meta, LIST_MID};
 use crate::resp::Reply;
 
-fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
+pub(crate) fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
     let key = arg(args, 1);
     let old = write_typed(ctx, key, KeyType::List)?;
     let (mut head, mut tail) = old.as_ref().map(Meta::list_bounds).unwrap_or((LIST_MID, LIST_MID));
@@ -150,4 +150,20 @@ pub(crate) fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     ctx.txn.put_meta(key, Some(&meta), &Meta::list(new_head, new_tail, meta.expire_ms));
     Ok(Reply::ok())
+}
+
+/// LPUSHX / RPUSHX: push only onto a list that exists.
+fn pushx(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
+    if write_typed(ctx, arg(args, 1), KeyType::List)?.is_none() {
+        return Ok(Reply::Int(0));
+    }
+    push(ctx, args, left)
+}
+
+pub(crate) fn lpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    pushx(ctx, args, true)
+}
+
+pub(crate) fn rpushx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    pushx(ctx, args, false)
 }

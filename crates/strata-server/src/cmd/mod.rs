@@ -1,17 +1,29 @@
 //! Command dispatch: the command table, arity and auth checks, MULTI
 //! queuing, key locking, and running a command inside a transaction.
 
+mod bits;
+mod blocking;
+mod collscan;
 mod connection;
+mod functions;
 mod hashes;
 mod keys;
+mod listedit;
 mod lists;
+mod memory;
+mod object;
+mod rename;
 mod server;
 mod session;
 mod sets;
+mod setstore;
 mod shared;
 mod strings;
 mod table;
 mod transactions;
+mod zalgebra;
+mod zlex;
+mod zpop;
 mod zsets;
 
 use std::sync::atomic::Ordering;
@@ -22,7 +34,7 @@ use crate::keyspace::{now_ms, Meta, Txn};
 use crate::resp::Reply;
 use crate::store::StoreError;
 
-pub use session::Session;
+pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
 pub use table::{lookup, Keys, Run, Spec};
 
@@ -39,6 +51,15 @@ pub enum CmdError {
     Store(StoreError),
     /// Any other error text (prefix included).
     Msg(String),
+    /// A blocking command found nothing to take and wrote nothing: wait up
+    /// to `timeout` seconds (0: forever) and run it again; where it cannot
+    /// wait (MULTI) the reply is `nil`.
+    WouldBlock {
+        /// Seconds to wait.
+        timeout: f64,
+        /// The reply when the wait ends without result.
+        nil: Box<Reply>,
+    },
 }
 
 impl From<StoreError> for CmdError {
@@ -56,6 +77,7 @@ impl CmdError {
             CmdError::Syntax => Reply::err("ERR syntax error"),
             CmdError::Store(e) => Reply::err(format!("ERR {e}")),
             CmdError::Msg(s) => Reply::err(s),
+            CmdError::WouldBlock { nil, .. } => *nil,
         }
     }
 }
@@ -71,6 +93,10 @@ pub struct Ctx<'a> {
     pub shared: &'a Shared,
     /// The client's protocol version.
     pub proto: u8,
+    /// A blocked command run again because a key changed: keys that now
+    /// hold another type are passed over (Redis wakes a blocked client
+    /// only for a key of the type it waits on), not an error.
+    pub retry: bool,
 }
 
 /// `-ERR wrong number of arguments for 'x' command`.
@@ -126,6 +152,12 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         return Some(Reply::err("NOAUTH Authentication required."));
     }
     if let Some(queue) = sess.multi.as_mut() {
+        // Redis 7 refuses these inside a transaction (and aborts the EXEC):
+        // a queued SHUTDOWN would let EXEC stop the server.
+        if NO_MULTI.contains(&spec.name) {
+            sess.multi_failed = true;
+            return Some(Reply::err("ERR Command not allowed inside a transaction"));
+        }
         // UNWATCH is queued, as in Redis: the watch still guards this EXEC.
         if !matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
             queue.push(args.to_vec());
@@ -134,9 +166,62 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
     }
     Some(match spec.run {
         Run::Session(f) => f(shared, sess, args),
+        Run::Data(f) if BLOCKING.contains(&spec.name) => return run_blocking(shared, sess, spec, f, args),
         Run::Data(f) => run_data(shared, sess.proto, spec, f, args),
     })
 }
+
+/// Commands that may wait for data (see `blocking`).
+const BLOCKING: &[&str] = &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop"];
+
+/// Runs a blocking command outside MULTI: its reply, or `None` with
+/// `sess.blocked` set when it must wait (nothing was written). A command
+/// run again keeps the deadline it had.
+fn run_blocking(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Option<Reply> {
+    let keys = keys_of(spec, args);
+    let _locks = shared.locks.lock(&keys);
+    let mut ctx = Ctx {
+        txn: Txn::new(shared.store.as_ref(), now_ms()),
+        shared,
+        proto: sess.proto,
+        retry: sess.blocked.is_some(),
+    };
+    match f(&mut ctx, args) {
+        Err(CmdError::WouldBlock { timeout, nil }) => {
+            // Read under the locks: any later write to a key moves them on.
+            let versions = keys
+                .iter()
+                .map(|k| {
+                    let s = crate::keyspace::locks::stripe_of(k);
+                    (s, shared.locks.version(s))
+                })
+                .collect();
+            let (deadline, seq) = match sess.blocked.take() {
+                Some(b) => (b.deadline, b.seq),
+                None => {
+                    shared.stats.blocked_clients.fetch_add(1, Ordering::AcqRel);
+                    let deadline = (timeout > 0.0)
+                        .then(|| std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout.min(1e9)));
+                    (deadline, shared.stats.block_seq.fetch_add(1, Ordering::Relaxed))
+                }
+            };
+            // A wait that times out answers with a null array, whatever the
+            // command (Redis 7); `nil` is the answer where it cannot wait.
+            let _ = nil;
+            sess.blocked = Some(Blocked { args: args.to_vec(), deadline, versions, nil: Reply::NilArray, seq });
+            None
+        }
+        r => {
+            if sess.blocked.take().is_some() {
+                shared.stats.blocked_clients.fetch_sub(1, Ordering::AcqRel);
+            }
+            Some(commit(ctx, r.unwrap_or_else(CmdError::into_reply), &keys, false))
+        }
+    }
+}
+
+/// Commands Redis 7 flags `no-multi`: refused while MULTI queues.
+const NO_MULTI: &[&str] = &["shutdown"];
 
 /// Whether `args` can join a group of keyspace commands run in one
 /// transaction (see [`execute_batch`]): a valid, permitted data command
@@ -147,7 +232,7 @@ fn groupable(sess: &Session, args: &[Bytes]) -> Option<(&'static Spec, table::Da
     }
     let spec = validate(args).ok()?;
     match spec.run {
-        Run::Data(f) if spec.keys != Keys::Global => Some((spec, f)),
+        Run::Data(f) if spec.keys != Keys::Global && !BLOCKING.contains(&spec.name) => Some((spec, f)),
         _ => None,
     }
 }
@@ -156,12 +241,15 @@ fn groupable(sess: &Session, args: &[Bytes]) -> Option<(&'static Spec, table::Da
 const MAX_GROUP: usize = 64;
 
 /// What [`execute_batch`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BatchOutcome {
     /// Replies appended to the output.
     pub replies: usize,
     /// False when the connection must close once the output is written.
     pub keep_open: bool,
+    /// Requests not run because one blocked (the session's `blocked`);
+    /// they run, in order, after it.
+    pub rest: Vec<Vec<Bytes>>,
 }
 
 /// Runs a pipeline of requests in order, appending the encoded replies to
@@ -188,18 +276,21 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
         }
         if let Some(reply) = execute(shared, sess, &args) {
             if sess.silent {
-                return BatchOutcome { replies, keep_open: false };
+                return BatchOutcome { replies, keep_open: false, rest: Vec::new() };
             }
             reply.encode(sess.proto, out);
             replies += 1;
         }
         if sess.quit {
-            return BatchOutcome { replies, keep_open: false };
+            return BatchOutcome { replies, keep_open: false, rest: Vec::new() };
+        }
+        if sess.blocked.is_some() {
+            return BatchOutcome { replies, keep_open: true, rest: reqs.collect() };
         }
         // The command may have changed the session (AUTH, MULTI, ...).
         joins = reqs.peek().and_then(|a| groupable(sess, a));
     }
-    BatchOutcome { replies, keep_open: true }
+    BatchOutcome { replies, keep_open: true, rest: Vec::new() }
 }
 
 /// Runs a group of keyspace commands in one transaction; returns the
@@ -220,7 +311,7 @@ fn run_group(
     }
     let (replies, failed) = {
         let _locks = shared.locks.lock(&keys);
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
+        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto, retry: false };
         let replies: Vec<Reply> =
             group.iter().map(|(_, f, args)| f(&mut ctx, args).unwrap_or_else(CmdError::into_reply)).collect();
         let r = commit(ctx, Reply::Nil, &keys, false);
@@ -254,7 +345,7 @@ pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
 fn run_data(shared: &Shared, proto: u8, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Reply {
     let keys = keys_of(spec, args);
     let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
-    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto };
+    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto, retry: false };
     let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
     commit(ctx, reply, &keys, matches!(spec.keys, Keys::Global))
 }

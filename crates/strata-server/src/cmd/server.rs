@@ -16,7 +16,9 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
             return wrong_args("config|get");
         }
         let mut out = Vec::new();
-        for (name, value) in shared.config.params() {
+        let mut params = shared.config.params();
+        params.extend(shared.tuning.params());
+        for (name, value) in params {
             if args.iter().skip(2).any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes())) {
                 out.push((Reply::bulk(name), Reply::bulk(value)));
             }
@@ -29,11 +31,45 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
         shared.stats.expired_keys.store(0, Ordering::Relaxed);
         Reply::ok()
     } else if is(sub, "set") {
-        let name = String::from_utf8_lossy(arg(args, 2)).into_owned();
-        Reply::err(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"))
+        config_set(shared, args)
     } else {
         Reply::err(format!("ERR unknown subcommand '{}'. Try CONFIG HELP.", String::from_utf8_lossy(sub)))
     }
+}
+
+/// CONFIG SET name value [name value ...]: all or nothing, as Redis 7.
+fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
+    let pairs = args.get(2..).unwrap_or_default();
+    if pairs.is_empty() || pairs.len() % 2 != 0 {
+        return wrong_args("config|set");
+    }
+    let mut checked = Vec::new();
+    for pair in pairs.chunks(2) {
+        let name = String::from_utf8_lossy(arg(pair, 0)).to_ascii_lowercase();
+        if checked.iter().any(|(n, _)| *n == name) {
+            return Reply::err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
+            ));
+        }
+        // A setting of the server's own, set to the value it has: nothing
+        // to change (test harnesses restore what CONFIG GET showed).
+        let own = shared.config.params().into_iter().find(|(n, _)| *n == name);
+        if let Some((_, v)) = own.filter(|_| !crate::tuning::Tuning::knows(&name)) {
+            if v.as_bytes() == arg(pair, 1) {
+                continue;
+            }
+            // Set at start only (flags or config file).
+            return Reply::err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+            ));
+        }
+        match crate::tuning::Tuning::check(&name, arg(pair, 1)) {
+            Ok(v) => checked.push((name, v)),
+            Err(e) => return Reply::err(e),
+        }
+    }
+    shared.tuning.set(checked);
+    Reply::ok()
 }
 
 fn section(out: &mut String, title: &str, fields: &[(String, String)]) {
@@ -91,7 +127,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
             &[
                 kv("connected_clients", st.connected_clients.load(Ordering::Relaxed).to_string()),
                 kv("maxclients", shared.config.maxclients.to_string()),
-                kv("blocked_clients", "0".into()),
+                kv("blocked_clients", st.blocked_clients.load(Ordering::Relaxed).to_string()),
             ],
         );
     }
@@ -111,6 +147,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
     if want("persistence") {
         let mut f = vec![kv("loading", "0".into())];
         f.push(kv("durability", if shared.config.durability_sync { "sync" } else { "default" }.into()));
+        f.push(kv("rdb_bgsave_in_progress", u8::from(shared.bgsave_running.load(Ordering::Relaxed)).to_string()));
         f.extend(shared.store.info());
         section(&mut out, "Persistence", &f);
     }
@@ -173,11 +210,54 @@ pub(crate) fn time(_: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
     Reply::Array(vec![Reply::bulk(d.as_secs().to_string()), Reply::bulk(d.subsec_micros().to_string())])
 }
 
-pub(crate) fn save(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+/// SAVE: a snapshot now, in the foreground (Redis's SAVE blocks too).
+pub(crate) fn save(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
+    if shared.bgsave_running.load(Ordering::Acquire) {
+        return Reply::err("ERR Background save already in progress");
+    }
     match shared.store.save() {
-        Ok(()) if is(arg(args, 0), "bgsave") => Reply::Simple("Background saving started"),
         Ok(()) => Reply::ok(),
         Err(e) => Reply::err(format!("ERR {e}")),
+    }
+}
+
+/// BGSAVE [SCHEDULE]: the snapshot is written by a thread of its own
+/// while clients go on (the memory store copies its map a chunk at a time,
+/// writers recording what they change meanwhile; the engine flushes).
+pub(crate) fn bgsave(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+    if args.len() > 2 || (args.len() == 2 && !is(arg(args, 1), "schedule")) {
+        return Reply::err("ERR syntax error");
+    }
+    if shared.bgsave_running.swap(true, Ordering::AcqRel) {
+        return Reply::err("ERR Background save already in progress");
+    }
+    let store = shared.store.clone();
+    let running = shared.bgsave_running.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().name("strata-bgsave".into()).spawn(move || {
+        let mut tx = Some(tx);
+        let mut started = || {
+            if let Some(tx) = tx.take() {
+                let _ = tx.send(());
+            }
+        };
+        if let Err(e) = store.save_notify(&mut started) {
+            eprintln!("strata-server: BGSAVE failed: {e}");
+        }
+        started(); // if the save failed before its start
+        running.store(false, Ordering::Release);
+    });
+    match spawned {
+        Ok(_) => {
+            // The reply follows the moment the copy is of, as Redis's
+            // follows its fork: it holds every write acknowledged before.
+            let _ = rx.recv();
+            Reply::Simple("Background saving started")
+        }
+        Err(e) => {
+            shared.bgsave_running.store(false, Ordering::Release);
+            Reply::err(format!("ERR could not start the background save: {e}"))
+        }
     }
 }
 
@@ -195,16 +275,37 @@ pub(crate) fn lastsave(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
     Reply::Int(from_store.unwrap_or(start))
 }
 
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: NOSAVE writes no final
+/// snapshot even if snapshots are configured, SAVE writes one even if not
+/// (the command log and the engine are made durable either way, as Redis
+/// fsyncs its AOF). Refused inside MULTI (see `cmd::execute`).
 pub(crate) fn shutdown(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    let (mut nosave, mut save, mut abort) = (false, false, false);
     for a in args.iter().skip(1) {
-        if !["nosave", "save", "now", "force", "abort"].iter().any(|w| is(a, w)) {
+        if is(a, "nosave") {
+            nosave = true;
+        } else if is(a, "save") {
+            save = true;
+        } else if is(a, "abort") {
+            abort = true;
+        } else if !(is(a, "now") || is(a, "force")) {
             return Reply::err("ERR syntax error");
         }
-        if is(a, "abort") {
-            return Reply::err("ERR No shutdown in progress.");
-        }
     }
-    shared.request_shutdown();
+    if (nosave && save) || (abort && args.len() > 2) {
+        return Reply::err("ERR syntax error");
+    }
+    if abort {
+        return Reply::err("ERR No shutdown in progress.");
+    }
+    let mode = if nosave {
+        crate::store::ShutdownSave::NoSave
+    } else if save {
+        crate::store::ShutdownSave::Save
+    } else {
+        crate::store::ShutdownSave::Default
+    };
+    shared.request_shutdown_saving(mode);
     sess.quit = true;
     sess.silent = true;
     Reply::ok()

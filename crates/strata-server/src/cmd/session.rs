@@ -7,6 +7,34 @@ use bytes::Bytes;
 
 use super::Shared;
 
+/// A blocking command waiting for data (BLPOP and kin).
+#[derive(Debug)]
+pub struct Blocked {
+    /// The command, run again when a key may have changed.
+    pub args: Vec<Bytes>,
+    /// When the wait ends with `nil` (`None`: never).
+    pub deadline: Option<std::time::Instant>,
+    /// The lock stripes of its keys and their versions when it last ran.
+    pub versions: Vec<(usize, u64)>,
+    /// The reply when the wait times out.
+    pub nil: crate::resp::Reply,
+    /// Order of blocking: clients blocked earlier are run first (Redis
+    /// serves the longest-waiting client first).
+    pub seq: u64,
+}
+
+impl Blocked {
+    /// Whether a key it waits on may have changed since it last ran.
+    pub fn may_run(&self, shared: &Shared) -> bool {
+        self.versions.iter().any(|&(s, v)| shared.locks.version(s) != v)
+    }
+
+    /// Whether its timeout has passed.
+    pub fn timed_out(&self) -> bool {
+        self.deadline.is_some_and(|d| std::time::Instant::now() >= d)
+    }
+}
+
 /// Per-connection state.
 #[derive(Debug)]
 pub struct Session {
@@ -36,6 +64,9 @@ pub struct Session {
     /// with a TTL at WATCH time: EXEC aborts once it has passed, as Redis 7
     /// does for a watched key that expired.
     pub watch_deadline: Option<u64>,
+    /// A blocking command waiting for data; the connection runs nothing
+    /// else meanwhile.
+    pub blocked: Option<Blocked>,
 }
 
 impl Session {
@@ -54,6 +85,7 @@ impl Session {
             addr,
             watched: Vec::new(),
             watch_deadline: None,
+            blocked: None,
         }
     }
 

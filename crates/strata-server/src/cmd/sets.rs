@@ -115,7 +115,7 @@ pub(crate) fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 /// The members of the set at `key` (empty if absent), or WRONGTYPE.
-fn members(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<Vec<u8>>, CmdError> {
+pub(crate) fn members(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<Vec<u8>>, CmdError> {
     if read_typed(ctx, key, KeyType::Set)?.is_none() {
         return Ok(Vec::new());
     }

@@ -1,13 +1,13 @@
 //! State shared by every connection: the store, key locks, key counts,
 //! INFO counters, and the shutdown signal.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::Config;
 use crate::keyspace::{KeyLocks, Meta};
-use crate::store::{Backend, StoreError};
+use crate::store::{Backend, ShutdownSave, StoreError};
 
 /// Counters shown by INFO.
 #[derive(Default)]
@@ -22,6 +22,10 @@ pub struct ServerStats {
     pub total_commands: AtomicU64,
     /// Keys removed because they expired.
     pub expired_keys: AtomicU64,
+    /// Connections waiting in a blocking command.
+    pub blocked_clients: AtomicUsize,
+    /// Blocking waits started (orders blocked clients).
+    pub block_seq: AtomicU64,
     /// Last client id handed out.
     pub next_client_id: AtomicU64,
 }
@@ -46,6 +50,13 @@ pub struct Shared {
     pub shutdown: tokio::sync::watch::Sender<bool>,
     /// Every write waits for durability (memory store with `appendfsync always`).
     pub store_always_durable: bool,
+    /// What the SHUTDOWN that stopped the server asked about saving
+    /// (0 default, 1 NOSAVE, 2 SAVE).
+    shutdown_save: AtomicU8,
+    /// A BGSAVE is running.
+    pub bgsave_running: Arc<AtomicBool>,
+    /// Tuning parameters CONFIG SET accepts (no effect here).
+    pub tuning: crate::tuning::Tuning,
 }
 
 impl Shared {
@@ -63,6 +74,9 @@ impl Shared {
             started: Instant::now(),
             shutdown,
             store_always_durable,
+            shutdown_save: AtomicU8::new(0),
+            bgsave_running: Arc::new(AtomicBool::new(false)),
+            tuning: crate::tuning::Tuning::default(),
         };
         shared.check_format()?;
         shared.count_keys()?;
@@ -115,6 +129,26 @@ impl Shared {
     /// Asks the server to stop.
     pub fn request_shutdown(&self) {
         self.shutdown.send_replace(true);
+    }
+
+    /// Asks the server to stop, saving as `save` says (SHUTDOWN).
+    pub fn request_shutdown_saving(&self, save: ShutdownSave) {
+        let code = match save {
+            ShutdownSave::Default => 0,
+            ShutdownSave::NoSave => 1,
+            ShutdownSave::Save => 2,
+        };
+        self.shutdown_save.store(code, Ordering::Release);
+        self.request_shutdown();
+    }
+
+    /// What the shutdown asked about saving (default for signals).
+    pub fn shutdown_save(&self) -> ShutdownSave {
+        match self.shutdown_save.load(Ordering::Acquire) {
+            1 => ShutdownSave::NoSave,
+            2 => ShutdownSave::Save,
+            _ => ShutdownSave::Default,
+        }
     }
 
     /// Whether shutdown was requested.

@@ -258,7 +258,7 @@ pub(crate) fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// The longest string SETRANGE may build: the engine's value limit less
 /// the meta header, below Redis's 512 MB.
-const MAX_STRING: u64 = (256 << 20) - 64;
+pub(crate) const MAX_STRING: u64 = (256 << 20) - 64;
 
 /// A float increment's result as Redis prints it: plain digits, no exponent.
 pub(crate) fn float_reply(v: f64) -> Vec<u8> {

@@ -7,8 +7,14 @@ use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use super::{connection as c, hashes as h, keys as k, lists as l, server as s, sets as st, strings as str_};
-use super::{transactions as t, zsets as z, CmdResult, Ctx, Session, Shared};
+use super::{
+    bits as b, blocking as bl, collscan as cs, connection as c, functions as f, hashes as h, keys as k, lists as l,
+    server as s, sets as st, strings as str_,
+};
+use super::{
+    listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zalgebra as za,
+    zlex as zl, zpop as zp, zsets as z, CmdResult, Ctx, Session, Shared,
+};
 use crate::resp::Reply;
 
 /// A handler that needs only the connection (no keyspace access).
@@ -79,9 +85,10 @@ static COMMANDS: &[Spec] = &[
     sess("command", -1, s::command),
     sess("time", 1, s::time),
     sess("save", 1, s::save),
-    sess("bgsave", -1, s::save),
+    sess("bgsave", -1, s::bgsave),
     sess("lastsave", 1, s::lastsave),
     sess("shutdown", -1, s::shutdown),
+    sess("function", -2, f::function),
     data("flushdb", -1, Global, s::flushdb),
     data("flushall", -1, Global, s::flushdb),
     // keys
@@ -98,6 +105,17 @@ static COMMANDS: &[Spec] = &[
     data("ttl", 2, First, k::ttl),
     data("pttl", 2, First, k::pttl),
     data("persist", 2, First, k::persist),
+    data("expiretime", 2, First, k::expiretime),
+    data("pexpiretime", 2, First, k::pexpiretime),
+    data("object", -2, All, o::object),
+    data("memory", -2, All, m::memory),
+    data("rename", 3, All, rn::rename),
+    data("renamenx", 3, All, rn::renamenx),
+    data("copy", -3, All, rn::copy),
+    data("randomkey", 1, Keys::None, rn::randomkey),
+    data("sscan", -3, First, cs::sscan),
+    data("hscan", -3, First, cs::hscan),
+    data("zscan", -3, First, cs::zscan),
     // strings
     data("get", 2, First, str_::get),
     data("set", -3, First, str_::set),
@@ -119,6 +137,11 @@ static COMMANDS: &[Spec] = &[
     data("getex", -2, First, str_::getex),
     data("getrange", 4, First, str_::getrange),
     data("setrange", 4, First, str_::setrange),
+    data("setbit", 4, First, b::setbit),
+    data("getbit", 3, First, b::getbit),
+    data("bitcount", -2, First, b::bitcount),
+    data("bitpos", -3, First, b::bitpos),
+    data("bitop", -4, All, b::bitop),
     // hashes
     data("hset", -4, First, h::hset),
     data("hmset", -4, First, h::hmset),
@@ -133,6 +156,7 @@ static COMMANDS: &[Spec] = &[
     data("hlen", 2, First, h::hlen),
     data("hincrby", 4, First, h::hincrby),
     data("hincrbyfloat", 4, First, h::hincrbyfloat),
+    data("hstrlen", 3, First, h::hstrlen),
     // sorted sets
     data("zadd", -4, First, z::zadd),
     data("zrem", -3, First, z::zrem),
@@ -146,10 +170,26 @@ static COMMANDS: &[Spec] = &[
     data("zrevrangebyscore", -4, First, z::zrevrangebyscore),
     data("zrank", 3, First, z::zrank),
     data("zrevrank", 3, First, z::zrevrank),
-    data("zpopmin", -2, First, z::zpopmin),
+    data("zpopmin", -2, First, zp::zpopmin),
+    data("zrangebylex", -4, First, zl::zrangebylex),
+    data("zrevrangebylex", -4, First, zl::zrevrangebylex),
+    data("zlexcount", 4, First, zl::zlexcount),
+    data("zpopmax", -2, First, zp::zpopmax),
+    data("zmpop", -4, All, zp::zmpop),
+    data("bzpopmin", -3, All, zp::bzpopmin),
+    data("bzpopmax", -3, All, zp::bzpopmax),
+    data("bzmpop", -5, All, zp::bzmpop),
+    data("zunion", -3, All, za::zunion),
+    data("zinter", -3, All, za::zinter),
+    data("zdiff", -3, All, za::zdiff),
+    data("zunionstore", -4, All, za::zunionstore),
+    data("zinterstore", -4, All, za::zinterstore),
+    data("zdiffstore", -4, All, za::zdiffstore),
     // lists
     data("lpush", -3, First, l::lpush),
     data("rpush", -3, First, l::rpush),
+    data("lpushx", -3, First, l::lpushx),
+    data("rpushx", -3, First, l::rpushx),
     data("lpop", -2, First, l::lpop),
     data("rpop", -2, First, l::rpop),
     data("lrange", 4, First, l::lrange),
@@ -157,6 +197,17 @@ static COMMANDS: &[Spec] = &[
     data("lindex", 3, First, l::lindex),
     data("lset", 4, First, l::lset),
     data("ltrim", 4, First, l::ltrim),
+    data("linsert", 5, First, le::linsert),
+    data("blpop", -3, All, bl::blpop),
+    data("brpop", -3, All, bl::brpop),
+    data("blmove", 6, All, bl::blmove),
+    data("brpoplpush", 4, All, bl::brpoplpush),
+    data("blmpop", -5, All, bl::blmpop),
+    data("lmpop", -4, All, bl::lmpop),
+    data("lrem", 4, First, le::lrem),
+    data("lpos", -3, First, le::lpos),
+    data("lmove", 5, All, le::lmove),
+    data("rpoplpush", 3, All, le::rpoplpush),
     // sets
     data("sadd", -3, First, st::sadd),
     data("srem", -3, First, st::srem),
@@ -168,6 +219,11 @@ static COMMANDS: &[Spec] = &[
     data("sinter", -2, All, st::sinter),
     data("sunion", -2, All, st::sunion),
     data("sdiff", -2, All, st::sdiff),
+    data("smove", 4, All, ss::smove),
+    data("sinterstore", -3, All, ss::sinterstore),
+    data("sunionstore", -3, All, ss::sunionstore),
+    data("sdiffstore", -3, All, ss::sdiffstore),
+    data("sintercard", -3, All, ss::sintercard),
     // transactions
     sess("multi", 1, t::multi),
     sess("exec", 1, t::exec),

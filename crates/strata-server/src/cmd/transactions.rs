@@ -79,7 +79,7 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
         if watched.iter().any(|&(s, v)| shared.locks.version(s) != v) || deadline.is_some_and(|d| d <= now) {
             return Reply::NilArray;
         }
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now), shared, proto: sess.proto };
+        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now), shared, proto: sess.proto, retry: false };
         let mut replies = Vec::with_capacity(cmds.len());
         for (spec, args) in cmds {
             replies.push(match spec.run {

@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 
-use super::{arg, index_range, int_arg, is, pop_count, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use super::{arg, index_range, int_arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{
     member_key, member_prefix, prefix_end, score_from_sortable, sortable_score, zindex_key, KeyType, Meta,
 };
@@ -26,7 +26,7 @@ fn score_of(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8]) -> Result<Option<f64>,
 }
 
 /// Stores `member` at `score`, replacing its index entry at `old`.
-fn put_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64, old: Option<f64>) {
+pub(crate) fn put_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64, old: Option<f64>) {
     let score = if score == 0.0 { 0.0 } else { score };
     if let Some(o) = old {
         ctx.txn.delete(zindex_key(key, o, member));
@@ -35,7 +35,7 @@ fn put_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64, old: Opt
     ctx.txn.put(member_key(b'Z', key, member), score.to_le_bytes().to_vec());
 }
 
-fn remove_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64) {
+pub(crate) fn remove_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64) {
     ctx.txn.delete(zindex_key(key, score, member));
     ctx.txn.delete(member_key(b'Z', key, member));
 }
@@ -181,7 +181,7 @@ pub(crate) fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// Walks the score index from `min` upward, calling `visit` with each
 /// (member, score) inside [min, max] until it returns false.
-fn walk(
+pub(crate) fn walk(
     ctx: &mut Ctx<'_>,
     key: &[u8],
     min: ScoreBound,
@@ -223,7 +223,10 @@ fn walk(
 
 /// Members with scores in the shape Redis uses: flat in RESP2 (and for
 /// `flat`), [member, score] pairs in RESP3.
-fn scored(proto: u8, items: Vec<(Vec<u8>, f64)>, withscores: bool, flat: bool) -> Reply {
+/// Members with their scores, in order.
+pub(crate) type Scored = Vec<(Vec<u8>, f64)>;
+
+pub(crate) fn scored(proto: u8, items: Vec<(Vec<u8>, f64)>, withscores: bool, flat: bool) -> Reply {
     if !withscores {
         return Reply::Array(items.into_iter().map(|(m, _)| Reply::bulk_vec(m)).collect());
     }
@@ -375,7 +378,7 @@ pub(crate) fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(n))
 }
 
-const ALL: (ScoreBound, ScoreBound) =
+pub(crate) const ALL: (ScoreBound, ScoreBound) =
     (ScoreBound { value: f64::NEG_INFINITY, exclusive: false }, ScoreBound { value: f64::INFINITY, exclusive: false });
 
 fn limit_needs_byscore() -> CmdError {
@@ -430,29 +433,4 @@ pub(crate) fn zrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 pub(crate) fn zrevrank(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     rank(ctx, args, true)
-}
-
-pub(crate) fn zpopmin(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let key = arg(args, 1);
-    if args.len() > 3 {
-        return Err(CmdError::Syntax);
-    }
-    let count = args.get(2).map(|c| pop_count(c)).transpose()?;
-    let Some(old) = write_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Array(Vec::new())) };
-    let want = count.unwrap_or(1);
-    let mut items = Vec::new();
-    if want > 0 {
-        walk(ctx, key, ALL.0, ALL.1, |m, s| {
-            items.push((m.to_vec(), s));
-            (items.len() as u64) < want
-        })?;
-    }
-    for (m, s) in &items {
-        remove_member(ctx, key, m, *s);
-    }
-    if !items.is_empty() {
-        let left = old.count().saturating_sub(items.len() as u64);
-        ctx.txn.put_count(key, Some(&old), old.clone(), left);
-    }
-    Ok(scored(ctx.proto, items, true, count.is_none()))
 }

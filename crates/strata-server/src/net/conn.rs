@@ -39,6 +39,14 @@ const COMPACT_SENT: usize = 1 << 20;
 /// Counts a connection in `connected_clients` until it is dropped.
 pub struct ClientGuard(pub Arc<Shared>);
 
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // A client that leaves while blocked is no longer counted as blocked.
+        let shared = self._guard.0.clone();
+        self.unblock(&shared);
+    }
+}
+
 impl Drop for ClientGuard {
     fn drop(&mut self) {
         self.0.stats.connected_clients.fetch_sub(1, Ordering::AcqRel);
@@ -164,6 +172,31 @@ impl Conn {
         if self.closing || self.paused() {
             return Leftover::Idle;
         }
+        if self.sess.blocked.is_some() {
+            // Waiting in a blocking command: only notice the client leaving.
+            if self.readable && !self.eof {
+                self.fill(scratch);
+            }
+            if self.eof {
+                self.closing = true;
+                return Leftover::Idle;
+            }
+        }
+        if let Some(b) = self.sess.blocked.as_ref() {
+            if b.may_run(shared) {
+                // Run it again, ahead of what was sent after it.
+                let args = b.args.clone();
+                self.queued.push_front(args);
+            } else if b.timed_out() {
+                let nil = b.nil.clone();
+                self.unblock(shared);
+                self.begin_pass();
+                nil.encode(self.sess.proto, &mut self.out);
+                self.pass_replies += 1;
+            } else {
+                return Leftover::Idle;
+            }
+        }
         let limits = shared.config.limits;
         let mut protocol_error = self.parse_into_queue(&limits);
         // Read only when every complete request already read is parsed (the
@@ -177,11 +210,7 @@ impl Conn {
         }
         let mut ran = 0;
         while !self.queued.is_empty() && ran < MAX_BATCH && !self.paused() {
-            if !self.in_pass {
-                self.in_pass = true;
-                self.pass_start = self.out.len();
-                self.pass_replies = 0;
-            }
+            self.begin_pass();
             let n = CHUNK.min(self.queued.len());
             let chunk: Vec<Vec<Bytes>> = self.queued.drain(..n).collect();
             ran += n;
@@ -189,6 +218,13 @@ impl Conn {
             self.pass_replies += done.replies;
             if !done.keep_open {
                 self.closing = true;
+                return Leftover::Idle;
+            }
+            if self.sess.blocked.is_some() {
+                // Blocked: what came after it waits, in order.
+                for r in done.rest.into_iter().rev() {
+                    self.queued.push_front(r);
+                }
                 return Leftover::Idle;
             }
         }
@@ -218,6 +254,27 @@ impl Conn {
             Leftover::More
         } else {
             Leftover::Idle
+        }
+    }
+
+    /// Starts collecting this pass's replies, if not yet.
+    fn begin_pass(&mut self) {
+        if !self.in_pass {
+            self.in_pass = true;
+            self.pass_start = self.out.len();
+            self.pass_replies = 0;
+        }
+    }
+
+    /// When the connection began to wait in a blocking command, if it does.
+    pub(crate) fn blocked_seq(&self) -> Option<u64> {
+        self.sess.blocked.as_ref().map(|b| b.seq)
+    }
+
+    /// Ends a wait in a blocking command (timeout or close).
+    fn unblock(&mut self, shared: &Shared) {
+        if self.sess.blocked.take().is_some() {
+            shared.stats.blocked_clients.fetch_sub(1, Ordering::AcqRel);
         }
     }
 

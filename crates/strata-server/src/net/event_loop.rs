@@ -30,6 +30,9 @@ const SCRATCH: usize = 64 << 10;
 /// How long a stopping loop keeps trying to write pending replies.
 const DRAIN_TIME: Duration = Duration::from_secs(10);
 
+/// How often a loop with clients in blocking commands looks at them.
+const BLOCKED_POLL: Duration = Duration::from_millis(5);
+
 /// The state of one event loop thread.
 pub(crate) struct EventLoop {
     shared: Arc<Shared>,
@@ -74,7 +77,16 @@ impl EventLoop {
     pub(crate) fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         while !self.shared.is_shutting_down() {
-            let timeout = if self.carry.is_empty() { Duration::from_millis(1000) } else { Duration::ZERO };
+            // Blocked clients are looked at every few ms (a write to one of
+            // their keys, maybe from another loop, or their timeout).
+            let blocked = self.shared.stats.blocked_clients.load(Ordering::Relaxed) > 0;
+            let timeout = if !self.carry.is_empty() {
+                Duration::ZERO
+            } else if blocked {
+                BLOCKED_POLL
+            } else {
+                Duration::from_millis(1000)
+            };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     eprintln!("strata-server: event loop poll failed: {e}");
@@ -99,6 +111,19 @@ impl EventLoop {
                     if let Some(c) = self.conn(idx) {
                         c.readable = true;
                     }
+                    self.schedule(idx);
+                }
+            }
+            if blocked {
+                // Longest waiting first, as Redis serves them.
+                let mut waiting: Vec<(u64, usize)> = self
+                    .conns
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| c.as_ref().and_then(|c| c.blocked_seq()).map(|s| (s, i)))
+                    .collect();
+                waiting.sort_unstable();
+                for (_, idx) in waiting {
                     self.schedule(idx);
                 }
             }

@@ -11,7 +11,7 @@ use stratakv::{Db, KeyRange, Options, WriteBatch, WriteOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::group::GroupSync;
-use super::{Backend, Op, Pending, StoreError, StoreResult};
+use super::{Backend, Op, Pending, ShutdownSave, StoreError, StoreResult};
 
 /// A [`Backend`] over an open [`Db`].
 pub struct EngineStore {
@@ -152,7 +152,8 @@ impl Backend for EngineStore {
         s.memtable_bytes + s.block_cache_bytes + s.table_index_bytes + s.matrix_dram_bytes
     }
 
-    fn shutdown(&self) -> StoreResult<()> {
+    fn shutdown(&self, _save: ShutdownSave) -> StoreResult<()> {
+        // The engine is the data, not a copy of it: every mode syncs it.
         self.db.sync().map_err(StoreError::from)
     }
 }

@@ -66,7 +66,12 @@ impl GroupSync {
         self.cv.notify_all();
     }
 
-    /// The last ticket handed out.
+    /// The last ticket known durable.
+    pub fn last_synced(&self) -> u64 {
+        self.state.lock().synced
+    }
+
+    /// The ticket of the last write applied.
     pub fn last_applied(&self) -> u64 {
         self.state.lock().applied
     }

@@ -37,6 +37,19 @@ impl From<std::io::Error> for StoreError {
     }
 }
 
+/// What SHUTDOWN asked about saving (Redis's `SHUTDOWN [NOSAVE|SAVE]`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShutdownSave {
+    /// Save if snapshots are configured (`--snapshot-seconds`), as Redis
+    /// saves if save points are; also SIGTERM and SIGINT.
+    #[default]
+    Default,
+    /// Write no snapshot, even if snapshots are configured.
+    NoSave,
+    /// Write a snapshot, even if none are configured.
+    Save,
+}
+
 /// Result of a storage call.
 pub type StoreResult<T> = Result<T, StoreError>;
 
@@ -105,12 +118,22 @@ pub trait Backend: Send + Sync {
     /// Writes a point-in-time copy now (SAVE/BGSAVE); engine: flushes.
     fn save(&self) -> StoreResult<()>;
 
+    /// [`Backend::save`], calling `started` once the point in time is fixed
+    /// (BGSAVE replies then, so the copy holds every write acknowledged
+    /// before the reply and none after it).
+    fn save_notify(&self, started: &mut dyn FnMut()) -> StoreResult<()> {
+        started();
+        self.save()
+    }
+
     /// `name:value` lines for INFO's persistence section.
     fn info(&self) -> Vec<(String, String)>;
 
     /// Approximate bytes of memory the store uses.
     fn used_memory(&self) -> u64;
 
-    /// Makes everything durable and stops background work (on shutdown).
-    fn shutdown(&self) -> StoreResult<()>;
+    /// Makes every acknowledged write durable (engine sync, command log
+    /// fsync: whatever `save` says, as Redis always fsyncs its AOF) and
+    /// stops background work; writes a final snapshot as `save` says.
+    fn shutdown(&self, save: ShutdownSave) -> StoreResult<()>;
 }

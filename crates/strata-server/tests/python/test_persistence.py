@@ -3,6 +3,7 @@ everysec, no), memory with snapshots, graceful shutdown on SIGTERM."""
 import os
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -150,6 +151,10 @@ def test_save_and_bgsave_write_a_snapshot():
         assert c.save()
         assert c.bgsave()
         assert os.path.exists(os.path.join(d, "data", "dump.strata"))
+        # BGSAVE runs in the background: wait until it has finished.
+        deadline = time.monotonic() + 60
+        while c.info("persistence")["rdb_bgsave_in_progress"] and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert c.info("persistence")["rdb_saves"] >= 2
         c.close()
         s.kill9()  # the snapshot, not the shutdown, carries the data

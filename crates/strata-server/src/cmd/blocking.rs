@@ -1,0 +1,170 @@
+//! Blocking list pops: BLPOP, BRPOP, BLMPOP, BLMOVE, BRPOPLPUSH, and the
+//! non-blocking LMPOP.
+//!
+//! A blocking command that finds every list empty fails with
+//! [`CmdError::WouldBlock`] having written nothing. Outside MULTI the
+//! connection then waits on its event loop (no thread of its own): it
+//! remembers the versions of its keys' lock stripes and is run again when
+//! one changes (a write to one of its keys, or a false alarm from another
+//! key of the stripe) or when its timeout passes (see `net::conn`). Inside
+//! MULTI, and at EXEC, it answers as if timed out at once, as Redis does.
+
+use bytes::Bytes;
+
+use super::listedit::move_one;
+use super::{arg, is, write_typed, CmdError, CmdResult, Ctx};
+use crate::keyspace::{list_key, KeyType, Meta};
+use crate::resp::Reply;
+
+/// A timeout argument in seconds (0: forever), checked as Redis checks it.
+pub(crate) fn timeout_arg(b: &[u8]) -> Result<f64, CmdError> {
+    let t = crate::numbers::parse_f64(b)
+        .filter(|t| t.is_finite())
+        .ok_or_else(|| CmdError::Msg("ERR timeout is not a float or out of range".into()))?;
+    if t < 0.0 {
+        return Err(CmdError::Msg("ERR timeout is negative".into()));
+    }
+    Ok(t)
+}
+
+/// Whether `key` exists with a type other than list.
+fn wrong_type(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, CmdError> {
+    Ok(ctx.txn.meta(key)?.is_some_and(|m| m.kind != KeyType::List))
+}
+
+/// Pops up to `n` elements of list `key` from one end; `None` when the key
+/// holds no list elements (missing). A key of another type is WRONGTYPE.
+fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], left: bool, n: u64) -> Result<Option<Vec<Vec<u8>>>, CmdError> {
+    let Some(old) = write_typed(ctx, key, KeyType::List)? else { return Ok(None) };
+    let (mut head, mut tail) = old.list_bounds();
+    let n = n.min(tail.saturating_sub(head));
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let idx = if left { head } else { tail - 1 };
+        let k = list_key(key, idx);
+        out.push(ctx.txn.get(&k)?.unwrap_or_default());
+        ctx.txn.delete(k);
+        if left {
+            head += 1;
+        } else {
+            tail -= 1;
+        }
+    }
+    if head == tail {
+        ctx.txn.drop_meta(key, &old);
+    } else {
+        ctx.txn.put_meta(key, Some(&old), &Meta::list(head, tail, old.expire_ms));
+    }
+    Ok(Some(out))
+}
+
+fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
+    let timeout = timeout_arg(arg(args, args.len() - 1))?;
+    let keys = args.get(1..args.len() - 1).unwrap_or_default();
+    // In order: a key of another type is an error where it comes, as in
+    // Redis (passed over when run again after blocking).
+    for k in keys {
+        if ctx.retry && wrong_type(ctx, k)? {
+            continue;
+        }
+        if let Some(mut v) = pop_n(ctx, k, left, 1)? {
+            if let Some(v) = v.pop() {
+                return Ok(Reply::Array(vec![Reply::bulk(k), Reply::bulk_vec(v)]));
+            }
+        }
+    }
+    Err(CmdError::WouldBlock { timeout, nil: Box::new(Reply::NilArray) })
+}
+
+pub(crate) fn blpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bpop(ctx, args, true)
+}
+
+pub(crate) fn brpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    bpop(ctx, args, false)
+}
+
+fn side(b: &[u8]) -> Result<bool, CmdError> {
+    if is(b, "left") {
+        Ok(true)
+    } else if is(b, "right") {
+        Ok(false)
+    } else {
+        Err(CmdError::Syntax)
+    }
+}
+
+fn bmove(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: bool, to: bool, timeout: f64) -> CmdResult {
+    if ctx.retry && wrong_type(ctx, src)? {
+        return Err(CmdError::WouldBlock { timeout, nil: Box::new(Reply::Nil) });
+    }
+    match move_one(ctx, src, dst, from, to)? {
+        Reply::Nil => Err(CmdError::WouldBlock { timeout, nil: Box::new(Reply::Nil) }),
+        r => Ok(r),
+    }
+}
+
+pub(crate) fn blmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (from, to) = (side(arg(args, 3))?, side(arg(args, 4))?);
+    let timeout = timeout_arg(arg(args, 5))?;
+    bmove(ctx, arg(args, 1), arg(args, 2), from, to, timeout)
+}
+
+pub(crate) fn brpoplpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let timeout = timeout_arg(arg(args, 3))?;
+    bmove(ctx, arg(args, 1), arg(args, 2), false, true, timeout)
+}
+
+/// `numkeys key [key ...] LEFT|RIGHT [COUNT count]` from `at`: the keys,
+/// the side, the count.
+fn mpop_args(args: &[Bytes], at: usize) -> Result<(Vec<Bytes>, bool, u64), CmdError> {
+    let numkeys = crate::numbers::parse_i64(arg(args, at))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| CmdError::Msg("ERR numkeys should be greater than 0".into()))? as usize;
+    let rest = args.get(at + 1..).unwrap_or_default();
+    // The keys, then at least LEFT|RIGHT.
+    if numkeys >= rest.len() {
+        return Err(CmdError::Syntax);
+    }
+    let (keys, opts) = rest.split_at(numkeys);
+    let Some(where_) = opts.first() else { return Err(CmdError::Syntax) };
+    let left = side(where_)?;
+    let count = match opts.len() {
+        1 => 1,
+        3 if is(arg(opts, 1), "count") => crate::numbers::parse_i64(arg(opts, 2))
+            .filter(|n| *n > 0)
+            .ok_or_else(|| CmdError::Msg("ERR count should be greater than 0".into()))?
+            as u64,
+        _ => return Err(CmdError::Syntax),
+    };
+    Ok((keys.to_vec(), left, count))
+}
+
+fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], left: bool, count: u64) -> Result<Option<Reply>, CmdError> {
+    for k in keys {
+        if ctx.retry && wrong_type(ctx, k)? {
+            continue;
+        }
+        if let Some(v) = pop_n(ctx, k, left, count)? {
+            if !v.is_empty() {
+                let items = v.into_iter().map(Reply::bulk_vec).collect();
+                return Ok(Some(Reply::Array(vec![Reply::bulk(k), Reply::Array(items)])));
+            }
+        }
+    }
+    Ok(None)
+}
+
+pub(crate) fn lmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let (keys, left, count) = mpop_args(args, 1)?;
+    Ok(mpop(ctx, &keys, left, count)?.unwrap_or(Reply::NilArray))
+}
+
+pub(crate) fn blmpop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let timeout = timeout_arg(arg(args, 1))?;
+    let (keys, left, count) = mpop_args(args, 2)?;
+    match mpop(ctx, &keys, left, count)? {
+        Some(r) => Ok(r),
+        None => Err(CmdError::WouldBlock { timeout, nil: Box::new(Reply::NilArray) }),
+    }
+}

@@ -1,0 +1,132 @@
+//! OBJECT: ENCODING, REFCOUNT, IDLETIME, FREQ, HELP.
+//!
+//! The keyspace stores every type one way (entries of the ordered
+//! keyspace), so there is no listpack or hashtable to report. ENCODING
+//! answers with the encoding Redis 7.0 gives a value of the same contents
+//! under the same thresholds (the `*-max-listpack-*` and
+//! `set-max-intset-entries` parameters, which CONFIG SET accepts): what a
+//! client that reads it (to estimate memory, or to check its settings)
+//! expects. It depends on the contents only: Redis never converts a big
+//! encoding back when the value shrinks; here it does. REFCOUNT is 1 (no
+//! value is shared); IDLETIME is 0 (access times are not tracked); FREQ is
+//! refused as Redis refuses it without an LFU policy (there is none here).
+
+use bytes::Bytes;
+
+use super::{arg, is, CmdError, CmdResult, Ctx};
+use crate::keyspace::{member_prefix, KeyType, Meta};
+use crate::resp::Reply;
+
+/// Whether every (member, value) of `key` under `tag` is at most `max_len`
+/// bytes; members are the key suffixes after the prefix.
+fn members_short(ctx: &mut Ctx<'_>, tag: u8, key: &[u8], max_len: i64, values_too: bool) -> Result<bool, CmdError> {
+    let prefix = member_prefix(tag, key);
+    let n = prefix.len();
+    let max = usize::try_from(max_len).unwrap_or(0);
+    Ok(ctx
+        .txn
+        .scan_prefix(&prefix)?
+        .iter()
+        .all(|(k, v)| k.get(n..).unwrap_or_default().len() <= max && (!values_too || v.len() <= max)))
+}
+
+/// The encoding Redis 7.0 gives a value with these contents.
+fn encoding(ctx: &mut Ctx<'_>, key: &[u8], meta: &Meta) -> Result<&'static str, CmdError> {
+    let t = &ctx.shared.tuning;
+    let count = i64::try_from(meta.count()).unwrap_or(i64::MAX);
+    Ok(match meta.kind {
+        KeyType::String => {
+            let v = &meta.body;
+            if v.len() <= 20 && crate::numbers::parse_i64(v).is_some() {
+                "int"
+            } else if v.len() <= 44 {
+                "embstr"
+            } else {
+                "raw"
+            }
+        }
+        KeyType::List => "quicklist",
+        KeyType::Hash => {
+            let small = count <= t.int("hash-max-listpack-entries")
+                && members_short(ctx, b'H', key, t.int("hash-max-listpack-value"), true)?;
+            if small {
+                "listpack"
+            } else {
+                "hashtable"
+            }
+        }
+        KeyType::Set => {
+            let prefix = member_prefix(b'S', key);
+            let n = prefix.len();
+            let ints = count <= t.int("set-max-intset-entries")
+                && ctx
+                    .txn
+                    .scan_prefix(&prefix)?
+                    .iter()
+                    .all(|(k, _)| crate::numbers::parse_i64(k.get(n..).unwrap_or_default()).is_some());
+            if ints {
+                "intset"
+            } else {
+                "hashtable"
+            }
+        }
+        KeyType::ZSet => {
+            let small = count <= t.int("zset-max-listpack-entries")
+                && members_short(ctx, b'Z', key, t.int("zset-max-listpack-value"), false)?;
+            if small {
+                "listpack"
+            } else {
+                "skiplist"
+            }
+        }
+    })
+}
+
+const HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub(crate) fn object(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let sub = arg(args, 1);
+    if is(sub, "help") && args.len() == 2 {
+        return Ok(Reply::Array(HELP.iter().map(|l| Reply::Simple(l)).collect()));
+    }
+    let Some(name) = ["encoding", "refcount", "idletime", "freq", "help"].into_iter().find(|w| is(sub, w)) else {
+        return Err(CmdError::Msg(format!(
+            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
+            String::from_utf8_lossy(sub)
+        )));
+    };
+    if args.len() != 3 {
+        return Ok(super::wrong_args(&format!("object|{name}")));
+    }
+    let key = arg(args, 2);
+    let Some(meta) = ctx.txn.meta(key)? else { return Ok(Reply::Nil) };
+    if is(sub, "encoding") {
+        Ok(Reply::bulk(encoding(ctx, key, &meta)?))
+    } else if is(sub, "refcount") {
+        Ok(Reply::Int(1))
+    } else if is(sub, "idletime") {
+        Ok(Reply::Int(0))
+    } else {
+        Err(CmdError::Msg(
+            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when \
+             switching between policies at runtime LRU and LFU data will take some time to adjust."
+                .into(),
+        ))
+    }
+}
