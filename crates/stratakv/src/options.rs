@@ -183,6 +183,12 @@ pub struct Options {
     /// The tables of a scanned key window become candidates when the keys
     /// are spread over at least this many tables. Default: 10 (SLM-DB).
     pub slm_leaf_scan_min_tables: usize,
+    /// Range-query sequentiality: a scan watches a sliding window of this
+    /// many consecutive entries (a tree leaf's worth). Default: 30 (SLM-DB's fanout).
+    pub slm_scan_window_keys: usize,
+    /// The tables of the widest window a scan saw become candidates when
+    /// there are more than this many. Default: 8 (SLM-DB).
+    pub slm_scan_min_tables: usize,
     /// Most tables one selective compaction merges. Default: 15 (SLM-DB).
     pub slm_max_compaction_tables: usize,
     /// Names each key's prefix group (see [`PrefixExtractor`]). When set,
@@ -239,6 +245,8 @@ impl Default for Options {
             slm_stop_candidates: 35,
             slm_leaf_scan_keys: 128_000,
             slm_leaf_scan_min_tables: 10,
+            slm_scan_window_keys: 30,
+            slm_scan_min_tables: 8,
             slm_max_compaction_tables: 15,
             prefix_extractor: None,
             fs: default_fs(),

@@ -294,7 +294,10 @@ fn run(l0: L0Kind, base_seed: u64) {
     );
     // The prefix filters and the runs must have been exercised, not only agreed with.
     if l0 == L0Kind::SingleLevel && seeds.len() > 1 {
-        eprintln!("single-level: {} selective compactions, {} snapshot reads searched the tables", stats.slm_compactions, stats.slm_fallbacks);
+        eprintln!(
+            "single-level: {} selective compactions, {} snapshot reads searched the tables",
+            stats.slm_compactions, stats.slm_fallbacks
+        );
         assert!(stats.slm_compactions > 0, "no selective compaction ever ran");
         assert!(stats.slm_fallbacks > 0, "no snapshot read ever needed an older version than the tree's");
     }

@@ -34,10 +34,10 @@ pub(crate) struct CheckReport {
 pub(super) fn check(t: &Inner) -> Result<CheckReport> {
     let bad = |off: u64, why: String| Error::corruption(&*t.path, off, why);
     let read = |off: u64| node::load(&t.region, &t.path, off).and_then(|r| r.decode(&t.path));
-    let key_of = |level: u16, prefix: u64, ptr: u64| -> Result<Vec<u8>> {
+    let key_of = |level: u16, prefix: u64, ptr: u64, skip: usize| -> Result<Vec<u8>> {
         let rec = t.entry_rec(level, ptr)?;
         let k = t.record_key(rec)?;
-        if prefix_of(k) != prefix {
+        if prefix_at(k, skip) != prefix {
             return Err(bad(ptr, format!("tree entry prefix {prefix:#x} does not match its key")));
         }
         Ok(k.to_vec())
@@ -65,7 +65,7 @@ pub(super) fn check(t: &Inner) -> Result<CheckReport> {
             if is_first != (n.low_rec == 0) {
                 return Err(bad(off, "tree node's low fence does not match its place in the chain".into()));
             }
-            let low = if n.low_rec == 0 { None } else { Some(key_of(0, n.low_prefix, n.low_rec)?) };
+            let low = if n.low_rec == 0 { None } else { Some(key_of(0, n.low_prefix, n.low_rec, 0)?) };
             if let (Some(l), Some(p)) = (&low, &prev_last) {
                 if p >= l {
                     return Err(bad(off, "tree keys out of order across siblings".into()));
@@ -73,7 +73,7 @@ pub(super) fn check(t: &Inner) -> Result<CheckReport> {
             }
             let fence = if n.sibling != 0 {
                 let (p, r) = t.fence_of(n.sibling)?;
-                Some(key_of(0, p, r)?)
+                Some(key_of(0, p, r, 0)?)
             } else {
                 None
             };
@@ -94,7 +94,14 @@ pub(super) fn check(t: &Inner) -> Result<CheckReport> {
             let mut last: Option<Vec<u8>> = low.clone();
             let mut truncated = false;
             for (i, e) in n.entries.iter().enumerate() {
-                let k = key_of(level, e.prefix, e.ptr)?;
+                let k = key_of(level, e.prefix, e.ptr, n.skip)?;
+                // Every key of a node shares its first `skip` bytes with the low fence.
+                if n.skip > 0 && low.as_ref().is_none_or(|l| l.len() < n.skip || k.get(..n.skip) != l.get(..n.skip)) {
+                    return Err(bad(
+                        off + entry_key(e.raw),
+                        format!("tree entry does not share the node's {} skipped bytes", n.skip),
+                    ));
+                }
                 if fence.as_ref().is_some_and(|f| k >= *f) {
                     truncated = true;
                     break;

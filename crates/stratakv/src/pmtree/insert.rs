@@ -34,12 +34,9 @@ impl Inner {
         node::load(&self.region, &self.path, off)?.decode(&self.path)
     }
 
-    /// Compares the keys behind two (prefix, record) pairs.
-    fn cmp_recs(&self, a: (u64, u64), b: (u64, u64)) -> Result<Ordering> {
-        match a.0.cmp(&b.0) {
-            Ordering::Equal => Ok(self.record_key(a.1)?.cmp(self.record_key(b.1)?)),
-            o => Ok(o),
-        }
+    /// Compares the keys of two records.
+    fn cmp_recs(&self, a: u64, b: u64) -> Result<Ordering> {
+        Ok(self.record_key(a)?.cmp(self.record_key(b)?))
     }
 
     /// Descends to the leaf for `key`, first linking into its parent any
@@ -64,10 +61,10 @@ impl Inner {
         loop {
             let n = self.read_node(off)?;
             if n.sibling != 0 {
-                let fence = self.fence_of(n.sibling)?;
+                let (_, fence) = self.fence_of(n.sibling)?;
                 let mut cut = None;
                 for e in n.entries.iter().rev() {
-                    if self.cmp_recs((e.prefix, self.entry_rec(n.level, e.ptr)?), fence)? == Ordering::Less {
+                    if self.cmp_recs(self.entry_rec(n.level, e.ptr)?, fence)? == Ordering::Less {
                         break;
                     }
                     cut = Some(e.raw);
@@ -147,14 +144,26 @@ impl Inner {
     fn split(&self, w: &mut Writer, n: &Node) -> Result<u64> {
         let m = CAP / 2;
         let e = &n.entries;
-        let (low, leftmost, first) = if n.level == 0 {
-            ((e[m].prefix, e[m].ptr), 0, m)
+        let (low_rec, leftmost, first) =
+            if n.level == 0 { (e[m].ptr, 0, m) } else { (self.entry_rec(n.level, e[m].ptr)?, e[m].ptr, m + 1) };
+        let low_key = self.record_key(low_rec)?;
+        // The new node's keys lie in [low, the old sibling's fence): they
+        // share the fences' common prefix, which its entry prefixes skip.
+        // The rightmost node of a level has no upper fence and skips nothing.
+        let skip = if n.sibling != 0 {
+            let (_, high_rec) = self.fence_of(n.sibling)?;
+            common_prefix(low_key, self.record_key(high_rec)?)
         } else {
-            ((e[m].prefix, self.entry_rec(n.level, e[m].ptr)?), e[m].ptr, m + 1)
+            0
         };
-        let mut img = NodeImage::new(n.level, low, n.sibling, leftmost);
+        let mut img = NodeImage::new(n.level, (prefix_of(low_key), low_rec), n.sibling, leftmost, skip);
         for (i, x) in e[first..].iter().enumerate() {
-            img.set(i, x.prefix, x.ptr);
+            let p = if skip == n.skip {
+                x.prefix
+            } else {
+                prefix_at(self.record_key(self.entry_rec(n.level, x.ptr)?)?, skip)
+            };
+            img.set(i, p, x.ptr);
         }
         let right = w.alloc_node(&self.region, &self.path, &img.bytes())?;
         self.begin(n.off);
@@ -186,7 +195,7 @@ impl Inner {
             if n.entries.len() < CAP {
                 let pos = self.position(&n, Target::AtLeast(key), false)?;
                 self.begin(off);
-                let r = self.insert_shift(w, &n, pos, kp, ptr);
+                let r = self.insert_shift(w, &n, pos, prefix_at(key, n.skip), ptr);
                 self.end(off);
                 return r;
             }
@@ -207,7 +216,7 @@ impl Inner {
             let d = self.descend(Target::AtLeast(&key), level + 1, |t, off| t.read_node(off))?;
             return self.insert_at(w, level + 1, d.leaf.off, &key, right);
         }
-        let mut img = NodeImage::new(level + 1, (0, 0), 0, root);
+        let mut img = NodeImage::new(level + 1, (0, 0), 0, root, 0);
         img.set(0, prefix, right);
         let new_root = w.alloc_node(&self.region, &self.path, &img.bytes())?;
         // The new root is durable (alloc_node) before the root word names it.

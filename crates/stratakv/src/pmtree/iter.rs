@@ -50,7 +50,7 @@ impl Inner {
         for e in &leaf.entries {
             let key = self.record_key(e.ptr)?;
             if let Some((p, r)) = fence {
-                if self.cmp_key(key, e.prefix, p, r)? != std::cmp::Ordering::Less {
+                if self.cmp_key(key, super::layout::prefix_of(key), p, r)? != std::cmp::Ordering::Less {
                     break;
                 }
             }

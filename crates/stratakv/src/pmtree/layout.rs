@@ -24,6 +24,10 @@ pub const N_LEFTMOST: u64 = 16;
 pub const N_LOW_PREFIX: u64 = 24;
 /// Node header word 4: key record of the low fence (0 = minus infinity); immutable.
 pub const N_LOW_REC: u64 = 32;
+/// Node header word 5: bytes every key of the node shares with its low
+/// fence (the common prefix of its fences when it was made); entry
+/// prefixes are taken after them. Immutable; 0 in nodes without both fences.
+pub const N_SKIP: u64 = 40;
 /// Magic in the low half of a node's meta word ("PMTN").
 pub const NODE_MAGIC: u32 = u32::from_le_bytes(*b"PMTN");
 
@@ -82,6 +86,20 @@ pub fn prefix_of(key: &[u8]) -> u64 {
     let n = key.len().min(8);
     b[..n].copy_from_slice(&key[..n]);
     u64::from_be_bytes(b)
+}
+
+/// The 8 bytes of `key` after its first `skip` bytes, zero padded, as a
+/// big-endian number: among keys that share their first `skip` bytes,
+/// byte order agrees with numeric order (ties need the key). Entries of a
+/// node use the node's skip, so keys with a long common prefix (zero-padded
+/// numbers, "user" + hash) still differ in their prefixes.
+pub fn prefix_at(key: &[u8], skip: usize) -> u64 {
+    prefix_of(key.get(skip..).unwrap_or(&[]))
+}
+
+/// Length of the common prefix of `a` and `b`.
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 /// Bytes of the key record of a key of `key_len` bytes.

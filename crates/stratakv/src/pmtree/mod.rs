@@ -103,7 +103,7 @@ impl PmTree {
     /// then its extent is unreferenced, like any extent after allocation.
     pub fn create(region: &Region, path: &Path) -> Result<PmTree> {
         let mut w = Writer::create(region, path)?;
-        let leaf = node::NodeImage::new(0, (0, 0), 0, 0);
+        let leaf = node::NodeImage::new(0, (0, 0), 0, 0, 0);
         let root = w.alloc_node(region, path, &leaf.bytes())?;
         let header_off = w.header_off();
         // The root leaf is durable (alloc_node) before the root word names it.

@@ -44,6 +44,8 @@ pub(super) struct Node {
     pub low_prefix: u64,
     /// Low fence key record (0 = minus infinity).
     pub low_rec: u64,
+    /// Key bytes skipped before entry prefixes (`N_SKIP`).
+    pub skip: usize,
     /// Live entries in key order.
     pub entries: Vec<Entry>,
     /// Raw slots before the terminator (live ones and ones mid-shift).
@@ -94,6 +96,10 @@ impl RawNode {
                 format!("tree node at level {level} has leftmost child {leftmost:#x}"),
             ));
         }
+        let skip = self.word(N_SKIP);
+        if skip > crate::key::MAX_KEY_LEN as u64 {
+            return Err(Error::corruption(path, self.off, format!("tree node skips {skip} key bytes")));
+        }
         let mut entries = Vec::with_capacity(CAP);
         let mut prev = 0u64;
         let mut raw_len = CAP;
@@ -124,6 +130,7 @@ impl RawNode {
             leftmost,
             low_prefix: self.word(N_LOW_PREFIX),
             low_rec,
+            skip: skip as usize,
             entries,
             raw_len,
         })
@@ -137,14 +144,16 @@ pub(super) struct NodeImage {
 }
 
 impl NodeImage {
-    /// A node at `level` with the given fence, sibling and leftmost child.
-    pub fn new(level: u16, low: (u64, u64), sibling: u64, leftmost: u64) -> NodeImage {
+    /// A node at `level` with the given fence, sibling, leftmost child and
+    /// key bytes its entry prefixes skip.
+    pub fn new(level: u16, low: (u64, u64), sibling: u64, leftmost: u64, skip: usize) -> NodeImage {
         let mut words = [0u64; (NODE_BYTES / 8) as usize];
         words[(N_META / 8) as usize] = NODE_MAGIC as u64 | (level as u64) << 32;
         words[(N_SIBLING / 8) as usize] = sibling;
         words[(N_LEFTMOST / 8) as usize] = leftmost;
         words[(N_LOW_PREFIX / 8) as usize] = low.0;
         words[(N_LOW_REC / 8) as usize] = low.1;
+        words[(N_SKIP / 8) as usize] = skip as u64;
         NodeImage { words }
     }
 

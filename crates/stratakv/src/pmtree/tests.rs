@@ -38,13 +38,26 @@ fn reopen(image: Vec<u8>, anchor: u64) -> Result<(Region, PmTree)> {
 }
 
 fn val(i: u64) -> TreeValue {
-    TreeValue { file: i, block_offset: i * 4096 % (1 << 40), block_len: (i % 5000) as u32, tombstone: i.is_multiple_of(7) }
+    TreeValue {
+        file: i,
+        block_offset: i * 4096 % (1 << 40),
+        block_len: (i % 5000) as u32,
+        tombstone: i.is_multiple_of(7),
+    }
 }
 
 /// Keys that share 8-byte prefixes (ties), differ only past the prefix,
-/// are shorter than the prefix, or are long.
+/// are shorter than the prefix, or are long; zero-padded numbers (db_bench's
+/// keys: nodes skip their common bytes), and keys that are prefixes of
+/// others or end in zero bytes (zero padding of entry prefixes ties them).
 fn key(i: u64) -> Vec<u8> {
-    match i % 4 {
+    match i % 6 {
+        4 => format!("{:016}", i * 2654435761 % 10_000_000).into_bytes(),
+        5 => {
+            let mut k = format!("{:012}", i / 6 % 5000).into_bytes();
+            k.extend(std::iter::repeat_n(0u8, (i / 30000 % 3) as usize));
+            k
+        }
         0 => format!("user{:08}", i).into_bytes(),
         1 => format!("sameprefix/{:06}", i * 7919 % 1_000_003).into_bytes(),
         2 => {
@@ -101,7 +114,7 @@ fn model_with_reopens() {
     let mut _keep = (region, sim);
     let mut model: BTreeMap<Vec<u8>, TreeValue> = BTreeMap::new();
     let mut rng = StdRng::seed_from_u64(26);
-    let universe = 6000u64;
+    let universe = 9000u64;
     for round in 0..4 {
         for _ in 0..4000 {
             let i = rng.gen_range(0..universe);

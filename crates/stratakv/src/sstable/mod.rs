@@ -18,7 +18,7 @@ pub use block::{Block, BlockBuilder, BlockIter};
 pub use builder::{TableBuilder, TableOptions};
 pub use cache::BlockCache;
 pub use format::{BlockHandle, Compression};
-pub use reader::{Table, TableIter};
+pub use reader::{BlockReads, Table, TableIter};
 
 #[cfg(test)]
 mod tests;

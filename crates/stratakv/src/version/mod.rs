@@ -215,8 +215,13 @@ impl Version {
         prefix: Option<&[u8]>,
     ) -> Result<usize> {
         let skipped = self.l0.as_ref().map_or(0, |l0| l0.add_iterators(out, prefix));
-        for f in self.files(0) {
-            out.push(Box::new(tables.get(f.number)?.iter()));
+        match self.l0.as_ref().and_then(|l0| l0.table_iterators(tables, self.files(0))) {
+            Some(it) => out.push(it?),
+            None => {
+                for f in self.files(0) {
+                    out.push(Box::new(tables.get(f.number)?.iter()));
+                }
+            }
         }
         let sorted = self.runs.iter().map(|r| &r.files).chain(self.levels.iter().skip(1));
         for files in sorted.filter(|f| !f.is_empty()) {

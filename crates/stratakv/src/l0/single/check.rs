@@ -34,7 +34,12 @@ impl SingleLevelL0 {
                 return Err(Error::corruption(
                     region,
                     0,
-                    format!("tree entry {:?} names table {} that the version lacks (its tables: {:?})", String::from_utf8_lossy(&k), tv.file, live),
+                    format!(
+                        "tree entry {:?} names table {} that the version lacks (its tables: {:?})",
+                        String::from_utf8_lossy(&k),
+                        tv.file,
+                        live
+                    ),
                 ));
             }
             let t = eng.tables.get(tv.file)?;

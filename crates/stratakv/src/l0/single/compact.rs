@@ -89,7 +89,8 @@ impl SingleLevelL0 {
     /// The current state (the engine's version always has one once open).
     pub(super) fn current(&self, eng: &Engine) -> Result<Arc<SingleState>> {
         let v = eng.version();
-        let s = single_in(&v).ok_or_else(|| Error::corruption(&eng.dir, 0, "single-level database without its tree state"))?;
+        let s = single_in(&v)
+            .ok_or_else(|| Error::corruption(&eng.dir, 0, "single-level database without its tree state"))?;
         Ok(Arc::new(SingleState { tree: s.tree.clone(), rec: s.rec.clone(), marked: s.marked, reads: s.reads.clone() }))
     }
 
@@ -113,7 +114,8 @@ impl SingleLevelL0 {
         let tree = self.tree()?;
         let input_set = numbers(inputs);
         let version = eng.tables_version();
-        let others: Vec<Arc<FileMeta>> = version.files(0).iter().filter(|f| !input_set.contains(&f.number)).cloned().collect();
+        let others: Vec<Arc<FileMeta>> =
+            version.files(0).iter().filter(|f| !input_set.contains(&f.number)).cloned().collect();
         let oldest = eng.oldest_snapshot();
         let snapshots_open = !eng.snapshots.lock().is_empty();
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -139,7 +141,8 @@ impl SingleLevelL0 {
         {
             let mut vs = eng.versions.lock();
             let mut st = self.current(eng)?.as_ref().clone_state();
-            st.rec.pending = Some(Pending { inputs: input_set.iter().copied().collect(), outputs: out_numbers.clone() });
+            st.rec.pending =
+                Some(Pending { inputs: input_set.iter().copied().collect(), outputs: out_numbers.clone() });
             for n in &out_numbers {
                 st.rec.counts.insert(*n, KeyCounts::default());
             }

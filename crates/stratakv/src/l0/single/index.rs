@@ -50,7 +50,12 @@ pub(super) fn for_each_newest(t: &Table, mut f: impl FnMut(&[u8], Kind, BlockHan
 pub(super) fn index_table(tree: &PmTree, t: &Table, number: u64, mode: Mode<'_>) -> Result<Indexed> {
     let mut out = Indexed::default();
     for_each_newest(t, |uk, kind, h| {
-        let v = TreeValue { file: number, block_offset: h.offset, block_len: h.size as u32, tombstone: kind == Kind::Delete };
+        let v = TreeValue {
+            file: number,
+            block_offset: h.offset,
+            block_len: h.size as u32,
+            tombstone: kind == Kind::Delete,
+        };
         match &mode {
             Mode::Flush => {
                 // The old value's table loses a live key. (A compaction

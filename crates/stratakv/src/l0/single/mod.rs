@@ -4,8 +4,9 @@
 //! its newest version, so a lookup reads one block: no bloom filter, no
 //! index search, no level-by-level probing. Selective compaction merges
 //! the tables that waste the most (SLM-DB's three triggers: live-key
-//! ratio, a round-robin scan of the tree's leaves, and — not yet built —
-//! range-query sequentiality).
+//! ratio, a round-robin scan of the tree's leaves, and range-query
+//! sequentiality, `scan`). Marks are picked up by the compaction lane,
+//! which looks at least every 200 ms.
 //!
 //! The tables live in the version's level 0 (the leveled picker never
 //! touches them: `for_manifest` sets its trigger out of reach); the tree,
@@ -26,6 +27,7 @@ mod check;
 mod compact;
 mod index;
 mod record;
+mod scan;
 mod select;
 mod state;
 
@@ -60,9 +62,6 @@ pub(crate) struct SingleLevelL0 {
     max_tables: usize,
     /// The tree, once recovered or created.
     tree: Mutex<Option<Arc<PmTree>>>,
-    /// Tables the leaf scans marked as candidates (DRAM: a restart forgets
-    /// them, and the next scans find them again).
-    marked: Mutex<HashSet<u64>>,
     /// Where the next leaf scan starts.
     scan_cursor: Mutex<Vec<u8>>,
     reads: Arc<ReadCounters>,
@@ -89,9 +88,8 @@ impl SingleLevelL0 {
             scan_min_tables: opts.slm_leaf_scan_min_tables,
             max_tables: opts.slm_max_compaction_tables,
             tree: Mutex::new(None),
-            marked: Mutex::new(HashSet::new()),
             scan_cursor: Mutex::new(Vec::new()),
-            reads: Arc::new(ReadCounters::default()),
+            reads: Arc::new(ReadCounters::new(opts.slm_scan_window_keys, opts.slm_scan_min_tables)),
             compactions: AtomicU64::new(0),
             recovered_flushing: Mutex::new(Vec::new()),
             compacting: Mutex::new(()),
@@ -104,7 +102,7 @@ impl SingleLevelL0 {
 
     /// Forgets marks on `gone` tables; returns how many marks remain.
     fn unmark(&self, gone: &HashSet<u64>) -> usize {
-        let mut m = self.marked.lock();
+        let mut m = self.reads.marked.lock();
         m.retain(|n| !gone.contains(n));
         m.len()
     }
@@ -148,8 +146,9 @@ impl SingleLevelL0 {
     fn candidates(&self, v: &Version) -> HashSet<u64> {
         let indexing = self.indexing(v);
         let live: HashSet<u64> = numbers(v.files(0)).into_iter().filter(|n| !indexing.contains(n)).collect();
-        let mut c: HashSet<u64> = single_in(v).map(|s| s.low_live(self.live_percent)).unwrap_or_default().into_iter().collect();
-        c.extend(self.marked.lock().iter().copied());
+        let mut c: HashSet<u64> =
+            single_in(v).map(|s| s.low_live(self.live_percent)).unwrap_or_default().into_iter().collect();
+        c.extend(self.reads.marked.lock().iter().copied());
         c.retain(|n| live.contains(n));
         c
     }
@@ -159,7 +158,7 @@ impl SingleLevelL0 {
     /// `scan_min_tables` tables, those tables are marked (SLM-DB's
     /// locality check). Skipped while writers are stopped anyway.
     fn leaf_scan(&self, tree: &PmTree) -> Result<()> {
-        if self.marked.lock().len() >= self.stop_at {
+        if self.reads.marked.lock().len() >= self.stop_at {
             return Ok(());
         }
         let start = self.scan_cursor.lock().clone();
@@ -183,7 +182,7 @@ impl SingleLevelL0 {
             _ => Vec::new(),
         };
         if files.len() >= self.scan_min_tables.max(2) {
-            self.marked.lock().extend(files);
+            self.reads.marked.lock().extend(files);
         }
         Ok(())
     }
@@ -268,14 +267,17 @@ impl Level0 for SingleLevelL0 {
                 }
                 st.rec.counts.insert(n, KeyCounts { total: done.alive, alive: done.alive });
             }
-            st.marked = self.marked.lock().len();
+            st.marked = self.reads.marked.lock().len();
             st.rec.flushing.clear();
             let edit = VersionEdit {
                 log_number: Some(imm.next_log()),
                 last_sequence: Some(imm.last_seq().max(vs.last_sequence)),
                 ..Default::default()
             };
-            eng.commit(&mut vs, Commit { edit, l0: Some(Arc::new(st)), flushed: Some(imm.id()), ..Default::default() })?;
+            eng.commit(
+                &mut vs,
+                Commit { edit, l0: Some(Arc::new(st)), flushed: Some(imm.id()), ..Default::default() },
+            )?;
         }
         eng.counters.table_bytes_written.fetch_add(bytes, Ordering::Relaxed);
         eng.counters.flushes.fetch_add(1, Ordering::Relaxed);
@@ -334,7 +336,8 @@ impl Level0 for SingleLevelL0 {
     }
 
     fn work_pending(&self, _eng: &Engine, v: &Version, auto: bool) -> bool {
-        let pending = single_in(v).is_some_and(|s| s.rec.pending.is_some()) || !self.recovered_flushing.lock().is_empty();
+        let pending =
+            single_in(v).is_some_and(|s| s.rec.pending.is_some()) || !self.recovered_flushing.lock().is_empty();
         pending || (auto && self.candidates(v).len() > self.trigger)
     }
 
@@ -346,8 +349,12 @@ impl Level0 for SingleLevelL0 {
             let mut st = eng.state.lock();
             let v = st.version.clone();
             let indexing = self.indexing(&v);
-            let files: Vec<_> =
-                v.files(0).iter().filter(|f| !st.busy.contains(&f.number) && !indexing.contains(&f.number)).cloned().collect();
+            let files: Vec<_> = v
+                .files(0)
+                .iter()
+                .filter(|f| !st.busy.contains(&f.number) && !indexing.contains(&f.number))
+                .cloned()
+                .collect();
             st.mark_busy(files.iter());
             files
         };
@@ -383,5 +390,6 @@ impl Level0 for SingleLevelL0 {
         stats.slm_gets = self.reads.gets.load(Ordering::Relaxed);
         stats.slm_block_reads = self.reads.block_reads.load(Ordering::Relaxed);
         stats.slm_fallbacks = self.reads.fallbacks.load(Ordering::Relaxed);
+        stats.slm_scans_marked = self.reads.scans_marked.load(Ordering::Relaxed);
     }
 }

@@ -6,17 +6,30 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
+
 use super::record::Record;
+use super::scan::ScanIter;
 use crate::error::Result;
-use crate::iterator::InternalIterator;
+use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{make_internal_key, Kind, Lookup, ParsedKey, SeqNo, KIND_FOR_SEEK, MAX_SEQ};
 use crate::pmtree::PmTree;
 use crate::sstable::BlockHandle;
 use crate::version::{FileMeta, L0State, TableCache};
 
-/// Read-path counters shared by every state of one database.
+/// Read-path counters and candidate marks, shared by every state of one
+/// database (DRAM: a restart forgets the marks, and later scans find
+/// those tables again).
 #[derive(Debug, Default)]
 pub(crate) struct ReadCounters {
+    /// Tables the leaf scans and range queries marked as candidates.
+    pub marked: Mutex<HashSet<u64>>,
+    /// Range-query sequentiality: entries in a scan's window.
+    pub scan_window: usize,
+    /// ... and the tables a window must exceed to mark them.
+    pub scan_min_tables: usize,
+    /// Scans that marked tables.
+    pub scans_marked: AtomicU64,
     /// Lookups that reached the tree.
     pub gets: AtomicU64,
     /// Data blocks those lookups read (from the cache or the file).
@@ -44,6 +57,13 @@ impl std::fmt::Debug for SingleState {
     }
 }
 
+impl ReadCounters {
+    /// Counters for windows of `scan_window` entries and marks past `scan_min_tables` tables.
+    pub fn new(scan_window: usize, scan_min_tables: usize) -> ReadCounters {
+        ReadCounters { scan_window: scan_window.max(1), scan_min_tables, ..ReadCounters::default() }
+    }
+}
+
 impl SingleState {
     /// Tables whose live keys fell to `live_percent` of their total.
     pub fn low_live(&self, live_percent: u32) -> Vec<u64> {
@@ -57,7 +77,13 @@ impl SingleState {
 
     /// Reads the newest version of `ukey` in block `h` of table `file`:
     /// `(seq, lookup)`, or None if the block has no version of it.
-    fn read_block(&self, tables: &TableCache, file: u64, h: BlockHandle, ukey: &[u8]) -> Result<Option<(SeqNo, Lookup)>> {
+    fn read_block(
+        &self,
+        tables: &TableCache,
+        file: u64,
+        h: BlockHandle,
+        ukey: &[u8],
+    ) -> Result<Option<(SeqNo, Lookup)>> {
         let t = tables.get(file)?;
         let mut seek = Vec::with_capacity(ukey.len() + 8);
         make_internal_key(&mut seek, ukey, MAX_SEQ, KIND_FOR_SEEK);
@@ -70,7 +96,14 @@ impl SingleState {
     /// for a snapshot older than the tree's version of the key. Tables keep
     /// the versions a snapshot can see (compaction drops only what no
     /// snapshot reads).
-    fn search_tables(&self, tables: &TableCache, files: &[Arc<FileMeta>], ukey: &[u8], seq: SeqNo, hash: u64) -> Result<Lookup> {
+    fn search_tables(
+        &self,
+        tables: &TableCache,
+        files: &[Arc<FileMeta>],
+        ukey: &[u8],
+        seq: SeqNo,
+        hash: u64,
+    ) -> Result<Lookup> {
         self.reads.fallbacks.fetch_add(1, Ordering::Relaxed);
         let mut seek = Vec::with_capacity(ukey.len() + 8);
         make_internal_key(&mut seek, ukey, seq, KIND_FOR_SEEK);
@@ -119,6 +152,24 @@ impl L0State for SingleState {
     }
 
     fn prefetch(&self, _hash: u64) {}
+
+    /// One merged cursor over the tables that watches a scan's windows
+    /// (range-query sequentiality).
+    fn table_iterators(
+        &self,
+        tables: &Arc<TableCache>,
+        l0_files: &[Arc<FileMeta>],
+    ) -> Option<Result<Box<dyn InternalIterator>>> {
+        let open = || -> Result<Box<dyn InternalIterator>> {
+            let mut children: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(l0_files.len());
+            for f in l0_files {
+                children.push(Box::new(tables.get(f.number)?.iter()));
+            }
+            let files = l0_files.iter().map(|f| f.number).collect();
+            Ok(Box::new(ScanIter::new(MergingIterator::new(children), files, self.reads.clone())))
+        };
+        Some(open())
+    }
 
     /// The tables are the version's level 0, which `Version` adds itself.
     fn add_iterators(&self, _out: &mut Vec<Box<dyn InternalIterator>>, _prefix: Option<&[u8]>) -> usize {
