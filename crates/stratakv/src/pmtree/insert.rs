@@ -19,14 +19,6 @@ use super::value::TreeValue;
 use super::Inner;
 use crate::error::{Error, Result};
 
-/// When an update applies.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Cond {
-    /// Insert or replace.
-    Always,
-    /// Replace only an existing entry pointing at this file.
-    File(u64),
-}
 
 impl Inner {
     /// The writer's copy of a node (no other writer can change it).
@@ -178,7 +170,10 @@ impl Inner {
 
     /// Inserts the entry (key, ptr) into the node for `key` at `level`,
     /// starting at `off` and moving right as needed; splits when full.
-    fn insert_at(&self, w: &mut Writer, level: u16, mut off: u64, key: &[u8], ptr: u64) -> Result<()> {
+    /// Returns whether the node it went into is `off` unsplit.
+    fn insert_at(&self, w: &mut Writer, level: u16, mut off: u64, key: &[u8], ptr: u64) -> Result<bool> {
+        let first = off;
+        let mut split = false;
         let kp = prefix_of(key);
         loop {
             let n = self.normalize(w, off)?;
@@ -197,9 +192,10 @@ impl Inner {
                 self.begin(off);
                 let r = self.insert_shift(w, &n, pos, prefix_at(key, n.skip), ptr);
                 self.end(off);
-                return r;
+                return r.map(|_| off == first && !split);
             }
             let right = self.split(w, &n)?;
+            split = true;
             self.link_parent(w, level, right)?;
             // Loop: the entry goes into `n` or, past the fence, its sibling.
         }
@@ -214,7 +210,7 @@ impl Inner {
         let root_level = self.read_node(root)?.level;
         if root_level > level {
             let d = self.descend(Target::AtLeast(&key), level + 1, |t, off| t.read_node(off))?;
-            return self.insert_at(w, level + 1, d.leaf.off, &key, right);
+            return self.insert_at(w, level + 1, d.leaf.off, &key, right).map(|_| ());
         }
         let mut img = NodeImage::new(level + 1, (0, 0), 0, root, 0);
         img.set(0, prefix, right);
@@ -234,54 +230,121 @@ impl Inner {
         w.persist_range(&self.path, at, 16)?;
         w.pstore(&self.path, rec + R_SELECT, ((sel >> 1).wrapping_add(1) << 1) | next)
     }
+}
 
-    /// Upsert (`Cond::Always`) or compare-and-replace (`Cond::File`).
-    pub(super) fn update(&self, key: &[u8], v: TreeValue, cond: Cond) -> Result<bool> {
+/// The leaf the last update of a [`Batch`] used, and the key range it
+/// covers as far as the batch knows.
+struct Finger {
+    leaf: u64,
+    /// Keys at or past this (its right sibling's low fence) are not its.
+    high: Option<Vec<u8>>,
+    /// The last key updated there (the leaf holds keys at or above it).
+    last: Vec<u8>,
+}
+
+/// Updates in ascending key order under one hold of the writer lock: a
+/// key that falls in the leaf of the one before is found there without a
+/// descent from the root (flushes and compactions index tables in key
+/// order). Readers are not held up; other writers wait until it drops.
+pub(crate) struct Batch<'a> {
+    tree: &'a Inner,
+    w: parking_lot::MutexGuard<'a, Writer>,
+    finger: Option<Finger>,
+}
+
+impl<'a> Batch<'a> {
+    pub(super) fn new(tree: &'a Inner) -> Batch<'a> {
+        Batch { tree, w: tree.writer.lock(), finger: None }
+    }
+
+    /// Lets a waiting writer in between two updates (the finger is
+    /// dropped: that writer may split its leaf).
+    pub fn pause(&mut self) {
+        self.finger = None;
+        parking_lot::MutexGuard::unlocked_fair(&mut self.w, || {});
+    }
+
+    /// The leaf for `key`: the finger's, if `key` lies in its range, else
+    /// by a descent (which links any sibling a crash left out of its parent).
+    fn leaf_for(&mut self, key: &[u8]) -> Result<Node> {
+        if let Some(f) = &self.finger {
+            if key > f.last.as_slice() && f.high.as_deref().is_none_or(|h| key < h) {
+                let n = self.tree.read_node(f.leaf)?;
+                // The batch is the only writer, so the leaf's sibling (and
+                // with it the range) changes only by the batch's own splits,
+                // which drop the finger; checked anyway.
+                if n.sibling == 0 || f.high.is_some() {
+                    return Ok(n);
+                }
+            }
+        }
+        let d = self.tree.writer_descend(&mut self.w, key)?;
+        let high = if d.leaf.sibling != 0 {
+            let (_, rec) = self.tree.fence_of(d.leaf.sibling)?;
+            Some(self.tree.record_key(rec)?.to_vec())
+        } else {
+            None
+        };
+        self.finger = Some(Finger { leaf: d.leaf.off, high, last: Vec::new() });
+        Ok(d.leaf)
+    }
+
+    /// Looks `key` up and lets `decide` choose its new value from the old
+    /// one (None: leave it as it is). Returns the old value. Keys must come
+    /// in ascending order for the finger to help (any order is correct).
+    pub fn update(&mut self, key: &[u8], decide: impl FnOnce(Option<TreeValue>) -> Option<TreeValue>) -> Result<Option<TreeValue>> {
         if key.len() > crate::key::MAX_KEY_LEN {
             return Err(Error::InvalidArgument(format!("key of {} bytes", key.len())));
         }
-        let enc = v.encode()?;
-        let mut w = self.writer.lock();
-        let d = self.writer_descend(&mut w, key)?;
-        match self.find_in_leaf(&d.leaf, key)? {
-            Some(i) => {
-                let rec = d.leaf.entries[i].ptr;
-                if let Cond::File(f) = cond {
-                    if self.record_value(rec)?.file != f {
-                        return Ok(false);
+        let t = self.tree;
+        let leaf = self.leaf_for(key)?;
+        let found = t.find_in_leaf(&leaf, key)?.map(|i| leaf.entries[i].ptr);
+        let old = match found {
+            Some(rec) => Some(t.record_value(rec)?),
+            None => None,
+        };
+        if let Some(v) = decide(old) {
+            let enc = v.encode()?;
+            match found {
+                Some(rec) => t.write_value(&mut self.w, rec, enc)?,
+                None => {
+                    // The record is durable before the entry naming it is published.
+                    let rec = self.w.alloc_record(&t.region, &t.path, &record_image(key, enc))?;
+                    if !t.insert_at(&mut self.w, 0, leaf.off, key, rec)? {
+                        self.finger = None;
                     }
+                    t.entries.fetch_add(1, AtomicOrdering::Relaxed);
                 }
-                self.write_value(&mut w, rec, enc)?;
-                Ok(true)
-            }
-            None if matches!(cond, Cond::File(_)) => Ok(false),
-            None => {
-                // The record is durable before the entry naming it is published.
-                let rec = w.alloc_record(&self.region, &self.path, &record_image(key, enc))?;
-                self.insert_at(&mut w, 0, d.leaf.off, key, rec)?;
-                self.entries.fetch_add(1, AtomicOrdering::Relaxed);
-                Ok(true)
             }
         }
+        if let Some(f) = &mut self.finger {
+            f.last.clear();
+            f.last.extend_from_slice(key);
+        }
+        Ok(old)
     }
 
-    /// Removes `key`'s entry if it points at `file`.
-    pub(super) fn remove_if(&self, key: &[u8], file: u64) -> Result<bool> {
-        let mut w = self.writer.lock();
-        let d = self.writer_descend(&mut w, key)?;
-        let n = self.normalize(&mut w, d.leaf.off)?;
-        let Some(i) = self.find_in_leaf(&n, key)? else {
-            return Ok(false);
+    /// Drops `key`'s entry if it points at `file`; returns whether it did.
+    pub fn remove_if(&mut self, key: &[u8], file: u64) -> Result<bool> {
+        let t = self.tree;
+        let leaf = self.leaf_for(key)?;
+        let n = t.normalize(&mut self.w, leaf.off)?;
+        let removed = match t.find_in_leaf(&n, key)? {
+            Some(i) if t.record_value(n.entries[i].ptr)?.file == file => {
+                let e = n.entries[i];
+                t.begin(n.off);
+                let r = t.raw_remove(&mut self.w, n.off, n.raw_len, e.raw);
+                t.end(n.off);
+                r?;
+                t.entries.fetch_sub(1, AtomicOrdering::Relaxed);
+                true
+            }
+            _ => false,
         };
-        let e = n.entries[i];
-        if self.record_value(e.ptr)?.file != file {
-            return Ok(false);
+        if let Some(f) = &mut self.finger {
+            f.last.clear();
+            f.last.extend_from_slice(key);
         }
-        self.begin(n.off);
-        let r = self.raw_remove(&mut w, n.off, n.raw_len, e.raw);
-        self.end(n.off);
-        r?;
-        self.entries.fetch_sub(1, AtomicOrdering::Relaxed);
-        Ok(true)
+        Ok(removed)
     }
 }

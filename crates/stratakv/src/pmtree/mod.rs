@@ -42,7 +42,9 @@ use parking_lot::Mutex;
 use strata_pmem::{ExtentHead, Region};
 
 pub(crate) use check::CheckReport;
+pub(crate) use insert::Batch;
 pub(crate) use iter::{RangeIter, RevRangeIter};
+pub(crate) use search::SortedGets;
 pub use layout::EXTENT_KIND_TREE;
 pub(crate) use value::TreeValue;
 
@@ -153,21 +155,37 @@ impl PmTree {
         self.inner.get(key)
     }
 
-    /// Inserts `key` or replaces its value.
-    pub fn upsert(&self, key: &[u8], v: TreeValue) -> Result<()> {
-        self.inner.update(key, v, insert::Cond::Always).map(|_| ())
+    /// Updates in ascending key order under one hold of the writer lock
+    /// (see [`Batch`]); other writers wait until it is dropped.
+    pub fn batch(&self) -> Batch<'_> {
+        insert::Batch::new(&self.inner)
     }
 
-    /// Replaces the value of `key` only if it points at `expected_file`
-    /// (compaction re-pointing); returns whether it did.
+    /// Inserts `key` or replaces its value (a batch of one).
+    #[cfg(test)]
+    pub fn upsert(&self, key: &[u8], v: TreeValue) -> Result<()> {
+        self.batch().update(key, |_| Some(v)).map(|_| ())
+    }
+
+    /// Replaces the value of `key` only if it points at `expected_file`;
+    /// returns whether it did (a batch of one).
+    #[cfg(test)]
     pub fn replace_if(&self, key: &[u8], expected_file: u64, v: TreeValue) -> Result<bool> {
-        self.inner.update(key, v, insert::Cond::File(expected_file))
+        let old = self.batch().update(key, |old| old.filter(|o| o.file == expected_file).map(|_| v))?;
+        Ok(old.is_some_and(|o| o.file == expected_file))
     }
 
     /// Drops the entry of `key` only if it points at `expected_file`;
     /// returns whether it did.
+    #[cfg(test)]
     pub fn remove_if(&self, key: &[u8], expected_file: u64) -> Result<bool> {
-        self.inner.remove_if(key, expected_file)
+        self.batch().remove_if(key, expected_file)
+    }
+
+    /// Lookups in ascending key order that reuse the last leaf they read
+    /// (see [`SortedGets`]).
+    pub fn sorted_gets(&self) -> SortedGets<'_> {
+        search::SortedGets::new(&self.inner)
     }
 
     /// Entries with keys in the range, ascending, following leaf siblings.

@@ -180,3 +180,49 @@ impl Inner {
         }
     }
 }
+
+/// Lock-free lookups in ascending key order (a compaction's liveness test)
+/// that keep a copy of the last leaf read and answer from it while keys
+/// stay below its right sibling's fence.
+///
+/// The copy may go stale while writers work. That is safe for a caller
+/// who asks "does the tree still point this key at one of these tables"
+/// about tables no other writer re-points (a compaction's own inputs):
+/// other writers only move entries away from them (a flush's newer
+/// version), so a stale "yes" is re-checked when re-pointing, and a
+/// stale "no" was already final when the copy was taken.
+pub(crate) struct SortedGets<'a> {
+    tree: &'a Inner,
+    leaf: Option<Node>,
+    /// The fence of the copy's right sibling (None: the last leaf).
+    high: Option<Vec<u8>>,
+    last: Vec<u8>,
+}
+
+impl<'a> SortedGets<'a> {
+    pub(super) fn new(tree: &'a Inner) -> SortedGets<'a> {
+        SortedGets { tree, leaf: None, high: None, last: Vec::new() }
+    }
+
+    /// The value of `key` (see the type's note on staleness).
+    pub fn get(&mut self, key: &[u8]) -> Result<Option<TreeValue>> {
+        let hit = self.leaf.is_some() && key > self.last.as_slice() && self.high.as_deref().is_none_or(|h| key < h);
+        if !hit {
+            let d = self.tree.descend(Target::AtLeast(key), 0, |t, off| t.snapshot(off))?;
+            self.high = if d.leaf.sibling != 0 {
+                let (_, rec) = self.tree.fence_of(d.leaf.sibling)?;
+                Some(self.tree.record_key(rec)?.to_vec())
+            } else {
+                None
+            };
+            self.leaf = Some(d.leaf);
+        }
+        self.last.clear();
+        self.last.extend_from_slice(key);
+        let Some(leaf) = &self.leaf else { return Ok(None) };
+        match self.tree.find_in_leaf(leaf, key)? {
+            Some(i) => self.tree.record_value(leaf.entries[i].ptr).map(Some),
+            None => Ok(None),
+        }
+    }
+}

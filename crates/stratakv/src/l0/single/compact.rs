@@ -21,7 +21,7 @@ use crate::engine::{Commit, Engine};
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::user_key;
-use crate::pmtree::PmTree;
+use crate::pmtree::SortedGets;
 use crate::version::{FileMeta, VersionEdit};
 
 /// Skips entries whose key the tree finds in a table that is not an
@@ -29,7 +29,8 @@ use crate::version::{FileMeta, VersionEdit};
 /// used when no snapshot is open, since a snapshot may need them.
 struct LiveOnly<'a> {
     inner: MergingIterator,
-    tree: &'a PmTree,
+    /// The merge is in key order: lookups reuse the last leaf.
+    tree: SortedGets<'a>,
     inputs: &'a HashSet<u64>,
 }
 
@@ -132,7 +133,7 @@ impl SingleLevelL0 {
             let mut it = merged;
             build_tables(&ctx, &mut it, &mut dropper, &[])?
         } else {
-            let mut it = LiveOnly { inner: merged, tree: &tree, inputs: &input_set };
+            let mut it = LiveOnly { inner: merged, tree: tree.sorted_gets(), inputs: &input_set };
             build_tables(&ctx, &mut it, &mut dropper, &[])?
         };
         let out_numbers: Vec<u64> = outputs.iter().map(|f| f.number).collect();

@@ -46,10 +46,22 @@ pub(super) fn for_each_newest(t: &Table, mut f: impl FnMut(&[u8], Kind, BlockHan
     Ok(())
 }
 
-/// Indexes table `t` (number `number`) into `tree`.
+/// Keys indexed under one hold of the tree's writer lock: long enough to
+/// keep the finger on a leaf, short enough not to hold up the other writer
+/// (a flush and a compaction index at the same time) for long.
+const BATCH_KEYS: usize = 1024;
+
+/// Indexes table `t` (number `number`) into `tree`, one update per key:
+/// the old value is read and replaced in the same step, in key order.
 pub(super) fn index_table(tree: &PmTree, t: &Table, number: u64, mode: Mode<'_>) -> Result<Indexed> {
     let mut out = Indexed::default();
+    let mut batch = tree.batch();
+    let mut n = 0usize;
     for_each_newest(t, |uk, kind, h| {
+        n += 1;
+        if n.is_multiple_of(BATCH_KEYS) {
+            batch.pause();
+        }
         let v = TreeValue {
             file: number,
             block_offset: h.offset,
@@ -58,22 +70,19 @@ pub(super) fn index_table(tree: &PmTree, t: &Table, number: u64, mode: Mode<'_>)
         };
         match &mode {
             Mode::Flush => {
+                let old = batch.update(uk, |_| Some(v))?;
                 // The old value's table loses a live key. (A compaction
                 // re-pointing the key in between only skews the counts,
                 // which steer compaction and nothing else.)
-                if let Some(old) = tree.get(uk)? {
-                    if old.file != number {
-                        *out.dead.entry(old.file).or_default() += 1;
-                    }
+                if let Some(old) = old.filter(|o| o.file != number) {
+                    *out.dead.entry(old.file).or_default() += 1;
                 }
-                tree.upsert(uk, v)?;
                 out.alive += 1;
             }
             Mode::Repoint(inputs) => {
-                if let Some(old) = tree.get(uk)? {
-                    if inputs.contains(&old.file) && tree.replace_if(uk, old.file, v)? {
-                        out.alive += 1;
-                    }
+                let old = batch.update(uk, |old| old.filter(|o| inputs.contains(&o.file)).map(|_| v))?;
+                if old.is_some_and(|o| inputs.contains(&o.file)) {
+                    out.alive += 1;
                 }
             }
         }
@@ -85,8 +94,14 @@ pub(super) fn index_table(tree: &PmTree, t: &Table, number: u64, mode: Mode<'_>)
 /// Drops the tree entries that still point at table `t` (a compaction
 /// input) once its outputs are indexed: tombstones the merge dropped.
 pub(super) fn unindex_table(tree: &PmTree, t: &Table, number: u64) -> Result<()> {
+    let mut batch = tree.batch();
+    let mut n = 0usize;
     for_each_newest(t, |uk, _, _| {
-        tree.remove_if(uk, number)?;
+        n += 1;
+        if n.is_multiple_of(BATCH_KEYS) {
+            batch.pause();
+        }
+        batch.remove_if(uk, number)?;
         Ok(())
     })
 }
