@@ -475,7 +475,10 @@ fn main() -> Res<()> {
     let phases = phases();
     let mut expected = None;
     let kinds = match std::env::args().nth(2) {
-        Some(list) => list.split(',').map(|k| L0Kind::parse(k).ok_or(format!("unknown kind {k}"))).collect::<Result<Vec<_>, _>>()?,
+        Some(list) => list
+            .split(',')
+            .map(|k| L0Kind::parse(k).ok_or(format!("unknown kind {k}")))
+            .collect::<Result<Vec<_>, _>>()?,
         None => vec![L0Kind::Sstable, L0Kind::Matrix],
     };
     for l0 in kinds {

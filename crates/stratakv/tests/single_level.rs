@@ -94,3 +94,27 @@ fn a_scan_over_sorted_tables_marks_nothing() {
     assert_eq!(s.slm_scans_marked, 0, "{s}");
     assert_eq!(s.slm_candidates, 0, "{s}");
 }
+
+/// With automatic compaction off, candidates past the stop trigger must not
+/// stop writers: nothing would ever clear the stall (as in RocksDB,
+/// `disable_auto_compactions` turns the compaction-debt stalls off).
+#[test]
+fn no_write_stall_without_automatic_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(&dir.path().join("pm"));
+    o.disable_auto_compaction = true;
+    o.slm_leaf_scan_min_tables = 2;
+    o.slm_slowdown_candidates = 2;
+    o.slm_stop_candidates = 3;
+    let path = dir.path().to_path_buf();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let db = Db::open(&path, o).unwrap();
+        fill_interleaved(&db, 8, 300);
+        let s = db.stats();
+        tx.send((s.levels[0].files, s.slm_candidates)).unwrap();
+    });
+    let (files, candidates) = rx.recv_timeout(std::time::Duration::from_secs(120)).expect("writers stalled for good");
+    assert_eq!(files, 8);
+    assert!(candidates >= 3, "the leaf scans marked the tables ({candidates} candidates)");
+}

@@ -19,7 +19,6 @@ use super::value::TreeValue;
 use super::Inner;
 use crate::error::{Error, Result};
 
-
 impl Inner {
     /// The writer's copy of a node (no other writer can change it).
     fn read_node(&self, off: u64) -> Result<Node> {
@@ -292,7 +291,11 @@ impl<'a> Batch<'a> {
     /// Looks `key` up and lets `decide` choose its new value from the old
     /// one (None: leave it as it is). Returns the old value. Keys must come
     /// in ascending order for the finger to help (any order is correct).
-    pub fn update(&mut self, key: &[u8], decide: impl FnOnce(Option<TreeValue>) -> Option<TreeValue>) -> Result<Option<TreeValue>> {
+    pub fn update(
+        &mut self,
+        key: &[u8],
+        decide: impl FnOnce(Option<TreeValue>) -> Option<TreeValue>,
+    ) -> Result<Option<TreeValue>> {
         if key.len() > crate::key::MAX_KEY_LEN {
             return Err(Error::InvalidArgument(format!("key of {} bytes", key.len())));
         }

@@ -44,8 +44,8 @@ use strata_pmem::{ExtentHead, Region};
 pub(crate) use check::CheckReport;
 pub(crate) use insert::Batch;
 pub(crate) use iter::{RangeIter, RevRangeIter};
-pub(crate) use search::SortedGets;
 pub use layout::EXTENT_KIND_TREE;
+pub(crate) use search::SortedGets;
 pub(crate) use value::TreeValue;
 
 use crate::error::{Error, Result};

@@ -82,8 +82,10 @@ impl SingleLevelL0 {
         SingleLevelL0 {
             live_percent: opts.slm_live_percent,
             trigger: opts.slm_compaction_trigger,
-            slowdown_at: opts.slm_slowdown_candidates,
-            stop_at: opts.slm_stop_candidates,
+            // With automatic compaction off nothing would clear a stall
+            // (the fixture writer hung here): none, as RocksDB does.
+            slowdown_at: if opts.disable_auto_compaction { usize::MAX } else { opts.slm_slowdown_candidates },
+            stop_at: if opts.disable_auto_compaction { usize::MAX } else { opts.slm_stop_candidates },
             scan_keys: opts.slm_leaf_scan_keys,
             scan_min_tables: opts.slm_leaf_scan_min_tables,
             max_tables: opts.slm_max_compaction_tables,
