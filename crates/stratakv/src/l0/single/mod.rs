@@ -122,7 +122,7 @@ impl SingleLevelL0 {
         let mut counts = Vec::new();
         for n in list.iter().filter(|n| live.contains(n)) {
             let t = eng.tables.get(*n)?;
-            let done = index_table(&tree, &t, *n, Mode::Flush)?;
+            let done = eng.with_pm_space(|| index_table(&tree, &t, *n, Mode::Flush))?;
             counts.push((*n, done.alive));
         }
         tree.sync()?;
@@ -250,7 +250,12 @@ impl Level0 for SingleLevelL0 {
         let mut indexed = Vec::new();
         for f in &outputs {
             let t = eng.tables.get(f.number)?;
-            indexed.push((f.number, index_table(&tree, &t, f.number, Mode::Flush)?));
+            // A new key needs key-record space: when the region has no
+            // extent left for the tree, wait for PM like any flush (writers
+            // get back-pressure, then PmFull), and index the table again
+            // from its start (updates with the same value are idempotent).
+            let done = eng.with_pm_space(|| index_table(&tree, &t, f.number, Mode::Flush))?;
+            indexed.push((f.number, done));
         }
         // On an ordinary file the tree's stores are durable only once
         // msynced: before the log that holds the same writes is let go.
