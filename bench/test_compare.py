@@ -96,7 +96,12 @@ class ParseTest(unittest.TestCase):
 
     def test_suites_and_variants(self):
         s = compare.suites()
-        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "crosscheck"})
+        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "slm", "crosscheck"})
+        slm = s["slm"][0]
+        self.assertGreaterEqual(slm.num * (16 + slm.value_size), 4 * 2**30)
+        self.assertEqual(slm.value_size, 1024)
+        self.assertEqual([st.label for st in slm.steps], ["fillrandom", "readrandom", "seekrandom (+10 next)", "readwhilewriting"])
+        self.assertEqual(compare.default_peers("slm"), "rocksdb,rocksdb-tuned")
         cc = s["crosscheck"][0]
         self.assertIn("--cache_type=lru_cache", cc.extra)
         self.assertIn("--format_version=5", cc.extra)
@@ -176,6 +181,34 @@ class RatioTest(unittest.TestCase):
     def test_strata_is_never_its_own_peer(self):
         per = row(**{"rocksdb": [10], "strata/matrix": [1000]})
         self.assertEqual(compare.best_peer(per, self.vs), ("rocksdb", 10))
+
+    def test_slm_targets(self):
+        class S:
+            pm = "shm"
+            profiles = "single-level,matrix"
+            peers = "rocksdb,rocksdb-tuned"
+
+        vs = compare.variants(S)
+        fill = {"rocksdb": [{"ops_per_sec": 100, "engine_write_amp": 10.0, "proc_write_amp": 12.0}],
+                "rocksdb-tuned": [{"ops_per_sec": 120, "engine_write_amp": 8.0, "proc_write_amp": 9.0}],
+                "strata/single-level pm=shm": [{"ops_per_sec": 300, "engine_write_amp": 3.0, "proc_write_amp": 5.0}],
+                "strata/matrix pm=shm": [{"ops_per_sec": 250}]}
+        read = {"rocksdb": [{"ops_per_sec": 100, "index_dram_bytes": 2**20}],
+                "rocksdb-tuned": [{"ops_per_sec": 80}],
+                "strata/single-level pm=shm": [{"ops_per_sec": 160, "data_blocks_per_get": 0.7, "data_blocks_per_found_get": 1.01,
+                                                "data_blocks_read": 100, "data_blocks_from_file": 25, "pm_index_bytes": 3 * 2**20}],
+                "strata/matrix pm=shm": [{"ops_per_sec": 140}]}
+        table = [({"title": "g"}, {("fillrandom", "fillrandom"): fill, ("readrandom", "readrandom"): read})]
+        text = "\n".join(compare.slm_targets(table, vs))
+        row_ = next(line for line in text.splitlines() if line.startswith("| strata/single-level"))
+        self.assertIn("1.60× rocksdb ✓", row_)  # readrandom against the better RocksDB
+        self.assertIn("1.14× strata/matrix pm=shm ✗", row_)  # below 1.2x matrix
+        self.assertIn("2.50× rocksdb-tuned ✓", row_)  # fill against the faster RocksDB
+        self.assertIn("3.00 vs 8.00 (rocksdb-tuned) ✓", row_)
+        self.assertIn("5.00 vs 9.00 (rocksdb-tuned) ✗", row_)  # 5 > 0.5 x 9
+        self.assertIn("1.010 ✓", row_)
+        self.assertIn("| strata/single-level pm=shm | 0.700 | 1.010 | 25% | – | 3.0 |", text)
+        self.assertIn("| rocksdb | – | – | – | 1.0 | – |", text)
 
     def test_crosscheck_rows(self):
         table = [({"title": "g"}, {("readrandom", "readrandom"): row(**{"rocksdb": [200], "db_bench 7.8.3": [100]}),

@@ -52,6 +52,23 @@ pub struct EngineStats {
     pub compactions: u64,
     /// Where the PM region lives (`file`, `shm`, `dax`, or empty).
     pub pm_placement: String,
+    /// Block reads of point lookups, where the engine counts them.
+    pub reads: Option<ReadCounts>,
+    /// DRAM held by table indexes and filters (outside the block cache), if reported.
+    pub index_dram_bytes: Option<u64>,
+    /// PM held by a global index (single-level's B+-tree), if the engine has one.
+    pub pm_index_bytes: Option<u64>,
+}
+
+/// What point lookups cost in data blocks, cumulative since open.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadCounts {
+    /// Point lookups.
+    pub gets: u64,
+    /// Data blocks users read (cache hits included).
+    pub blocks: u64,
+    /// Of those, read from the table files.
+    pub from_file: u64,
 }
 
 /// One option the harness sets on an engine: its value and the library's
@@ -331,6 +348,9 @@ impl Engine for StrataEngine {
             flushes: s.flushes,
             compactions: s.compactions,
             pm_placement: s.pm_placement.to_string(),
+            reads: Some(ReadCounts { gets: s.gets, blocks: s.data_blocks_read, from_file: s.data_blocks_from_file }),
+            index_dram_bytes: Some(s.table_index_bytes + s.matrix_dram_bytes),
+            pm_index_bytes: (s.slm_tree_pm_bytes > 0).then_some(s.slm_tree_pm_bytes),
         }
     }
 

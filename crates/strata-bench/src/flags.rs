@@ -304,8 +304,8 @@ impl Flags {
             bad.push("--compression_ratio must be between 0 and 1".into());
         }
         if let Some(p) = &self.profile {
-            if p != "sstable" && p != "matrix" {
-                bad.push(format!("--profile must be sstable or matrix, not {p:?}"));
+            if stratakv::L0Kind::parse(p).is_none() {
+                bad.push(format!("--profile must be sstable, matrix or single-level, not {p:?}"));
             }
         }
         if !ENGINES.contains(&self.engine.as_str()) {

@@ -105,6 +105,21 @@ pub struct BenchResult {
     pub nonempty_levels: usize,
     /// Every level at the end.
     pub levels: Vec<Level>,
+    /// Point lookups during the benchmark, where the engine counts block reads.
+    pub gets: Option<u64>,
+    /// Data blocks those lookups (and any scans) read, cache hits included.
+    pub data_blocks_read: Option<u64>,
+    /// Of those, read from the table files (block cache misses).
+    pub data_blocks_from_file: Option<u64>,
+    /// data_blocks_read / gets.
+    pub data_blocks_per_get: Option<f64>,
+    /// data_blocks_read / reads that found their key: the figure for keys
+    /// that exist when a read phase does nothing else (readrandom).
+    pub data_blocks_per_found_get: Option<f64>,
+    /// DRAM held by table indexes and filters at the end, if the engine reports it.
+    pub index_dram_bytes: Option<u64>,
+    /// PM held by a global index at the end (single-level's B+-tree).
+    pub pm_index_bytes: Option<u64>,
     /// The engine's state after the meta benchmarks that followed this one
     /// (e.g. `waitforcompaction,stats`), cumulative since open.
     pub end_state: Option<EndState>,

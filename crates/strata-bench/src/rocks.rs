@@ -533,6 +533,11 @@ impl Engine for RocksEngine {
             flushes: int("rocksdb.num-running-flushes"),
             compactions: int("rocksdb.num-running-compactions"),
             pm_placement: String::new(),
+            reads: None,
+            // Indexes and filters live in the table readers (db_bench's default,
+            // cache_index_and_filter_blocks off), outside the block cache.
+            index_dram_bytes: Some(int("rocksdb.estimate-table-readers-mem")),
+            pm_index_bytes: None,
         }
     }
 

@@ -452,6 +452,9 @@ impl Runner {
         };
         r.set_measurement(&merged);
         self.fill_engine_fields(&mut r, &before, &after);
+        if let Some(blocks) = r.data_blocks_read {
+            r.data_blocks_per_found_get = (merged.found > 0).then(|| blocks as f64 / merged.found as f64);
+        }
         r.proc_write_bytes = io_write1.saturating_sub(io_write0);
         r.proc_read_bytes = io_read1.saturating_sub(io_read0);
         self.results.push(r);
@@ -471,6 +474,16 @@ impl Runner {
         r.nonempty_levels = after.nonempty_levels;
         r.levels = after.levels.clone();
         r.pm_placement = after.pm_placement.clone();
+        if let (Some(b), Some(a)) = (before.reads, after.reads) {
+            let gets = a.gets.saturating_sub(b.gets);
+            let blocks = a.blocks.saturating_sub(b.blocks);
+            r.gets = Some(gets);
+            r.data_blocks_read = Some(blocks);
+            r.data_blocks_from_file = Some(a.from_file.saturating_sub(b.from_file));
+            r.data_blocks_per_get = (gets > 0).then(|| blocks as f64 / gets as f64);
+        }
+        r.index_dram_bytes = after.index_dram_bytes;
+        r.pm_index_bytes = after.pm_index_bytes;
         r.pm_write_latency_ns = self.flags.pm_write_latency_ns;
         let usage = self.store_usage();
         (r.db_size_bytes, r.pm_file_bytes, r.store_size_bytes) = (usage.db, usage.pm_file, usage.total);

@@ -290,6 +290,7 @@ fn dump_pm(cli: &Cli, out: &mut impl Write) -> anyhow::Result<()> {
         let kind = match h.kind {
             stratakv::tooling::EXTENT_KIND_LOG => "log",
             stratakv::tooling::EXTENT_KIND_ROW => "row",
+            stratakv::tooling::EXTENT_KIND_TREE => "tree",
             _ => "?",
         };
         writeln!(out, "extent at slot {:>5}: {kind:<3} number {:>8}, {} slots", h.slot, h.number, h.slots)?;

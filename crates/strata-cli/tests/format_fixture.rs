@@ -1,5 +1,5 @@
-//! `strata` on the format fixture (crates/stratakv/tests/fixtures/format-v1,
-//! databases written by an earlier build): `check` passes, `get` finds
+//! `strata` on the format fixtures (crates/stratakv/tests/fixtures/format-v1
+//! and format-v1-single-level, databases written by earlier builds): `check` passes, `get` finds
 //! keys from every part of it, and a scan prints exactly the expected
 //! contents. Each command runs on a copy, with the default options a user
 //! gets (the region keeps the size it was made with).
@@ -8,8 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../stratakv/tests/fixtures/format-v1")
+/// The fixture directory holding the database of profile `kind`.
+fn fixture(kind: &str) -> PathBuf {
+    let name = if kind == "single-level" { "format-v1-single-level" } else { "format-v1" };
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../stratakv/tests/fixtures").join(name)
 }
 
 fn strata(dir: &Path, args: &[&str]) -> Output {
@@ -37,14 +39,14 @@ fn copy_dir(from: &Path, to: &Path) {
 fn copy_of(kind: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(kind);
-    copy_dir(&fixture().join(kind), &dir);
+    copy_dir(&fixture(kind).join(kind), &dir);
     (tmp, dir)
 }
 
 /// The live lines of expected.txt (`key hex TAB value hex`), and the
 /// deleted keys (hex).
-fn expected() -> (Vec<String>, Vec<String>) {
-    let text = std::fs::read_to_string(fixture().join("expected.txt")).unwrap();
+fn expected(kind: &str) -> (Vec<String>, Vec<String>) {
+    let text = std::fs::read_to_string(fixture(kind).join("expected.txt")).unwrap();
     let mut live = Vec::new();
     let mut deleted = Vec::new();
     for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty() && !l.starts_with('#')) {
@@ -58,7 +60,7 @@ fn expected() -> (Vec<String>, Vec<String>) {
 }
 
 fn fixture_passes_check_get_and_scan(kind: &str) {
-    let (live, deleted) = expected();
+    let (live, deleted) = expected(kind);
 
     let (_tmp, dir) = copy_of(kind);
     let o = strata(&dir, &["check"]);
@@ -113,4 +115,9 @@ fn strata_reads_and_checks_the_format_v1_sstable_fixture() {
 #[test]
 fn strata_reads_and_checks_the_format_v1_matrix_fixture() {
     fixture_passes_check_get_and_scan("matrix");
+}
+
+#[test]
+fn strata_reads_and_checks_the_format_v1_single_level_fixture() {
+    fixture_passes_check_get_and_scan("single-level");
 }

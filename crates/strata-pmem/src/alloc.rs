@@ -290,6 +290,18 @@ impl Slot {
         Ok(())
     }
 
+    /// Atomically stores the aligned 8-byte word at `at` (relative to the
+    /// slot) without persisting it; pair with [`Slot::flush`]/[`Slot::persist`].
+    ///
+    /// For structures updated in place while lock-free readers load the same
+    /// words with [`Region::load_u64`] (a persistent B+-tree's node shifts):
+    /// sound for the same reason `publish_u64` is, the store is atomic and
+    /// stays inside this slot, so a racing load sees the old or the new word.
+    pub fn store_u64(&mut self, at: u64, value: u64) -> Result<(), PmError> {
+        let off = self.check(at, 8)?;
+        self.extent.region().inner.store_u64(off, value)
+    }
+
     /// Publishes the aligned word at `at` with one 8-byte store, then persists it.
     pub fn publish_u64(&mut self, at: u64, value: u64) -> Result<(), PmError> {
         let off = self.check(at, 8)?;
@@ -395,6 +407,16 @@ impl Region {
         self.inner.sync(off, 8)?;
         drop(map);
         Ok(())
+    }
+
+    /// [`Region::adopt`], returning the extent's only writer (its bump
+    /// pointer at 0), for structures that keep updating an extent after a
+    /// restart (the persistent B+-tree's node extents). Sound like
+    /// `allocate`: `adopt` fails unless every slot of the extent is free, so
+    /// this writer is the only one.
+    pub fn adopt_writer(&self, head: ExtentHead) -> Result<ExtentWriter, PmError> {
+        let extent = self.adopt(head)?;
+        Ok(ExtentWriter { extent, tail: 0 })
     }
 
     /// Takes a lease on an existing extent found by [`Region::heads`] during

@@ -34,6 +34,10 @@ pub struct Flags {
     /// Size of a new PM region (e.g. 4gb). Default: the engine's (4 GiB).
     #[arg(long = "pm-size")]
     pub pm_size: Option<String>,
+    /// Engine profile of a new database: `matrix` (default), `sstable` or
+    /// `single-level`. An existing database keeps the one it was made with.
+    #[arg(long)]
+    pub profile: Option<String>,
     /// Engine memtable size (e.g. 64mb). Default 8 MiB: Redis-style values
     /// are small, and a smaller skiplist stays in the CPU cache.
     #[arg(long = "write-buffer-size")]
@@ -115,6 +119,8 @@ pub struct Config {
     pub pm_dir: Option<PathBuf>,
     /// PM region size for a new region (engine).
     pub pm_size: Option<u64>,
+    /// Engine profile for a new database.
+    pub profile: stratakv::L0Kind,
     /// Engine memtable size.
     pub write_buffer_size: u64,
     /// Reply only after the write is durable.
@@ -225,6 +231,11 @@ impl Config {
         let dir = pick(f.dir.map(|d| d.display().to_string()), "dir").unwrap_or_else(|| "./strata-data".into());
         let pm_dir = pick(f.pm_dir.map(|d| d.display().to_string()), "pm-dir").map(PathBuf::from);
         let pm_size = bytes(pick(f.pm_size, "pm-size"), "pm-size")?;
+        let profile = match pick(f.profile, "profile") {
+            None => stratakv::L0Kind::Matrix,
+            Some(p) => stratakv::L0Kind::parse(&p.to_ascii_lowercase())
+                .ok_or_else(|| anyhow!("profile must be matrix, sstable or single-level, not {p}"))?,
+        };
         let write_buffer_size =
             bytes(pick(f.write_buffer_size, "write-buffer-size"), "write-buffer-size")?.unwrap_or(DEFAULT_WRITE_BUFFER);
         let durability_sync = match pick(f.durability, "durability").as_deref().map(str::to_ascii_lowercase).as_deref()
@@ -294,6 +305,7 @@ impl Config {
             dir: PathBuf::from(dir),
             pm_dir,
             pm_size,
+            profile,
             write_buffer_size,
             durability_sync,
             storage,

@@ -43,6 +43,7 @@ fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
             if let Some(size) = cfg.pm_size {
                 opts.pm_size = size;
             }
+            opts.l0 = cfg.profile;
             Arc::new(EngineStore::open(&cfg.dir, opts).map_err(|e| anyhow::anyhow!("{e}"))?)
         }
         StorageMode::Memory => {

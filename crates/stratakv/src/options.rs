@@ -16,6 +16,9 @@ pub enum L0Kind {
     Sstable,
     /// Level 0 is the matrix container in PM (MatrixKV).
     Matrix,
+    /// One level of SSTables indexed by a persistent B+-tree in PM, with
+    /// selective compaction (SLM-DB).
+    SingleLevel,
 }
 
 impl L0Kind {
@@ -24,6 +27,7 @@ impl L0Kind {
         match self {
             L0Kind::Sstable => 0,
             L0Kind::Matrix => 1,
+            L0Kind::SingleLevel => 2,
         }
     }
 
@@ -32,15 +36,17 @@ impl L0Kind {
     pub(crate) fn from_code(code: Option<u8>) -> L0Kind {
         match code {
             Some(1) => L0Kind::Matrix,
+            Some(2) => L0Kind::SingleLevel,
             _ => L0Kind::Sstable,
         }
     }
 
-    /// Parses `sstable` or `matrix`.
+    /// Parses `sstable`, `matrix` or `single-level`.
     pub fn parse(s: &str) -> Option<L0Kind> {
         match s {
             "sstable" => Some(L0Kind::Sstable),
             "matrix" => Some(L0Kind::Matrix),
+            "single-level" | "single_level" | "slm" => Some(L0Kind::SingleLevel),
             _ => None,
         }
     }
@@ -50,6 +56,7 @@ impl L0Kind {
         match self {
             L0Kind::Sstable => "sstable",
             L0Kind::Matrix => "matrix",
+            L0Kind::SingleLevel => "single-level",
         }
     }
 }
@@ -158,6 +165,32 @@ pub struct Options {
     /// thesis' segment and row bloom filters and hint-guided binary search
     /// (2.5 bytes per key, a filter probe per row, several PM reads). Default: true.
     pub matrix_hash_index: bool,
+
+    // --- single-level (SLM-DB) ---
+    /// A table whose live keys are at most this percentage of the keys it
+    /// was written with becomes a compaction candidate. Default: 70 (SLM-DB).
+    pub slm_live_percent: u32,
+    /// Selective compaction runs once there are more candidates than this.
+    /// Default: 4 (SLM-DB).
+    pub slm_compaction_trigger: usize,
+    /// Writers slow down at this many candidates. Default: 15 (SLM-DB).
+    pub slm_slowdown_candidates: usize,
+    /// Writers stop at this many candidates. Default: 35 (SLM-DB).
+    pub slm_stop_candidates: usize,
+    /// Keys one round-robin scan of the tree's leaves looks at after a
+    /// flush. Default: 128,000 (SLM-DB).
+    pub slm_leaf_scan_keys: usize,
+    /// The tables of a scanned key window become candidates when the keys
+    /// are spread over at least this many tables. Default: 10 (SLM-DB).
+    pub slm_leaf_scan_min_tables: usize,
+    /// Range-query sequentiality: a scan watches a sliding window of this
+    /// many consecutive entries (a tree leaf's worth). Default: 30 (SLM-DB's fanout).
+    pub slm_scan_window_keys: usize,
+    /// The tables of the widest window a scan saw become candidates when
+    /// there are more than this many. Default: 8 (SLM-DB).
+    pub slm_scan_min_tables: usize,
+    /// Most tables one selective compaction merges. Default: 15 (SLM-DB).
+    pub slm_max_compaction_tables: usize,
     /// Names each key's prefix group (see [`PrefixExtractor`]). When set,
     /// every matrix row keeps a bloom filter of its keys' prefixes, and an
     /// iterator over a range inside one prefix skips rows without it.
@@ -206,6 +239,15 @@ impl Default for Options {
             column_threads: 2,
             max_receiver_rows: 0,
             matrix_hash_index: true,
+            slm_live_percent: 70,
+            slm_compaction_trigger: 4,
+            slm_slowdown_candidates: 15,
+            slm_stop_candidates: 35,
+            slm_leaf_scan_keys: 128_000,
+            slm_leaf_scan_min_tables: 10,
+            slm_scan_window_keys: 30,
+            slm_scan_min_tables: 8,
+            slm_max_compaction_tables: 15,
             prefix_extractor: None,
             fs: default_fs(),
             pm_sim: None,
@@ -231,6 +273,7 @@ impl Options {
             column_bytes: 96 << 10,
             rows_per_segment: 3,
             max_receiver_rows: 6,
+            slm_leaf_scan_keys: 4000,
             ..Options::default()
         }
     }

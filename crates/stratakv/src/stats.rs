@@ -39,6 +39,23 @@ pub struct Stats {
     pub matrix_pm_bytes: u64,
     /// The matrix's PM budget.
     pub matrix_limit_bytes: u64,
+    /// Keys in the single-level B+-tree.
+    pub slm_tree_entries: u64,
+    /// PM bytes the single-level B+-tree holds (nodes and keys).
+    pub slm_tree_pm_bytes: u64,
+    /// Tables that are selective-compaction candidates now.
+    pub slm_candidates: usize,
+    /// Selective compactions since open.
+    pub slm_compactions: u64,
+    /// Lookups that reached the tree since open.
+    pub slm_gets: u64,
+    /// Data blocks those lookups read (one per lookup is the design).
+    pub slm_block_reads: u64,
+    /// Lookups that searched the tables (snapshots older than the tree's version).
+    pub slm_fallbacks: u64,
+    /// Scans whose keys were spread over enough tables to mark them as
+    /// candidates (range-query sequentiality) since open.
+    pub slm_scans_marked: u64,
     /// Column compactions since open.
     pub columns: u64,
     /// Merges of runs into L1 since open.
@@ -91,6 +108,13 @@ pub struct Stats {
     /// Matrix rows that range iterators left out because the rows' prefix
     /// filters ruled out the range's prefix (with a prefix extractor).
     pub prefix_skipped_rows: u64,
+    /// Point lookups since open (each key of a multi-get counts).
+    pub gets: u64,
+    /// Data blocks users read from tables since open (cache hits included;
+    /// compactions' reads not).
+    pub data_blocks_read: u64,
+    /// Of those, read from the table files (block cache misses).
+    pub data_blocks_from_file: u64,
     /// Bytes in the block cache.
     pub block_cache_bytes: u64,
     /// DRAM held by table indexes and filters.
@@ -139,6 +163,21 @@ impl fmt::Display for Stats {
                 self.run_merges
             )?;
         }
+        if self.l0 == "single-level" {
+            writeln!(
+                f,
+                "single level:         {} keys in the B+-tree ({:.2} MiB PM), {} candidates, {} selective compactions; {} gets read {} blocks ({:.3} per get), {} searched the tables; {} scans marked tables",
+                self.slm_tree_entries,
+                mib(self.slm_tree_pm_bytes),
+                self.slm_candidates,
+                self.slm_compactions,
+                self.slm_gets,
+                self.slm_block_reads,
+                if self.slm_gets == 0 { 0.0 } else { self.slm_block_reads as f64 / self.slm_gets as f64 },
+                self.slm_fallbacks,
+                self.slm_scans_marked
+            )?;
+        }
         writeln!(
             f,
             "PM region:            {} ({:.1} MiB allocated of {:.0} MiB, {} slots of {} KiB, {} used)",
@@ -178,6 +217,11 @@ impl fmt::Display for Stats {
             self.stall_micros / 1000,
             self.slowdowns,
             self.throttled_micros / 1000
+        )?;
+        writeln!(
+            f,
+            "reads:                {} gets, {} data blocks read ({} from files)",
+            self.gets, self.data_blocks_read, self.data_blocks_from_file
         )?;
         writeln!(
             f,

@@ -8,6 +8,7 @@ pub use crate::key::{internal_key, key_hash, Kind, ParsedKey, KIND_FOR_SEEK};
 pub use crate::log::EXTENT_KIND_LOG;
 pub use crate::matrix::build::EXTENT_KIND_ROW;
 pub use crate::matrix::MatrixRecord;
+pub use crate::pmtree::EXTENT_KIND_TREE;
 pub use crate::sstable::{Block, BlockBuilder, BlockIter, Table};
 pub use crate::version::manifest::decode_records as decode_manifest_records;
 pub use crate::version::{VersionEdit, VersionSet};

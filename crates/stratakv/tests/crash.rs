@@ -55,6 +55,7 @@ fn max_runs_of_round(round: u64) -> usize {
 fn l0_from_env() -> L0Kind {
     match std::env::var("STRATA_CRASH_L0").as_deref() {
         Ok("matrix") => L0Kind::Matrix,
+        Ok("single-level") => L0Kind::SingleLevel,
         _ => L0Kind::Sstable,
     }
 }
@@ -195,4 +196,12 @@ fn sigkill_never_loses_acknowledged_writes_matrix_l0() {
         return;
     }
     run_rounds(L0Kind::Matrix);
+}
+
+#[test]
+fn sigkill_never_loses_acknowledged_writes_single_level_l0() {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    run_rounds(L0Kind::SingleLevel);
 }

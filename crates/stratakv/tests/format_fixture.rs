@@ -1,5 +1,6 @@
 //! The format promise, tested: databases written by an earlier build
-//! (`tests/fixtures/format-v1`, see its README) open, read back exactly
+//! (`tests/fixtures/format-v1`, and `format-v1-single-level` for the
+//! single-level profile; see their READMEs) open, read back exactly
 //! what was written, and pass the checksum check, in this build too; then
 //! take new writes, a reopen and a full compaction.
 //!
@@ -16,8 +17,10 @@ use stratakv::{Compression, Db, L0Kind, Options};
 /// Every key the fixture's writer wrote: `Some(value)` if live, `None` if deleted.
 type Model = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v1")
+/// The fixture directory holding the database of kind `l0`.
+fn fixture(l0: L0Kind) -> PathBuf {
+    let name = if l0 == L0Kind::SingleLevel { "format-v1-single-level" } else { "format-v1" };
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 fn unhex(s: &str) -> Vec<u8> {
@@ -26,8 +29,8 @@ fn unhex(s: &str) -> Vec<u8> {
 }
 
 /// `expected.txt`: `key hex TAB value hex`, or `key hex TAB -` for a deleted key.
-fn expected() -> Model {
-    let text = std::fs::read_to_string(fixture().join("expected.txt")).unwrap();
+fn expected(l0: L0Kind) -> Model {
+    let text = std::fs::read_to_string(fixture(l0).join("expected.txt")).unwrap();
     let mut model = Model::new();
     for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         let (k, v) = line.split_once('\t').unwrap_or_else(|| panic!("bad line {line:?}"));
@@ -41,7 +44,7 @@ fn expected() -> Model {
 /// The options in `<kind>.options` (`name=value` lines), the rest default,
 /// with background compaction off so reads see the fixture's own layout.
 fn options(l0: L0Kind) -> Options {
-    let text = std::fs::read_to_string(fixture().join(format!("{}.options", l0.name()))).unwrap();
+    let text = std::fs::read_to_string(fixture(l0).join(format!("{}.options", l0.name()))).unwrap();
     let mut o = Options::default();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         let (name, v) = line.split_once('=').unwrap_or_else(|| panic!("bad line {line:?}"));
@@ -98,7 +101,7 @@ fn copy_dir(from: &Path, to: &Path) {
 fn copy_of(l0: L0Kind) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(l0.name());
-    copy_dir(&fixture().join(l0.name()), &dir);
+    copy_dir(&fixture(l0).join(l0.name()), &dir);
     (tmp, dir)
 }
 
@@ -162,7 +165,7 @@ fn check(db: &Db, model: &Model, ctx: &str) {
 
 /// Opens a copy, reads it, writes to it, reopens it, compacts it.
 fn fixture_round_trip(l0: L0Kind) {
-    let mut model = expected();
+    let mut model = expected(l0);
     let (_tmp, dir) = copy_of(l0);
     let db = Db::open(&dir, options(l0)).unwrap_or_else(|e| panic!("the {} fixture does not open: {e}", l0.name()));
     let s = db.stats();
@@ -187,6 +190,7 @@ fn fixture_round_trip(l0: L0Kind) {
             38,
             0,
         ),
+        L0Kind::SingleLevel => (vec![(0, 21, 149888)], vec![], 0, 0, 38, 0),
     };
     assert_eq!(layout, want, "the {} fixture's layout as opened", l0.name());
     assert_eq!(s.last_sequence, 3759, "last sequence");
@@ -237,9 +241,14 @@ fn format_v1_matrix_fixture_opens_reads_and_checks() {
     fixture_round_trip(L0Kind::Matrix);
 }
 
-/// FNV-1a over every fixture file but the README (relative path, length,
-/// bytes, in path order): the fixture as committed.
-fn fixture_digest() -> u64 {
+#[test]
+fn format_v1_single_level_fixture_opens_reads_and_checks() {
+    fixture_round_trip(L0Kind::SingleLevel);
+}
+
+/// FNV-1a over every file of fixture directory `root` but the README
+/// (relative path, length, bytes, in path order): the fixture as committed.
+fn fixture_digest(root: &Path) -> u64 {
     fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf)>) {
         for e in std::fs::read_dir(dir).unwrap() {
             let e = e.unwrap();
@@ -252,7 +261,7 @@ fn fixture_digest() -> u64 {
         }
     }
     let mut files = Vec::new();
-    walk(&fixture(), "", &mut files);
+    walk(root, "", &mut files);
     files.sort();
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut eat = |bytes: &[u8]| {
@@ -275,12 +284,17 @@ fn fixture_digest() -> u64 {
 #[test]
 fn format_v1_fixture_is_as_committed() {
     assert_eq!(
-        fixture_digest(),
+        fixture_digest(&fixture(L0Kind::Sstable)),
         FIXTURE_DIGEST,
         "tests/fixtures/format-v1 changed: it must stay as written (see its README)"
     );
-    for l0 in [L0Kind::Sstable, L0Kind::Matrix] {
-        let dir = fixture().join(l0.name());
+    assert_eq!(
+        fixture_digest(&fixture(L0Kind::SingleLevel)),
+        SINGLE_LEVEL_FIXTURE_DIGEST,
+        "tests/fixtures/format-v1-single-level changed: it must stay as written (see its README)"
+    );
+    for l0 in [L0Kind::Sstable, L0Kind::Matrix, L0Kind::SingleLevel] {
+        let dir = fixture(l0).join(l0.name());
         let names: Vec<String> =
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert!(!names.iter().any(|n| n == "LOCK"), "{}: a LOCK file", l0.name());
@@ -293,3 +307,6 @@ fn format_v1_fixture_is_as_committed() {
 
 /// [`fixture_digest`] of the committed fixture.
 const FIXTURE_DIGEST: u64 = 0xe5d3_9f82_3124_bf67;
+
+/// [`fixture_digest`] of the committed single-level fixture.
+const SINGLE_LEVEL_FIXTURE_DIGEST: u64 = 0xad44_7c1f_94d0_577a;

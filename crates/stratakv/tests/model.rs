@@ -98,10 +98,14 @@ struct Stats {
     /// Column compactions and merges of runs into L1.
     columns: u64,
     run_merges: u64,
+    slm_compactions: u64,
+    slm_fallbacks: u64,
 }
 
 impl Stats {
     fn absorb(&mut self, s: &stratakv::Stats) {
+        self.slm_compactions += s.slm_compactions;
+        self.slm_fallbacks += s.slm_fallbacks;
         self.prefix_skipped_rows += s.prefix_skipped_rows;
         self.columns += s.columns;
         self.run_merges += s.run_merges;
@@ -264,6 +268,8 @@ fn run(l0: L0Kind, base_seed: u64) {
         prefix_skipped_rows: 0,
         columns: 0,
         run_merges: 0,
+        slm_compactions: 0,
+        slm_fallbacks: 0,
     };
     let seeds: Vec<u64> = match std::env::var("STRATA_MODEL_SEED").ok().and_then(|s| s.parse().ok()) {
         Some(s) => vec![s],
@@ -287,6 +293,14 @@ fn run(l0: L0Kind, base_seed: u64) {
         stats.run_merges
     );
     // The prefix filters and the runs must have been exercised, not only agreed with.
+    if l0 == L0Kind::SingleLevel && seeds.len() > 1 {
+        eprintln!(
+            "single-level: {} selective compactions, {} snapshot reads searched the tables",
+            stats.slm_compactions, stats.slm_fallbacks
+        );
+        assert!(stats.slm_compactions > 0, "no selective compaction ever ran");
+        assert!(stats.slm_fallbacks > 0, "no snapshot read ever needed an older version than the tree's");
+    }
     if l0 == L0Kind::Matrix && seeds.len() > 1 {
         assert!(stats.prefix_skipped_rows > 0, "no matrix row was ever skipped by a prefix filter");
         assert!(stats.run_merges > 0, "no run was ever merged into L1");
@@ -301,4 +315,9 @@ fn model_sstable_l0() {
 #[test]
 fn model_matrix_l0() {
     run(L0Kind::Matrix, 5000);
+}
+
+#[test]
+fn model_single_level_l0() {
+    run(L0Kind::SingleLevel, 9000);
 }

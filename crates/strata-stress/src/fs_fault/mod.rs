@@ -92,7 +92,11 @@ fn run_episode(seed: u64, rep: &mut Report) -> Result<(), String> {
 }
 
 fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<(), String> {
-    let l0 = if rng.gen_bool(0.6) { L0Kind::Matrix } else { L0Kind::Sstable };
+    let l0 = match rng.gen_range(0..10) {
+        0..=4 => L0Kind::Matrix,
+        5..=7 => L0Kind::Sstable,
+        _ => L0Kind::SingleLevel,
+    };
     let mut opts = crate::pm_crash::episode_options(rng, l0);
     opts.pm_full_timeout_ms = 300;
     let sim = Arc::new(SimPm::new(opts.pm_size as usize));

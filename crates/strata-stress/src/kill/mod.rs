@@ -80,6 +80,13 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
         l0: L0Kind::Sstable,
         state: root.path().join("sstable.state"),
     });
+    targets.push(Target {
+        name: "engine_single_level_pmfile",
+        dir: root.path().join("single"),
+        pm_dir: None,
+        l0: L0Kind::SingleLevel,
+        state: root.path().join("single.state"),
+    });
     for t in &targets {
         ExpectedFile::create(&t.state, KEYS)?;
     }

@@ -62,7 +62,11 @@ fn err<E: std::fmt::Display>(what: &str, at: u64) -> impl Fn(E) -> String + '_ {
 
 fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let l0 = if rng.gen_bool(0.5) { L0Kind::Matrix } else { L0Kind::Sstable };
+    let l0 = match rng.gen_range(0..3) {
+        0 => L0Kind::Matrix,
+        1 => L0Kind::Sstable,
+        _ => L0Kind::SingleLevel,
+    };
     let (opts, name) = options::random_options(&mut rng, l0, shm);
     let dir = tempfile::Builder::new().prefix("strata-stress-model").tempdir().map_err(|e| e.to_string())?;
     let ctx = |e: String| format!("{e} [{name}]");
@@ -196,7 +200,14 @@ fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) 
     let want: Vec<_> = model.into_iter().collect();
     check_iter(it, &want, false).map_err(|e| ctx(format!("final contents: {e}")))?;
     db.verify_checksums().map_err(|e| ctx(format!("check failed: {e}")))?;
-    rep.add(if l0 == L0Kind::Matrix { "cases_matrix_l0" } else { "cases_sstable_l0" }, 1);
+    rep.add(
+        match l0 {
+            L0Kind::Matrix => "cases_matrix_l0",
+            L0Kind::Sstable => "cases_sstable_l0",
+            L0Kind::SingleLevel => "cases_single_level_l0",
+        },
+        1,
+    );
     let s = db.stats();
     rep.max("max_levels", s.nonempty_levels as u64);
     Ok(())

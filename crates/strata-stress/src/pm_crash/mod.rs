@@ -144,7 +144,11 @@ fn run_episode(
     shared: &Shared,
 ) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let l0 = if rng.gen_bool(0.65) { L0Kind::Matrix } else { L0Kind::Sstable };
+    let l0 = match rng.gen_range(0..20) {
+        0..=10 => L0Kind::Matrix,
+        11..=14 => L0Kind::Sstable,
+        _ => L0Kind::SingleLevel,
+    };
     let base = episode_options(&mut rng, l0);
     let sim = Arc::new(SimPm::new(base.pm_size as usize));
     let mem = MemFs::new();
@@ -163,7 +167,14 @@ fn run_episode(
     rep.add("flush_calls", flushes);
     rep.add("compact_calls", compactions);
     rep.add("reopens", reopens);
-    rep.add(if l0 == L0Kind::Matrix { "episodes_matrix_l0" } else { "episodes_sstable_l0" }, 1);
+    rep.add(
+        match l0 {
+            L0Kind::Matrix => "episodes_matrix_l0",
+            L0Kind::Sstable => "episodes_sstable_l0",
+            L0Kind::SingleLevel => "episodes_single_level_l0",
+        },
+        1,
+    );
     rep.add("memtable_seals", stats.flushes);
     rep.add("compactions", stats.compactions);
     rep.add("column_compactions", stats.columns);

@@ -258,6 +258,7 @@ impl DbInner {
         for f in v.all_files() {
             n += self.eng.tables.get(f.number)?.verify()?;
         }
+        self.l0.check(&self.eng)?;
         Ok(n)
     }
 }

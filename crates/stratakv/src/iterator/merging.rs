@@ -86,7 +86,8 @@ impl MergingIterator {
         }
     }
 
-    fn current(&self) -> Option<usize> {
+    /// Index (in the order given to `new`) of the child the cursor is on.
+    pub fn current(&self) -> Option<usize> {
         self.heap.first().copied()
     }
 }

@@ -6,6 +6,7 @@
 //! | --- | --- | --- |
 //! | `sstable` | [`tables`] | L0 tables on SSD, compacted into L1 (LevelDB/RocksDB) |
 //! | `matrix` | [`matrix`] | a row in PM; column compactions move key ranges of the oldest rows into sorted runs or L1 (MatrixKV) |
+//! | `single-level` | [`single`] | tables of the one level, every key indexed by a B+-tree in PM; selective compaction (SLM-DB) |
 //!
 //! What a kind keeps besides table files (the matrix's rows) is an
 //! immutable [`L0State`] that each [`Version`] holds, so one MANIFEST edit
@@ -33,6 +34,7 @@
 //!   record. No table is ever written, so the leveled levels stay empty.
 
 pub(crate) mod matrix;
+pub(crate) mod single;
 pub(crate) mod tables;
 
 use std::path::{Path, PathBuf};
@@ -117,6 +119,12 @@ pub(crate) trait Level0: Send + Sync {
     /// returns the level whose files `compact_range` pushes down next.
     fn drain(&self, eng: &Engine) -> Result<usize>;
 
+    /// Verifies level 0's own structures beyond table checksums (`strata
+    /// check`); the default has none.
+    fn check(&self, _eng: &Engine) -> Result<()> {
+        Ok(())
+    }
+
     /// Fills level 0's part of `stats` for version `v`.
     fn stats(&self, v: &Version, stats: &mut Stats);
 }
@@ -128,5 +136,12 @@ pub(crate) fn for_manifest(opts: &mut Options, code: Option<u8>) -> Box<dyn Leve
     match opts.l0 {
         L0Kind::Sstable => Box::new(tables::TablesL0::new(opts)),
         L0Kind::Matrix => Box::new(matrix::MatrixL0::new(opts)),
+        L0Kind::SingleLevel => {
+            // The tree finds every key's block: no filters, and the
+            // leveled picker never compacts the one level.
+            opts.bloom_bits_per_key = 0;
+            opts.l0_compaction_trigger = usize::MAX;
+            Box::new(single::SingleLevelL0::new(opts))
+        }
     }
 }

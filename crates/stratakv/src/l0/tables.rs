@@ -29,8 +29,10 @@ impl TablesL0 {
     /// The level 0 of `opts`.
     pub fn new(opts: &Options) -> TablesL0 {
         TablesL0 {
-            slowdown_at: opts.l0_slowdown_writes_trigger,
-            stop_at: opts.l0_stop_writes_trigger,
+            // With automatic compaction off nothing would clear a stall:
+            // none, as RocksDB does (`disable_auto_compactions`).
+            slowdown_at: if opts.disable_auto_compaction { usize::MAX } else { opts.l0_slowdown_writes_trigger },
+            stop_at: if opts.disable_auto_compaction { usize::MAX } else { opts.l0_stop_writes_trigger },
             l1_bytes: opts.max_bytes_for_level_base,
         }
     }

@@ -151,7 +151,14 @@ impl L0State for Matrix {
         Matrix::record(self).encode()
     }
 
-    fn get(&self, ukey: &[u8], seq: SeqNo, hash: u64) -> Result<Lookup> {
+    fn get(
+        &self,
+        ukey: &[u8],
+        seq: SeqNo,
+        hash: u64,
+        _tables: &crate::version::TableCache,
+        _l0_files: &[std::sync::Arc<crate::version::FileMeta>],
+    ) -> Result<Lookup> {
         Matrix::get(self, ukey, seq, hash)
     }
 

@@ -17,8 +17,8 @@ mod reader;
 pub use block::{Block, BlockBuilder, BlockIter};
 pub use builder::{TableBuilder, TableOptions};
 pub use cache::BlockCache;
-pub use format::Compression;
-pub use reader::{Table, TableIter};
+pub use format::{BlockHandle, Compression};
+pub use reader::{BlockReads, Table, TableIter};
 
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use super::block::{Block, BlockIter};
@@ -15,6 +16,16 @@ use crate::fs::{Fs, RandomAccessFile};
 use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, user_key};
 
+/// Data blocks read for users (gets, scans), shared by the tables of one
+/// database; compactions' reads are not counted.
+#[derive(Debug, Default)]
+pub struct BlockReads {
+    /// Data blocks fetched, from the block cache or the file.
+    pub fetched: AtomicU64,
+    /// Of those, read from the file (the block cache missed or is off).
+    pub from_file: AtomicU64,
+}
+
 /// An open table: index, filter and properties in DRAM, data blocks read on demand.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -25,6 +36,7 @@ pub struct Table {
     filter: Option<Vec<u8>>,
     props: TableProps,
     cache: Option<Arc<BlockCache>>,
+    reads: Option<Arc<BlockReads>>,
 }
 
 impl std::fmt::Debug for Table {
@@ -64,7 +76,13 @@ impl Table {
                 return Err(Error::corruption(&*path, footer.index.offset, "index points past the data"));
             }
         }
-        Ok(Table { file, path, number, size, index, filter, props, cache })
+        Ok(Table { file, path, number, size, index, filter, props, cache, reads: None })
+    }
+
+    /// Counts the data blocks users read from this table into `reads`.
+    pub fn with_read_counters(mut self, reads: Arc<BlockReads>) -> Table {
+        self.reads = Some(reads);
+        self
     }
 
     /// The file's path.
@@ -103,10 +121,17 @@ impl Table {
     /// Reads a data block; with `fill_cache` false a miss is not cached
     /// (compactions read whole tables once and should not evict hot blocks).
     pub fn read_block_with(&self, h: BlockHandle, fill_cache: bool) -> Result<Arc<Block>> {
+        let counted = if fill_cache { self.reads.as_deref() } else { None };
+        if let Some(r) = counted {
+            r.fetched.fetch_add(1, AtomicOrdering::Relaxed);
+        }
         if let Some(c) = &self.cache {
             if let Some(b) = c.get(self.number, h.offset) {
                 return Ok(b);
             }
+        }
+        if let Some(r) = counted {
+            r.from_file.fetch_add(1, AtomicOrdering::Relaxed);
         }
         let data = read_raw(&*self.file, &self.path, h, self.size)?;
         let block = Arc::new(Block::new(data, self.path.clone(), h.offset)?);
@@ -137,6 +162,23 @@ impl Table {
                 return Ok(None);
             }
             i += 1;
+        }
+        Ok(None)
+    }
+
+    /// Handles of every data block, in key order.
+    pub fn block_handles(&self) -> Vec<BlockHandle> {
+        (0..self.index.num_blocks()).filter_map(|i| self.index.block(i)).collect()
+    }
+
+    /// In data block `h` only (no filter, no index search: the block a
+    /// single-level tree entry names), the first entry >= `seek_key` if its
+    /// user key is `ukey`: (internal key, value).
+    pub fn get_in_block(&self, h: BlockHandle, seek_key: &[u8], ukey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut it = BlockIter::new(self.read_block(h)?);
+        it.seek(seek_key)?;
+        if it.valid() && user_key(it.key()) == ukey {
+            return Ok(Some((it.key().to_vec(), it.value().to_vec())));
         }
         Ok(None)
     }

@@ -166,7 +166,7 @@ impl Version {
     /// below the memtables.
     pub fn get(&self, tables: &TableCache, ukey: &[u8], hash: u64, seq: SeqNo) -> Result<Lookup> {
         if let Some(l0) = &self.l0 {
-            match l0.get(ukey, seq, hash)? {
+            match l0.get(ukey, seq, hash, tables, self.files(0))? {
                 Lookup::Missing => {}
                 found => return Ok(found),
             }
@@ -215,8 +215,13 @@ impl Version {
         prefix: Option<&[u8]>,
     ) -> Result<usize> {
         let skipped = self.l0.as_ref().map_or(0, |l0| l0.add_iterators(out, prefix));
-        for f in self.files(0) {
-            out.push(Box::new(tables.get(f.number)?.iter()));
+        match self.l0.as_ref().and_then(|l0| l0.table_iterators(tables, self.files(0))) {
+            Some(it) => out.push(it?),
+            None => {
+                for f in self.files(0) {
+                    out.push(Box::new(tables.get(f.number)?.iter()));
+                }
+            }
         }
         let sorted = self.runs.iter().map(|r| &r.files).chain(self.levels.iter().skip(1));
         for files in sorted.filter(|f| !f.is_empty()) {

@@ -9,13 +9,14 @@ use parking_lot::RwLock;
 use super::filename::table_path;
 use crate::error::Result;
 use crate::fs::Fs;
-use crate::sstable::{BlockCache, Table};
+use crate::sstable::{BlockCache, BlockReads, Table};
 
 /// Keeps every live table open (index and filter in DRAM).
 pub struct TableCache {
     fs: Arc<dyn Fs>,
     dir: PathBuf,
     blocks: Option<Arc<BlockCache>>,
+    reads: Arc<BlockReads>,
     tables: RwLock<HashMap<u64, Arc<Table>>>,
 }
 
@@ -28,7 +29,7 @@ impl std::fmt::Debug for TableCache {
 impl TableCache {
     /// A cache for tables in `dir`.
     pub fn new(fs: Arc<dyn Fs>, dir: &Path, blocks: Option<Arc<BlockCache>>) -> TableCache {
-        TableCache { fs, dir: dir.to_path_buf(), blocks, tables: RwLock::new(HashMap::new()) }
+        TableCache { fs, dir: dir.to_path_buf(), blocks, reads: Arc::default(), tables: RwLock::new(HashMap::new()) }
     }
 
     /// The open table `number`, opening it if needed.
@@ -37,7 +38,9 @@ impl TableCache {
             return Ok(t.clone());
         }
         let path = table_path(&self.dir, number);
-        let t = Arc::new(Table::open(&*self.fs, &path, number, self.blocks.clone())?);
+        let t = Arc::new(
+            Table::open(&*self.fs, &path, number, self.blocks.clone())?.with_read_counters(self.reads.clone()),
+        );
         self.tables.write().entry(number).or_insert_with(|| t.clone());
         Ok(t)
     }
@@ -50,6 +53,11 @@ impl TableCache {
     /// DRAM held by open tables' indexes and filters.
     pub fn memory_bytes(&self) -> usize {
         self.tables.read().values().map(|t| t.memory_bytes()).sum()
+    }
+
+    /// Data blocks users read from these tables, and how many came from the files.
+    pub fn block_reads(&self) -> &BlockReads {
+        &self.reads
     }
 
     /// The shared block cache.
