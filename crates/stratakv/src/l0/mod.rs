@@ -129,6 +129,27 @@ pub(crate) trait Level0: Send + Sync {
     fn stats(&self, v: &Version, stats: &mut Stats);
 }
 
+/// Writes sealed memtable `imm` as tables (none if it is empty), dropping
+/// a tombstone only where `may_exist_below` says no older version of its
+/// key can be anywhere else.
+pub(crate) fn write_memtable(
+    eng: &Engine,
+    imm: &Arc<Memtable>,
+    may_exist_below: &dyn Fn(&[u8]) -> bool,
+) -> Result<Vec<crate::version::FileMeta>> {
+    if imm.is_empty() {
+        return Ok(Vec::new());
+    }
+    let next = || eng.new_file_number();
+    let merge = crate::compaction::Merge {
+        inputs: vec![Box::new(imm.iter())],
+        oldest_snapshot: eng.oldest_snapshot(),
+        may_exist_below,
+        grandparents: &[],
+    };
+    crate::compaction::execute(&eng.build_ctx(&next, u64::MAX), merge)
+}
+
 /// The level 0 a database was created with (`code` from its MANIFEST;
 /// a new database's is `opts.l0`), with `opts.l0` set to match.
 pub(crate) fn for_manifest(opts: &mut Options, code: Option<u8>) -> Box<dyn Level0> {

@@ -10,7 +10,6 @@ use strata_pmem::ExtentHead;
 
 use super::{Job, Lane, Level0, RecoverCx, Stall};
 use crate::compaction::picker::key_may_exist_below;
-use crate::compaction::{execute, Merge};
 use crate::engine::{Commit, Engine, StallPolicy};
 use crate::error::Result;
 use crate::memtable::Memtable;
@@ -56,18 +55,8 @@ impl Level0 for TablesL0 {
     /// Writes the memtable to L0 tables and retires its log.
     fn flush(&self, eng: &Engine, imm: &Arc<Memtable>) -> Result<()> {
         let version = eng.tables_version();
-        let mut outputs = Vec::new();
-        if !imm.is_empty() {
-            let next = || eng.new_file_number();
-            let below = |uk: &[u8]| key_may_exist_below(&version, 0, uk) || in_l0(&version, uk);
-            let merge = Merge {
-                inputs: vec![Box::new(imm.iter())],
-                oldest_snapshot: eng.oldest_snapshot(),
-                may_exist_below: &below,
-                grandparents: &[],
-            };
-            outputs = execute(&eng.build_ctx(&next, u64::MAX), merge)?;
-        }
+        let below = |uk: &[u8]| key_may_exist_below(&version, 0, uk) || in_l0(&version, uk);
+        let outputs = super::write_memtable(eng, imm, &below)?;
         let bytes: u64 = outputs.iter().map(|f| f.size).sum();
         let mut vs = eng.versions.lock();
         let edit = VersionEdit {

@@ -60,6 +60,32 @@ impl Inner {
     }
 }
 
+/// An iterator that reads a leaf at a time into a buffer.
+trait LeafBuffered {
+    /// The buffer and whether the range is exhausted.
+    fn parts(&mut self) -> (&mut VecDeque<Item>, &mut bool);
+    /// Reads the next leaf into the buffer (or marks the end).
+    fn fill(&mut self) -> Result<()>;
+}
+
+/// The next item of `it`, reading leaves as the buffer empties; after an
+/// error, the end.
+fn next_buffered(it: &mut impl LeafBuffered) -> Option<Result<Item>> {
+    loop {
+        let (buf, done) = it.parts();
+        if let Some(x) = buf.pop_front() {
+            return Some(Ok(x));
+        }
+        if *done {
+            return None;
+        }
+        if let Err(e) = it.fill() {
+            *it.parts().1 = true;
+            return Some(Err(e));
+        }
+    }
+}
+
 /// Ascending iterator over a key range (see [`super::PmTree::range`]).
 pub(crate) struct RangeIter {
     tree: Arc<Inner>,
@@ -83,6 +109,12 @@ impl RangeIter {
             last: None,
             done: false,
         }
+    }
+}
+
+impl LeafBuffered for RangeIter {
+    fn parts(&mut self) -> (&mut VecDeque<Item>, &mut bool) {
+        (&mut self.buf, &mut self.done)
     }
 
     fn fill(&mut self) -> Result<()> {
@@ -120,18 +152,7 @@ impl Iterator for RangeIter {
     type Item = Result<Item>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(x) = self.buf.pop_front() {
-                return Some(Ok(x));
-            }
-            if self.done {
-                return None;
-            }
-            if let Err(e) = self.fill() {
-                self.done = true;
-                return Some(Err(e));
-            }
-        }
+        next_buffered(self)
     }
 }
 
@@ -150,6 +171,12 @@ pub(crate) struct RevRangeIter {
 impl RevRangeIter {
     pub(super) fn new(tree: Arc<Inner>, start: Bound<&[u8]>, end: Bound<&[u8]>) -> RevRangeIter {
         RevRangeIter { tree, start: owned(start), upper: owned(end), buf: VecDeque::new(), done: false }
+    }
+}
+
+impl LeafBuffered for RevRangeIter {
+    fn parts(&mut self) -> (&mut VecDeque<Item>, &mut bool) {
+        (&mut self.buf, &mut self.done)
     }
 
     fn fill(&mut self) -> Result<()> {
@@ -184,17 +211,6 @@ impl Iterator for RevRangeIter {
     type Item = Result<Item>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(x) = self.buf.pop_front() {
-                return Some(Ok(x));
-            }
-            if self.done {
-                return None;
-            }
-            if let Err(e) = self.fill() {
-                self.done = true;
-                return Some(Err(e));
-            }
-        }
+        next_buffered(self)
     }
 }

@@ -42,7 +42,6 @@ use self::index::{index_table, Mode};
 use self::record::{KeyCounts, Record};
 use self::state::{numbers, single_in, ReadCounters, SingleState};
 use super::{Job, Lane, Level0, RecoverCx, Stall};
-use crate::compaction::{execute, Merge};
 use crate::engine::{Commit, Engine, StallPolicy};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
@@ -224,19 +223,8 @@ impl Level0 for SingleLevelL0 {
     fn flush(&self, eng: &Engine, imm: &Arc<Memtable>) -> Result<()> {
         self.reindex_recovered(eng)?;
         let tree = self.tree()?;
-        let mut outputs = Vec::new();
-        if !imm.is_empty() {
-            let next = || eng.new_file_number();
-            // Tombstones stay: older versions live in other tables.
-            let below = |_: &[u8]| true;
-            let merge = Merge {
-                inputs: vec![Box::new(imm.iter())],
-                oldest_snapshot: eng.oldest_snapshot(),
-                may_exist_below: &below,
-                grandparents: &[],
-            };
-            outputs = execute(&eng.build_ctx(&next, u64::MAX), merge)?;
-        }
+        // Tombstones stay: older versions live in other tables.
+        let outputs = super::write_memtable(eng, imm, &|_: &[u8]| true)?;
         let bytes: u64 = outputs.iter().map(|f| f.size).sum();
         // Edit 1: the tables are live (the memtable still answers reads).
         if !outputs.is_empty() {
