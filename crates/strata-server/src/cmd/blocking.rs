@@ -12,8 +12,9 @@
 use bytes::Bytes;
 
 use super::listedit::move_one;
-use super::{arg, is, write_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::{list_key, KeyType, Meta};
+use super::lists::pop_n;
+use super::{arg, is, CmdError, CmdResult, Ctx};
+use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
 /// A timeout argument in seconds (0: forever), checked as Redis checks it.
@@ -30,32 +31,6 @@ pub(crate) fn timeout_arg(b: &[u8]) -> Result<f64, CmdError> {
 /// Whether `key` exists with a type other than list.
 fn wrong_type(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<bool, CmdError> {
     Ok(ctx.txn.meta(key)?.is_some_and(|m| m.kind != KeyType::List))
-}
-
-/// Pops up to `n` elements of list `key` from one end; `None` when the key
-/// holds no list elements (missing). A key of another type is WRONGTYPE.
-fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], left: bool, n: u64) -> Result<Option<Vec<Vec<u8>>>, CmdError> {
-    let Some(old) = write_typed(ctx, key, KeyType::List)? else { return Ok(None) };
-    let (mut head, mut tail) = old.list_bounds();
-    let n = n.min(tail.saturating_sub(head));
-    let mut out = Vec::with_capacity(n as usize);
-    for _ in 0..n {
-        let idx = if left { head } else { tail - 1 };
-        let k = list_key(key, idx);
-        out.push(ctx.txn.get(&k)?.unwrap_or_default());
-        ctx.txn.delete(k);
-        if left {
-            head += 1;
-        } else {
-            tail -= 1;
-        }
-    }
-    if head == tail {
-        ctx.txn.drop_meta(key, &old);
-    } else {
-        ctx.txn.put_meta(key, Some(&old), &Meta::list(head, tail, old.expire_ms));
-    }
-    Ok(Some(out))
 }
 
 fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {

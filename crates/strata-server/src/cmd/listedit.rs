@@ -98,26 +98,13 @@ fn side(b: &[u8]) -> Result<bool, CmdError> {
 /// Pops from `src` at one end and pushes onto `dst` at one end; nil when
 /// `src` is empty. A wrong type of `dst` fails before anything changes.
 pub(crate) fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> CmdResult {
-    let Some(sm) = write_typed(ctx, src, KeyType::List)? else { return Ok(Reply::Nil) };
-    write_typed(ctx, dst, KeyType::List)?;
-    let (mut head, mut tail) = sm.list_bounds();
-    if head >= tail {
+    if write_typed(ctx, src, KeyType::List)?.is_none() {
         return Ok(Reply::Nil);
     }
-    let idx = if from_left { head } else { tail - 1 };
-    let k = list_key(src, idx);
-    let v = ctx.txn.get(&k)?.unwrap_or_default();
-    ctx.txn.delete(k);
-    if from_left {
-        head += 1;
-    } else {
-        tail -= 1;
-    }
-    if head == tail {
-        ctx.txn.drop_meta(src, &sm);
-    } else {
-        ctx.txn.put_meta(src, Some(&sm), &Meta::list(head, tail, sm.expire_ms));
-    }
+    write_typed(ctx, dst, KeyType::List)?;
+    let Some(v) = super::lists::pop_n(ctx, src, from_left, 1)?.and_then(|mut p| p.pop()) else {
+        return Ok(Reply::Nil);
+    };
     // Reads see this transaction's writes: dst is loaded after the pop
     // (the same list when src == dst).
     let dm = write_typed(ctx, dst, KeyType::List)?;

@@ -35,25 +35,18 @@ pub(crate) fn rpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     push(ctx, args, false)
 }
 
-fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
-    let key = arg(args, 1);
-    if args.len() > 3 {
-        let name = if left { "lpop" } else { "rpop" };
-        return Err(CmdError::Msg(format!("ERR wrong number of arguments for '{name}' command")));
-    }
-    let count = args.get(2).map(|c| pop_count(c)).transpose()?;
-    let Some(old) = write_typed(ctx, key, KeyType::List)? else {
-        return Ok(if count.is_some() { Reply::NilArray } else { Reply::Nil });
-    };
+/// Pops up to `n` elements of list `key` from one end; `None` when the key
+/// holds no list elements (missing). A key of another type is WRONGTYPE.
+pub(crate) fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], left: bool, n: u64) -> Result<Option<Vec<Vec<u8>>>, CmdError> {
+    let Some(old) = write_typed(ctx, key, KeyType::List)? else { return Ok(None) };
     let (mut head, mut tail) = old.list_bounds();
-    let n = count.unwrap_or(1).min(tail.saturating_sub(head));
+    let n = n.min(tail.saturating_sub(head));
     let mut out = Vec::with_capacity(n as usize);
     for _ in 0..n {
         let idx = if left { head } else { tail - 1 };
         let k = list_key(key, idx);
-        let v = ctx.txn.get(&k)?.unwrap_or_default();
+        out.push(ctx.txn.get(&k)?.unwrap_or_default());
         ctx.txn.delete(k);
-        out.push(Reply::bulk_vec(v));
         if left {
             head += 1;
         } else {
@@ -65,6 +58,20 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
     } else if n > 0 {
         ctx.txn.put_meta(key, Some(&old), &Meta::list(head, tail, old.expire_ms));
     }
+    Ok(Some(out))
+}
+
+fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
+    let key = arg(args, 1);
+    if args.len() > 3 {
+        let name = if left { "lpop" } else { "rpop" };
+        return Err(CmdError::Msg(format!("ERR wrong number of arguments for '{name}' command")));
+    }
+    let count = args.get(2).map(|c| pop_count(c)).transpose()?;
+    let Some(popped) = pop_n(ctx, key, left, count.unwrap_or(1))? else {
+        return Ok(if count.is_some() { Reply::NilArray } else { Reply::Nil });
+    };
+    let mut out: Vec<Reply> = popped.into_iter().map(Reply::bulk_vec).collect();
     Ok(match count {
         None => out.pop().unwrap_or(Reply::Nil),
         Some(_) => Reply::Array(out),
