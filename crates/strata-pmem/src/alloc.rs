@@ -103,6 +103,22 @@ impl Extent {
         off >= self.inner.off && off < self.inner.off + self.inner.len
     }
 
+    /// Atomically stores the aligned link word at region offset `off`
+    /// (inside this extent) without persisting it; pair with
+    /// [`Region::persist`].
+    ///
+    /// For words that lock-free readers follow after the bytes around them
+    /// were published (the `next` links of a persistent skiplist whose
+    /// nodes are log entries): such a word is only ever accessed with this
+    /// and [`Region::load_u64`], never through [`Extent::read`] or a
+    /// [`Slot`] still alive, so a racing load sees the old or the new word.
+    pub fn store_link(&self, off: u64, value: u64) -> Result<(), PmError> {
+        if !self.contains(off) || !self.contains(off + 7) {
+            return Err(PmError::OutOfRange { offset: off, len: 8 });
+        }
+        self.inner.region.inner.store_u64(off, value)
+    }
+
     /// Bytes `[at, at+len)` relative to the extent start (published bytes only).
     pub fn read(&self, at: u64, len: u64) -> Result<&[u8], PmError> {
         match at.checked_add(len) {

@@ -129,6 +129,9 @@ pub struct RecordLoc {
     pub value_len: u32,
     /// The key's hash, if the source stores it.
     pub hash: Option<u64>,
+    /// Region offset of the record's PM skiplist node, if its entry has
+    /// them (pm-only; FORMAT.md, "Log entry").
+    pub node_off: Option<u64>,
 }
 
 /// Where a record's key starts, given where its value starts: a put's

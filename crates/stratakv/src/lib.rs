@@ -34,6 +34,7 @@ mod log;
 mod matrix;
 mod memtable;
 mod options;
+mod pmlist;
 mod pmtree;
 mod sstable;
 mod stats;

@@ -19,6 +19,10 @@ pub enum L0Kind {
     /// One level of SSTables indexed by a persistent B+-tree in PM, with
     /// selective compaction (SLM-DB).
     SingleLevel,
+    /// All data in PM: sealed memtables become PM skiplists made of their
+    /// log entries, merged into one L1 skiplist by zipper compaction
+    /// (ListDB). Nothing but the MANIFEST goes to SSD.
+    PmOnly,
 }
 
 impl L0Kind {
@@ -28,6 +32,7 @@ impl L0Kind {
             L0Kind::Sstable => 0,
             L0Kind::Matrix => 1,
             L0Kind::SingleLevel => 2,
+            L0Kind::PmOnly => 3,
         }
     }
 
@@ -37,16 +42,18 @@ impl L0Kind {
         match code {
             Some(1) => L0Kind::Matrix,
             Some(2) => L0Kind::SingleLevel,
+            Some(3) => L0Kind::PmOnly,
             _ => L0Kind::Sstable,
         }
     }
 
-    /// Parses `sstable`, `matrix` or `single-level`.
+    /// Parses `sstable`, `matrix`, `single-level` or `pm-only`.
     pub fn parse(s: &str) -> Option<L0Kind> {
         match s {
             "sstable" => Some(L0Kind::Sstable),
             "matrix" => Some(L0Kind::Matrix),
             "single-level" | "single_level" | "slm" => Some(L0Kind::SingleLevel),
+            "pm-only" | "pm_only" | "listdb" => Some(L0Kind::PmOnly),
             _ => None,
         }
     }
@@ -57,6 +64,7 @@ impl L0Kind {
             L0Kind::Sstable => "sstable",
             L0Kind::Matrix => "matrix",
             L0Kind::SingleLevel => "single-level",
+            L0Kind::PmOnly => "pm-only",
         }
     }
 }
@@ -191,6 +199,25 @@ pub struct Options {
     pub slm_scan_min_tables: usize,
     /// Most tables one selective compaction merges. Default: 15 (SLM-DB).
     pub slm_max_compaction_tables: usize,
+
+    // --- pm-only (ListDB) ---
+    /// PM regions (NUMA nodes) the skiplists' upper levels are braided
+    /// over: level 0 is one list, each level above is one list per region,
+    /// and a writer's nodes go to its thread's region. Fixed when the
+    /// database is created. Default: 1 (this machine has one NUMA node).
+    pub pm_regions: usize,
+    /// Zipper compaction merges each L0 list into L1 as soon as it is made;
+    /// false leaves L0 lists in place until `listdb_max_l0` of them pile up
+    /// (ListDB's "index-unified log alone", for the factor analysis).
+    /// Default: true.
+    pub listdb_zipper: bool,
+    /// DRAM of the lookup cache: a direct-mapped table from key hash to the
+    /// key's newest flushed node, consulted before the lists. 0 turns it
+    /// off. Default: 64 MiB.
+    pub listdb_lookup_cache_bytes: usize,
+    /// Writers stop while this many L0 lists wait for zipper compaction
+    /// (ListDB: 4 memtables per shard). Default: 4.
+    pub listdb_max_l0: usize,
     /// Names each key's prefix group (see [`PrefixExtractor`]). When set,
     /// every matrix row keeps a bloom filter of its keys' prefixes, and an
     /// iterator over a range inside one prefix skips rows without it.
@@ -248,6 +275,10 @@ impl Default for Options {
             slm_scan_window_keys: 30,
             slm_scan_min_tables: 8,
             slm_max_compaction_tables: 15,
+            pm_regions: 1,
+            listdb_zipper: true,
+            listdb_lookup_cache_bytes: 64 << 20,
+            listdb_max_l0: 4,
             prefix_extractor: None,
             fs: default_fs(),
             pm_sim: None,
@@ -279,6 +310,11 @@ impl Options {
     }
 
     /// Slot size for a new region.
+    /// Whether log entries carry PM skiplist nodes (pm-only).
+    pub(crate) fn entry_towers(&self) -> bool {
+        self.l0 == L0Kind::PmOnly
+    }
+
     pub(crate) fn slot_bytes(&self) -> u64 {
         if self.pm_slot_bytes != 0 {
             return self.pm_slot_bytes;

@@ -56,6 +56,26 @@ pub struct Stats {
     /// Scans whose keys were spread over enough tables to mark them as
     /// candidates (range-query sequentiality) since open.
     pub slm_scans_marked: u64,
+    /// L0 PM skiplists waiting for zipper compaction (l0 = pm-only).
+    pub listdb_l0_lists: usize,
+    /// Nodes in the PM skiplists (L0 and L1), counted at open and kept since.
+    pub listdb_live_nodes: u64,
+    /// Log bytes of the extents the skiplists' nodes are in.
+    pub listdb_log_bytes: u64,
+    /// Zipper compactions since open.
+    pub listdb_merges: u64,
+    /// Nodes zipper compactions linked into L1 since open.
+    pub listdb_merged_nodes: u64,
+    /// Nodes unlinked or never linked (older versions, tombstones) since open.
+    pub listdb_dropped_nodes: u64,
+    /// DRAM of the lookup cache.
+    pub listdb_cache_bytes: u64,
+    /// Lookups the cache answered since open.
+    pub listdb_cache_hits: u64,
+    /// Lookups that searched the lists since open.
+    pub listdb_list_searches: u64,
+    /// PM regions the lists are braided over.
+    pub listdb_regions: usize,
     /// Column compactions since open.
     pub columns: u64,
     /// Merges of runs into L1 since open.
@@ -176,6 +196,22 @@ impl fmt::Display for Stats {
                 if self.slm_gets == 0 { 0.0 } else { self.slm_block_reads as f64 / self.slm_gets as f64 },
                 self.slm_fallbacks,
                 self.slm_scans_marked
+            )?;
+        }
+        if self.l0 == "pm-only" {
+            writeln!(
+                f,
+                "pm-only:              {} L0 lists, {} nodes in {:.2} MiB of log, {} zipper merges ({} nodes merged, {} dropped), {} regions; lookup cache {:.1} MiB: {} hits, {} list searches",
+                self.listdb_l0_lists,
+                self.listdb_live_nodes,
+                mib(self.listdb_log_bytes),
+                self.listdb_merges,
+                self.listdb_merged_nodes,
+                self.listdb_dropped_nodes,
+                self.listdb_regions,
+                mib(self.listdb_cache_bytes),
+                self.listdb_cache_hits,
+                self.listdb_list_searches
             )?;
         }
         writeln!(

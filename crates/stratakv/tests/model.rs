@@ -74,7 +74,18 @@ fn options(rng: &mut StdRng, l0: L0Kind) -> Options {
     o.matrix_hash_index = rng.gen_bool(0.5);
     o.prefix_extractor = prefix_extractor(rng);
     o.max_runs = max_runs(rng);
+    // pm-only: braided over 1, 2 or 4 regions (fixed at creation), with
+    // and without the lookup cache, zipper on or piling L0 lists up.
+    o.pm_regions = [1, 2, 4][rng.gen_range(0..3)];
+    listdb_dram(rng, &mut o);
     o
+}
+
+/// pm-only's DRAM-only choices, which a reopen may change.
+fn listdb_dram(rng: &mut StdRng, o: &mut Options) {
+    o.listdb_lookup_cache_bytes = [0, 4 << 10, 1 << 20][rng.gen_range(0..3)];
+    o.listdb_zipper = rng.gen_bool(0.8);
+    o.listdb_max_l0 = rng.gen_range(1..4);
 }
 
 /// Sorted runs before L1: none (columns merge into L1) or a few.
@@ -100,10 +111,16 @@ struct Stats {
     run_merges: u64,
     slm_compactions: u64,
     slm_fallbacks: u64,
+    listdb_merges: u64,
+    listdb_dropped_nodes: u64,
+    listdb_cache_hits: u64,
 }
 
 impl Stats {
     fn absorb(&mut self, s: &stratakv::Stats) {
+        self.listdb_merges += s.listdb_merges;
+        self.listdb_dropped_nodes += s.listdb_dropped_nodes;
+        self.listdb_cache_hits += s.listdb_cache_hits;
         self.slm_compactions += s.slm_compactions;
         self.slm_fallbacks += s.slm_fallbacks;
         self.prefix_skipped_rows += s.prefix_skipped_rows;
@@ -240,6 +257,9 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                 if rng.gen_bool(0.3) {
                     opts.max_runs = max_runs(&mut rng);
                 }
+                if rng.gen_bool(0.3) {
+                    listdb_dram(&mut rng, &mut opts);
+                }
                 db = Db::open(dir.path(), opts.clone()).unwrap();
             }
         }
@@ -270,6 +290,9 @@ fn run(l0: L0Kind, base_seed: u64) {
         run_merges: 0,
         slm_compactions: 0,
         slm_fallbacks: 0,
+        listdb_merges: 0,
+        listdb_dropped_nodes: 0,
+        listdb_cache_hits: 0,
     };
     let seeds: Vec<u64> = match std::env::var("STRATA_MODEL_SEED").ok().and_then(|s| s.parse().ok()) {
         Some(s) => vec![s],
@@ -301,6 +324,15 @@ fn run(l0: L0Kind, base_seed: u64) {
         assert!(stats.slm_compactions > 0, "no selective compaction ever ran");
         assert!(stats.slm_fallbacks > 0, "no snapshot read ever needed an older version than the tree's");
     }
+    if l0 == L0Kind::PmOnly && seeds.len() > 1 {
+        eprintln!(
+            "pm-only: {} zipper merges, {} nodes dropped, {} lookup-cache hits",
+            stats.listdb_merges, stats.listdb_dropped_nodes, stats.listdb_cache_hits
+        );
+        assert!(stats.listdb_merges > 0, "no zipper merge ever ran");
+        assert!(stats.listdb_dropped_nodes > 0, "no older version was ever dropped");
+        assert!(stats.listdb_cache_hits > 0, "the lookup cache never answered");
+    }
     if l0 == L0Kind::Matrix && seeds.len() > 1 {
         assert!(stats.prefix_skipped_rows > 0, "no matrix row was ever skipped by a prefix filter");
         assert!(stats.run_merges > 0, "no run was ever merged into L1");
@@ -320,4 +352,9 @@ fn model_matrix_l0() {
 #[test]
 fn model_single_level_l0() {
     run(L0Kind::SingleLevel, 9000);
+}
+
+#[test]
+fn model_pm_only_l0() {
+    run(L0Kind::PmOnly, 12000);
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::DbInner;
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::log::{entry_len, ExtentFailure, NewExtent, Reserved, HEADER_LEN};
+use crate::log::{entry_len, ExtentFailure, NewExtent, Reserved, Towers, HEADER_LEN};
 
 impl DbInner {
     pub(crate) fn write(&self, batch: &WriteBatch, sync: bool) -> Result<()> {
@@ -22,7 +22,9 @@ impl DbInner {
         if HEADER_LEN + body.len() > u32::MAX as usize {
             return Err(Error::InvalidArgument(format!("batch of {} bytes is too large", body.len())));
         }
-        let len = entry_len(body.len());
+        // pm-only: the entry carries a PM skiplist node per record.
+        let towers = eng.opts.entry_towers().then(|| Towers::choose(batch.count(), eng.opts.pm_regions));
+        let len = entry_len(towers.as_ref().map_or(0, Towers::bytes) + body.len());
         let data_bytes = eng.region.slot_count().saturating_sub(2) * eng.region.slot_bytes();
         if len > data_bytes / 2 {
             return Err(Error::InvalidArgument(format!(
@@ -39,7 +41,7 @@ impl DbInner {
         let mut r = self.reserve(len, count)?;
         let first = r.seq;
         let last = first + count as u64 - 1;
-        let filled = r.fill(&eng.region_path, body, count);
+        let filled = r.fill(&eng.region_path, body, count, towers.as_ref());
         if let Err(e) = &filled {
             // The log now has a hole at our entry: nothing after it may be
             // acknowledged, so stop accepting writes.

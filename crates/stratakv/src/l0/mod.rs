@@ -7,6 +7,7 @@
 //! | `sstable` | [`tables`] | L0 tables on SSD, compacted into L1 (LevelDB/RocksDB) |
 //! | `matrix` | [`matrix`] | a row in PM; column compactions move key ranges of the oldest rows into sorted runs or L1 (MatrixKV) |
 //! | `single-level` | [`single`] | tables of the one level, every key indexed by a B+-tree in PM; selective compaction (SLM-DB) |
+//! | `pm-only` | [`pmonly`] | a PM skiplist made of its own log entries; zipper compaction merges it into the L1 skiplist in place (ListDB) |
 //!
 //! What a kind keeps besides table files (the matrix's rows) is an
 //! immutable [`L0State`] that each [`Version`] holds, so one MANIFEST edit
@@ -34,6 +35,7 @@
 //!   record. No table is ever written, so the leveled levels stay empty.
 
 pub(crate) mod matrix;
+pub(crate) mod pmonly;
 pub(crate) mod single;
 pub(crate) mod tables;
 
@@ -163,6 +165,12 @@ pub(crate) fn for_manifest(opts: &mut Options, code: Option<u8>) -> Box<dyn Leve
             opts.bloom_bits_per_key = 0;
             opts.l0_compaction_trigger = usize::MAX;
             Box::new(single::SingleLevelL0::new(opts))
+        }
+        L0Kind::PmOnly => {
+            // Nothing goes below level 0: no tables, no filters.
+            opts.bloom_bits_per_key = 0;
+            opts.l0_compaction_trigger = usize::MAX;
+            Box::new(pmonly::PmOnlyL0::new(opts))
         }
     }
 }

@@ -30,9 +30,11 @@
 mod pipeline;
 mod prefault;
 mod recovery;
+mod towers;
 mod writer;
 
 pub(crate) use pipeline::Pipeline;
+pub(crate) use towers::{thread_region, Towers};
 pub(crate) use recovery::{next_log_number, replay, split_logs};
 #[cfg(test)]
 pub(crate) use recovery::{scan_extent, ScanEnd};
@@ -63,14 +65,29 @@ pub fn clear_commit_word(slot: &mut Slot) -> Result<(), PmError> {
 }
 
 /// Writes one entry into `slot` and makes it durable in the required order.
-pub fn write_entry(slot: &mut Slot, log_number: u64, seq: u64, count: u32, body: &[u8]) -> Result<(), PmError> {
-    let total = HEADER_LEN + body.len();
+/// With `towers` (pm-only), a PM skiplist node for each record goes between
+/// the header and the records, its links zero (FORMAT.md, "Log entry").
+pub fn write_entry(
+    slot: &mut Slot,
+    log_number: u64,
+    seq: u64,
+    count: u32,
+    body: &[u8],
+    towers: Option<&Towers>,
+) -> Result<(), PmError> {
+    let links_len = towers.map_or(0, Towers::bytes);
+    let total = HEADER_LEN + links_len + body.len();
     let mut hdr = [0u8; HEADER_LEN - 8];
     hdr[0..8].copy_from_slice(&log_number.to_le_bytes());
     hdr[8..16].copy_from_slice(&seq.to_le_bytes());
     hdr[16..20].copy_from_slice(&count.to_le_bytes());
+    hdr[20..24].copy_from_slice(&(links_len as u32).to_le_bytes());
     slot.write(8, &hdr)?;
-    slot.write(HEADER_LEN as u64, body)?;
+    if let Some(t) = towers {
+        let body_at = slot.offset() + (HEADER_LEN + links_len) as u64;
+        slot.write(HEADER_LEN as u64, &t.encode(slot.offset() + HEADER_LEN as u64, body, body_at, seq))?;
+    }
+    slot.write((HEADER_LEN + links_len) as u64, body)?;
     slot.persist(8, (total - 8) as u64)?;
     let crc = mask_crc(crc2(&hdr, body));
     slot.publish_u64(0, ((crc as u64) << 32) | total as u64)

@@ -11,7 +11,7 @@ use super::{EXTENT_KIND_LOG, HEADER_LEN};
 use crate::batch::{Record, Records};
 use crate::coding::{crc2, get_u32, get_u64, unmask_crc};
 use crate::error::{Error, Result};
-use crate::key::{key_prefix, Kind, SeqNo};
+use crate::key::{key_prefix, trailer, Kind, SeqNo};
 use crate::memtable::{MemBuffers, Memtable};
 
 /// One accepted entry.
@@ -23,6 +23,21 @@ pub struct RecoveredEntry<'a> {
     pub len: u64,
     /// Its records, with value offsets in region coordinates.
     pub records: Vec<Record<'a>>,
+    /// Region offsets of the records' PM skiplist nodes (pm-only entries;
+    /// empty for others).
+    pub nodes: Vec<u64>,
+}
+
+/// The header (bytes 8..32) and the records of the entry at `pos` of
+/// `extent` whose commit word says it is `total` bytes, skipping the
+/// nodes between them (their links change after the entry is published,
+/// so they are never read as bytes). None if the sizes do not fit.
+fn entry_parts(extent: &Extent, pos: u64, total: u64) -> Option<(&[u8], &[u8], u64)> {
+    let hdr = extent.read(pos + 8, HEADER_LEN as u64 - 8).ok()?;
+    let links = get_u32(hdr, 20)? as u64;
+    let body_at = HEADER_LEN as u64 + links;
+    let body = extent.read(pos + body_at, total.checked_sub(body_at)?).ok()?;
+    Some((hdr, body, links))
 }
 
 /// Why a scan stopped.
@@ -51,8 +66,7 @@ fn torn(extent: &Extent, number: u64, pos: u64, next_seq: Option<u64>) -> ScanEn
         if let Ok(word) = region.load_u64(base + p) {
             let total = word & 0xffff_ffff;
             if word != 0 && total >= HEADER_LEN as u64 && p + total <= extent.len() {
-                if let Ok(bytes) = extent.read(p + 8, total - 8) {
-                    let (hdr, body) = bytes.split_at(HEADER_LEN - 8);
+                if let Some((hdr, body, _)) = entry_parts(extent, p, total) {
                     let ok = crc2(hdr, body) == unmask_crc((word >> 32) as u32)
                         && get_u64(hdr, 0) == Some(number)
                         && get_u64(hdr, 8).zip(next_seq).map(|(s, n)| s > n).unwrap_or(true);
@@ -97,8 +111,9 @@ pub fn scan_extent<'a>(
         if total < HEADER_LEN as u64 || pos + total > extent.len() {
             return Ok(torn(extent, number, pos, *next_seq));
         }
-        let bytes = extent.read(pos + 8, total - 8).map_err(|e| Error::from_pm(region_path, e))?;
-        let (hdr, body) = bytes.split_at(HEADER_LEN - 8);
+        let Some((hdr, body, links)) = entry_parts(extent, pos, total) else {
+            return Ok(torn(extent, number, pos, *next_seq));
+        };
         if crc2(hdr, body) != stored_crc {
             return Ok(torn(extent, number, pos, *next_seq));
         }
@@ -112,7 +127,7 @@ pub fn scan_extent<'a>(
             return Ok(end);
         }
         let entry_off = base + pos;
-        let body_off = entry_off + HEADER_LEN as u64;
+        let body_off = entry_off + HEADER_LEN as u64 + links;
         let records: Vec<Record<'a>> = Records::new(body, body_off)
             .collect::<std::result::Result<_, u64>>()
             .map_err(|at| Error::corruption(region_path, at, "log entry passes its checksum but does not decode"))?;
@@ -123,11 +138,46 @@ pub fn scan_extent<'a>(
                 format!("log entry says {count} records but holds {}", records.len()),
             ));
         }
+        let nodes = if links == 0 {
+            Vec::new()
+        } else {
+            entry_nodes(region, region_path, entry_off, links, seq, &records)?
+        };
         let padded = (total + 7) & !7;
         *next_seq = Some(seq + count as u64);
-        f(RecoveredEntry { seq, len: padded, records })?;
+        f(RecoveredEntry { seq, len: padded, records, nodes })?;
         pos += padded;
     }
+}
+
+/// The nodes of a pm-only entry at `entry_off` (its `links` bytes of nodes
+/// start after the header), checked against its records: the nodes' fixed
+/// words are written with the entry but are not under its checksum.
+fn entry_nodes(
+    region: &Region,
+    region_path: &Path,
+    entry_off: u64,
+    links: u64,
+    seq: u64,
+    records: &[Record<'_>],
+) -> Result<Vec<u64>> {
+    let end = entry_off + HEADER_LEN as u64 + links;
+    let mut at = entry_off + HEADER_LEN as u64;
+    let mut nodes = Vec::with_capacity(records.len());
+    for (i, rec) in records.iter().enumerate() {
+        let bad = |why: String| Error::corruption(region_path, at, why);
+        let node = crate::pmlist::node::Node::read(region, at).map_err(|e| Error::from_pm(region_path, e))?;
+        let fits = at + node.size() <= end;
+        if !fits || node.key_off != rec.key_off || node.key_len != rec.key.len() || node.trailer != trailer(seq + i as u64, rec.kind) {
+            return Err(bad(format!("skiplist node {i} of the log entry at {entry_off} does not match its record")));
+        }
+        nodes.push(at);
+        at += node.size();
+    }
+    if at != end {
+        return Err(Error::corruption(region_path, entry_off, "log entry's skiplist nodes do not fill their space"));
+    }
+    Ok(nodes)
 }
 
 /// The number the next log extent gets: past every log number that may
@@ -176,6 +226,8 @@ struct Found {
     trailer: u64,
     value_off: u64,
     value_len: u32,
+    /// Distance back from the value to the record's skiplist node (0: none).
+    node_back: u32,
 }
 
 /// Rebuilds the memtable from the `live` log extents, in log order, into
@@ -203,7 +255,9 @@ pub(crate) fn replay(
         let mut accepted = 0u64;
         let end = scan_extent(&ext, h.number, &mut next_seq, region_path, |entry| {
             for (i, rec) in entry.records.iter().enumerate() {
+                let node = entry.nodes.get(i).copied();
                 found.push(Found {
+                    node_back: node.map_or(0, |n| (rec.value_off - n) as u32),
                     prefix: key_prefix(rec.key),
                     key_off: rec.key_off,
                     key_len: rec.key.len() as u32,
@@ -251,7 +305,7 @@ pub(crate) fn replay(
         let key = region.read(r.key_off, r.key_len as u64).map_err(pm)?;
         let kind = Kind::from_u8(r.trailer as u8)
             .ok_or_else(|| Error::corruption(region_path, r.key_off, "bad record kind"))?;
-        mem.add(r.trailer >> 8, kind, key, r.value_off, r.value_len)?;
+        mem.add(r.trailer >> 8, kind, key, r.value_off, r.value_len, r.node_back)?;
     }
     drop(found);
     let last_seq = next_seq.map(|s| s - 1).unwrap_or(last_sequence).max(last_sequence);

@@ -28,7 +28,7 @@ fn kill_in_flight_writer(clear: bool) -> (u64, ScanEnd) {
     for i in 0..20 {
         let b = body(i * 3 + 1);
         let mut s = old.reserve(entry_len(b.len())).unwrap();
-        write_entry(&mut s, 7, 100 + i as u64, 1, &b).unwrap();
+        write_entry(&mut s, 7, 100 + i as u64, 1, &b, None).unwrap();
     }
     drop(old);
     let mut w = region.allocate(EXTENT_KIND_LOG, 1, 9).unwrap();
@@ -47,7 +47,7 @@ fn kill_in_flight_writer(clear: bool) -> (u64, ScanEnd) {
     hdr[0..8].copy_from_slice(&9u64.to_le_bytes());
     hdr[8..16].copy_from_slice(&1u64.to_le_bytes());
     sa.write(8, &hdr).unwrap();
-    write_entry(&mut sb, 9, 2, 1, &b).unwrap();
+    write_entry(&mut sb, 9, 2, 1, &b, None).unwrap();
     let ext = w.extent().clone();
     let mut next = Some(1);
     let mut accepted = 0;

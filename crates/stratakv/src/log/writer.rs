@@ -16,7 +16,7 @@ use parking_lot::{Mutex, MutexGuard};
 use strata_pmem::{ExtentWriter, HeadSync, Placement, PmError, Region, Slot};
 
 use super::prefault::{prefault_bytes, Prefaulter};
-use super::{clear_commit_word, write_entry, EXTENT_KIND_LOG, HEADER_LEN};
+use super::{clear_commit_word, write_entry, Towers, EXTENT_KIND_LOG, HEADER_LEN};
 use crate::batch::Records;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -95,17 +95,20 @@ pub(crate) struct Reserved {
 impl Reserved {
     /// Copies the entry into PM (payload, persist, commit word, persist)
     /// and indexes its records in the memtable.
-    pub fn fill(&mut self, region_path: &std::path::Path, body: &[u8], count: u32) -> Result<()> {
-        write_entry(&mut self.slot, self.log_number, self.seq, count, body)
+    pub fn fill(&mut self, region_path: &std::path::Path, body: &[u8], count: u32, towers: Option<&Towers>) -> Result<()> {
+        write_entry(&mut self.slot, self.log_number, self.seq, count, body, towers)
             .map_err(|e| Error::from_pm(region_path, e))?;
-        let base = self.slot.offset() + HEADER_LEN as u64;
+        let links_len = towers.map_or(0, Towers::bytes);
+        let base = self.slot.offset() + (HEADER_LEN + links_len) as u64;
+        let mut nodes = towers.map(|t| t.offsets(self.slot.offset() + HEADER_LEN as u64));
         // Index in chunks: a chunk's skiplist searches overlap their cache
         // misses, and a bounded chunk keeps the splice state small.
         let mut chunk = Vec::with_capacity((count as usize).min(INDEX_CHUNK));
         let mut seq = self.seq;
         for rec in Records::new(body, base) {
             let rec = rec.map_err(|at| Error::corruption(region_path, at, "batch does not decode"))?;
-            chunk.push((rec.kind, rec.key, rec.value_off, rec.value.len() as u32));
+            let back = nodes.as_mut().and_then(|n| n.next()).map_or(0, |node| (rec.value_off - node) as u32);
+            chunk.push((rec.kind, rec.key, rec.value_off, rec.value.len() as u32, back));
             if chunk.len() == INDEX_CHUNK {
                 self.mem.add_batch(seq, &chunk)?;
                 seq += chunk.len() as u64;

@@ -125,6 +125,7 @@ impl InternalIterator for RowIter {
             key_len: e.key_len,
             value_len: e.value_len,
             hash: Some(self.row.hash(i)?),
+            node_off: None,
         }))
     }
 

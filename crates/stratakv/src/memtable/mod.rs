@@ -197,17 +197,18 @@ impl Memtable {
     }
 
     /// Indexes one record whose value sits at `value_off` in PM.
-    pub fn add(&self, seq: SeqNo, kind: Kind, key: &[u8], value_off: u64, value_len: u32) -> Result<()> {
+    pub fn add(&self, seq: SeqNo, kind: Kind, key: &[u8], value_off: u64, value_len: u32, node_back: u32) -> Result<()> {
+        let len_word = len_word(value_len, node_back);
         let mut buf = [0u8; 64];
         let n = key.len() + 8;
         let node = if let Some(b) = buf.get_mut(..n) {
             b[..key.len()].copy_from_slice(key);
             b[key.len()..].copy_from_slice(&crate::key::trailer(seq, kind).to_le_bytes());
-            self.list.insert(b, value_off, value_len)
+            self.list.insert(b, value_off, len_word)
         } else {
             let mut ik = Vec::with_capacity(n);
             make_internal_key(&mut ik, key, seq, kind);
-            self.list.insert(&ik, value_off, value_len)
+            self.list.insert(&ik, value_off, len_word)
         };
         let node = node.ok_or_else(|| self.full())?;
         self.note_linked(seq, key, node);
@@ -235,27 +236,28 @@ impl Memtable {
 
     /// Indexes the records of one batch, the first at sequence `first_seq`
     /// and the rest after it in order; each is (kind, key, value offset in
-    /// PM, value length). Same result as [`Memtable::add`] for each, but
+    /// PM, value length, distance back from the value to the record's PM
+    /// skiplist node or 0). Same result as [`Memtable::add`] for each, but
     /// the skiplist searches of the whole batch run side by side (see
     /// `SkipList::insert_batch`).
-    pub fn add_batch(&self, first_seq: SeqNo, records: &[(Kind, &[u8], u64, u32)]) -> Result<()> {
-        if let [(kind, key, off, len)] = records {
-            return self.add(first_seq, *kind, key, *off, *len);
+    pub fn add_batch(&self, first_seq: SeqNo, records: &[(Kind, &[u8], u64, u32, u32)]) -> Result<()> {
+        if let [(kind, key, off, len, back)] = records {
+            return self.add(first_seq, *kind, key, *off, *len, *back);
         }
         let mut keys = Vec::with_capacity(records.iter().map(|r| r.1.len() + 8).sum());
-        for (i, (kind, key, _, _)) in records.iter().enumerate() {
+        for (i, (kind, key, ..)) in records.iter().enumerate() {
             keys.extend_from_slice(key);
             keys.extend_from_slice(&crate::key::trailer(first_seq + i as u64, *kind).to_le_bytes());
         }
         let mut items = Vec::with_capacity(records.len());
         let mut at = 0;
-        for (_, key, off, len) in records {
+        for (_, key, off, len, back) in records {
             let end = at + key.len() + 8;
-            items.push((keys.get(at..end).unwrap_or_default(), *off, *len));
+            items.push((keys.get(at..end).unwrap_or_default(), *off, len_word(*len, *back)));
             at = end;
         }
         let nodes = self.list.insert_batch(&items).ok_or_else(|| self.full())?;
-        for (i, ((_, key, _, _), node)) in records.iter().zip(nodes).enumerate() {
+        for (i, ((_, key, ..), node)) in records.iter().zip(nodes).enumerate() {
             self.note_linked(first_seq + i as u64, key, node);
         }
         Ok(())
@@ -314,6 +316,12 @@ impl Memtable {
     pub fn iter(self: &Arc<Self>) -> MemIter {
         MemIter { mem: self.clone(), cur: 0, key: Vec::new(), value: (0, 0) }
     }
+}
+
+/// The skiplist's value-length word: the length, and the distance back
+/// from the value to the record's PM skiplist node (pm-only; 0: none).
+fn len_word(value_len: u32, node_back: u32) -> u64 {
+    value_len as u64 | (node_back as u64) << 32
 }
 
 /// A cursor over a memtable (holds it alive).
@@ -385,6 +393,10 @@ impl InternalIterator for MemIter {
             key_len,
             value_len: if p.kind == Kind::Put { value_len } else { 0 },
             hash: None,
+            node_off: match self.mem.list.node_back(self.cur) {
+                0 => None,
+                back => Some(value_off - back as u64),
+            },
         }))
     }
 

@@ -11,7 +11,8 @@
 //! word 0      key prefix: first 8 bytes of the user key, big-endian (settles most comparisons)
 //! word 1      key length (bits 0..32) | height (bits 32..40)
 //! word 2      value offset in PM
-//! word 3      value length
+//! word 3      value length (bits 0..32) | distance back from the value to
+//!             the record's PM skiplist node, 0 for none (bits 32..64)
 //! word 4..    links, one word per level: index of the next node (bits 0..32,
 //!             0 = none) | top 32 bits of the next node's key prefix (32..64)
 //! then        the internal key, 8 bytes per word, little-endian
@@ -188,6 +189,12 @@ impl SkipList {
         self.with_node(i, |k, value_off, value_len| Node { key: k.to_vec(), value_off, value_len })
     }
 
+    /// The distance back from node `i`'s value to its record's PM skiplist
+    /// node (high half of word 3; 0: none).
+    pub fn node_back(&self, i: u32) -> u32 {
+        self.arena.word(i + 3).map_or(0, |w| (w.load(Ordering::Relaxed) >> 32) as u32)
+    }
+
     /// Calls `f` with node `i`'s internal key, value offset and value length
     /// (None for the head or an invalid index). Short keys are copied to the
     /// stack: point lookups and index updates make one such call per write,
@@ -294,8 +301,8 @@ impl SkipList {
     /// Inserts a key that is not already present (internal keys are unique)
     /// and returns its node. Returns None if the arena has no room (the
     /// memtable is far over budget).
-    pub fn insert(&self, key: &[u8], value_off: u64, value_len: u32) -> Option<u32> {
-        let (idx, height, pp) = self.new_node(key, value_off, value_len)?;
+    pub fn insert(&self, key: &[u8], value_off: u64, len_word: u64) -> Option<u32> {
+        let (idx, height, pp) = self.new_node(key, value_off, len_word)?;
         // Find predecessors at every level, top-down, once.
         let mut prev = [HEAD; MAX_HEIGHT];
         let mut x = HEAD;
@@ -317,7 +324,7 @@ impl SkipList {
     /// time). A key linked in earlier in the batch may then sit between a
     /// later key and its predecessor; linking walks forward from the
     /// predecessor, as after a lost race with another writer.
-    pub fn insert_batch(&self, items: &[(&[u8], u64, u32)]) -> Option<Vec<u32>> {
+    pub fn insert_batch(&self, items: &[(&[u8], u64, u64)]) -> Option<Vec<u32>> {
         let mut nodes = Vec::with_capacity(items.len());
         for &(key, off, len) in items {
             nodes.push(self.new_node(key, off, len)?);
@@ -366,7 +373,7 @@ impl SkipList {
     /// Allocates and fills a node for `key` with a random height, raising
     /// the list's height to it; returns (node, height, key prefix). The node
     /// is unreachable until [`SkipList::link_in`].
-    fn new_node(&self, key: &[u8], value_off: u64, value_len: u32) -> Option<(u32, usize, u64)> {
+    fn new_node(&self, key: &[u8], value_off: u64, len_word: u64) -> Option<(u32, usize, u64)> {
         let height = Self::random_height();
         let words = HEADER_WORDS + height + key.len().div_ceil(8);
         let idx = self.arena.alloc(words)?;
@@ -374,7 +381,7 @@ impl SkipList {
         self.arena.store(idx, pp);
         self.arena.store(idx + 1, key.len() as u64 | (height as u64) << 32);
         self.arena.store(idx + 2, value_off);
-        self.arena.store(idx + 3, value_len as u64);
+        self.arena.store(idx + 3, len_word);
         let kstart = idx + (HEADER_WORDS + height) as u32;
         for (i, chunk) in key.chunks(8).enumerate() {
             let mut w = [0u8; 8];
@@ -548,7 +555,7 @@ mod tests {
             let uk: Vec<u8> = (0..n).map(|j| (i * 31 + j) as u8).collect();
             let ik = internal_key(&uk, i as u64 + 1, Kind::Put);
             let (off, len) = (1000 + i as u64, 10 * i as u32);
-            nodes.push((l.insert(&ik, off, len).unwrap(), (ik, off, len)));
+            nodes.push((l.insert(&ik, off, len as u64).unwrap(), (ik, off, len)));
         }
         for (x, want) in &nodes {
             let seen = l.with_node(*x, |k, off, len| (k.to_vec(), off, len)).unwrap();
@@ -570,7 +577,7 @@ mod tests {
             };
             let k = internal_key(uk.as_bytes(), i as u64, Kind::Put);
             want.push(k.clone());
-            l.insert(&k, i as u64, i);
+            l.insert(&k, i as u64, i as u64);
         }
         want.sort_by(|a, b| compare_internal(a, b));
         assert_eq!(keys_in_order(&l), want);
@@ -708,7 +715,7 @@ mod tests {
                         (internal_key(&uk, seq, Kind::Put), seq)
                     })
                     .collect();
-                let items: Vec<(&[u8], u64, u32)> = batch.iter().map(|(k, s)| (&k[..], *s, 7)).collect();
+                let items: Vec<(&[u8], u64, u64)> = batch.iter().map(|(k, s)| (&k[..], *s, 7)).collect();
                 let nodes = l.insert_batch(&items).unwrap();
                 assert_eq!(nodes.len(), items.len());
                 for (node, (k, s)) in nodes.iter().zip(&batch) {

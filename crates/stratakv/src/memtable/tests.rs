@@ -30,12 +30,12 @@ fn check(capacity: usize, keys: u32, seed: u64) {
     for &seq in &seqs {
         let key = format!("k{}", rng.gen_range(0..keys)).into_bytes();
         let value = if rng.gen_bool(0.15) {
-            mem.add(seq, Kind::Delete, &key, 0, 0).unwrap();
+            mem.add(seq, Kind::Delete, &key, 0, 0, 0).unwrap();
             None
         } else {
             let mut slot = values.reserve(8).unwrap();
             slot.write(0, &seq.to_le_bytes()).unwrap();
-            mem.add(seq, Kind::Put, &key, slot.offset(), 8).unwrap();
+            mem.add(seq, Kind::Put, &key, slot.offset(), 8, 0).unwrap();
             Some(seq)
         };
         model.entry(key).or_default().push((seq, value));

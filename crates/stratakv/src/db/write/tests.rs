@@ -204,7 +204,7 @@ fn a_sync_keeps_an_older_extent_that_a_writer_is_still_filling() {
     }
     inner.eng.sync_log().unwrap();
 
-    x.fill(&inner.eng.region_path, bx.rep(), bx.count()).unwrap();
+    x.fill(&inner.eng.region_path, bx.rep(), bx.count(), None).unwrap();
     let seq = x.seq;
     drop(x);
     inner.eng.pipeline.publish(seq, seq, false, &|_| Ok(())).unwrap();
