@@ -193,6 +193,13 @@ pub fn strata_options(f: &Flags) -> Result<Options> {
         o.pm_size = f.pm_size;
     }
     o.pm_write_latency_ns = f.pm_write_latency_ns;
+    if f.pm_regions > 0 {
+        o.pm_regions = f.pm_regions;
+    }
+    o.listdb_zipper = f.listdb_zipper;
+    if let Some(mb) = f.listdb_lookup_cache_mb {
+        o.listdb_lookup_cache_bytes = mb << 20;
+    }
     o.matrix_hash_index = f.matrix_hash_index;
     if f.max_runs > 0 {
         o.max_runs = f.max_runs;
@@ -222,6 +229,9 @@ pub fn strata_settings(o: &Options) -> Vec<Setting> {
         Setting::new("pm_size", o.pm_size, d.pm_size),
         Setting::new("pm_write_latency_ns", o.pm_write_latency_ns, d.pm_write_latency_ns),
         Setting::new("matrix_hash_index", o.matrix_hash_index, d.matrix_hash_index),
+        Setting::new("pm_regions", o.pm_regions, d.pm_regions),
+        Setting::new("listdb_zipper", o.listdb_zipper, d.listdb_zipper),
+        Setting::new("listdb_lookup_cache_bytes", o.listdb_lookup_cache_bytes, d.listdb_lookup_cache_bytes),
         Setting::new("max_runs", o.max_runs, d.max_runs),
         Setting::new("background_nice", o.background_nice, d.background_nice),
         Setting::new("write_buffer_size", o.write_buffer_size, d.write_buffer_size),
@@ -349,7 +359,7 @@ impl Engine for StrataEngine {
             compactions: s.compactions,
             pm_placement: s.pm_placement.to_string(),
             reads: Some(ReadCounts { gets: s.gets, blocks: s.data_blocks_read, from_file: s.data_blocks_from_file }),
-            index_dram_bytes: Some(s.table_index_bytes + s.matrix_dram_bytes),
+            index_dram_bytes: Some(s.table_index_bytes + s.matrix_dram_bytes + s.listdb_cache_bytes),
             pm_index_bytes: (s.slm_tree_pm_bytes > 0).then_some(s.slm_tree_pm_bytes),
         }
     }

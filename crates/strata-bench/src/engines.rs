@@ -22,7 +22,14 @@ pub fn open(f: &Flags) -> Result<Box<dyn Engine>> {
     }
 }
 
-/// Removes the database `--db` (and, for StrataKV, its PM region file).
+/// Removes the database `--db` (and, for StrataKV, its PM region file;
+/// for RocksDB, the WAL directory `--wal_dir`, whose old logs a new
+/// database must not find).
 pub fn destroy(f: &Flags) -> Result<()> {
+    if let Some(w) = &f.rocks.wal_dir {
+        if w.exists() {
+            std::fs::remove_dir_all(w).map_err(|e| anyhow!("removing {}: {e}", w.display()))?;
+        }
+    }
     destroy_strata(&f.db, f.pm_dir.as_deref())
 }

@@ -127,7 +127,7 @@ pub struct Flags {
     /// Engine under test: strata (StrataKV), fjall, or rocksdb (when built with the `rocksdb` feature).
     #[arg(long, default_value = "strata")]
     pub engine: String,
-    /// StrataKV level-0 profile: sstable or matrix (default: the engine's default).
+    /// StrataKV level-0 profile: sstable, matrix, single-level or pm-only (default: the engine's default).
     #[arg(long)]
     pub profile: Option<String>,
     /// Matrix rows answer point lookups with a DRAM hash index (1) or with
@@ -151,6 +151,15 @@ pub struct Flags {
     /// Emulated extra latency after each PM persist, in nanoseconds.
     #[arg(long, default_value_t = 0)]
     pub pm_write_latency_ns: u64,
+    /// pm-only: PM regions (NUMA nodes) the skiplists are braided over (0 = the engine's default).
+    #[arg(long, default_value_t = 0)]
+    pub pm_regions: usize,
+    /// pm-only: merge each L0 list into L1 at once (1), or only when L0 lists pile up (0).
+    #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub listdb_zipper: bool,
+    /// pm-only: DRAM of the lookup cache in MiB (unset = the engine's default; 0 = off).
+    #[arg(long)]
+    pub listdb_lookup_cache_mb: Option<usize>,
     /// Write one JSON object per benchmark (in a `benchmarks` array) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -253,6 +262,10 @@ pub struct RocksFlags {
     /// Sync the WAL in the background every this many bytes (0 = off).
     #[arg(long, default_value_t = 0)]
     pub wal_bytes_per_sync: u64,
+    /// Directory of RocksDB's WAL (default: the database directory), e.g.
+    /// on /dev/shm to give it the PM-emulation placement StrataKV's log has.
+    #[arg(long)]
+    pub wal_dir: Option<PathBuf>,
     /// Open files kept (-1 = all).
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub open_files: i32,
@@ -305,7 +318,7 @@ impl Flags {
         }
         if let Some(p) = &self.profile {
             if stratakv::L0Kind::parse(p).is_none() {
-                bad.push(format!("--profile must be sstable, matrix or single-level, not {p:?}"));
+                bad.push(format!("--profile must be sstable, matrix, single-level or pm-only, not {p:?}"));
             }
         }
         if !ENGINES.contains(&self.engine.as_str()) {

@@ -182,6 +182,10 @@ fn options(f: &Flags) -> Result<(Options, Vec<Setting>)> {
     s.push(Setting::new("bytes_per_sync", r.bytes_per_sync, d::BYTES_PER_SYNC));
     o.set_wal_bytes_per_sync(r.wal_bytes_per_sync);
     s.push(Setting::new("wal_bytes_per_sync", r.wal_bytes_per_sync, d::WAL_BYTES_PER_SYNC));
+    if let Some(w) = &r.wal_dir {
+        o.set_wal_dir(w);
+    }
+    s.push(Setting::new("wal_dir", r.wal_dir.as_ref().map_or("(db dir)".to_string(), |w| w.display().to_string()), "(db dir)"));
     o.set_max_open_files(r.open_files);
     s.push(Setting::new("max_open_files", r.open_files, d::MAX_OPEN_FILES));
     o.set_optimize_filters_for_hits(r.optimize_filters_for_hits);

@@ -35,7 +35,7 @@ pub struct Flags {
     #[arg(long = "pm-size")]
     pub pm_size: Option<String>,
     /// Engine profile of a new database: `matrix` (default), `sstable` or
-    /// `single-level`. An existing database keeps the one it was made with.
+    /// `single-level` or `pm-only`. An existing database keeps the one it was made with.
     #[arg(long)]
     pub profile: Option<String>,
     /// Engine memtable size (e.g. 64mb). Default 8 MiB: Redis-style values
@@ -234,7 +234,7 @@ impl Config {
         let profile = match pick(f.profile, "profile") {
             None => stratakv::L0Kind::Matrix,
             Some(p) => stratakv::L0Kind::parse(&p.to_ascii_lowercase())
-                .ok_or_else(|| anyhow!("profile must be matrix, sstable or single-level, not {p}"))?,
+                .ok_or_else(|| anyhow!("profile must be matrix, sstable, single-level or pm-only, not {p}"))?,
         };
         let write_buffer_size =
             bytes(pick(f.write_buffer_size, "write-buffer-size"), "write-buffer-size")?.unwrap_or(DEFAULT_WRITE_BUFFER);

@@ -56,6 +56,7 @@ fn l0_from_env() -> L0Kind {
     match std::env::var("STRATA_CRASH_L0").as_deref() {
         Ok("matrix") => L0Kind::Matrix,
         Ok("single-level") => L0Kind::SingleLevel,
+        Ok("pm-only") => L0Kind::PmOnly,
         _ => L0Kind::Sstable,
     }
 }
@@ -204,4 +205,12 @@ fn sigkill_never_loses_acknowledged_writes_single_level_l0() {
         return;
     }
     run_rounds(L0Kind::SingleLevel);
+}
+
+#[test]
+fn sigkill_never_loses_acknowledged_writes_pm_only_l0() {
+    if std::env::var("STRATA_CRASH_DIR").is_ok() {
+        return;
+    }
+    run_rounds(L0Kind::PmOnly);
 }

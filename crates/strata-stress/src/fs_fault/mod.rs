@@ -93,9 +93,10 @@ fn run_episode(seed: u64, rep: &mut Report) -> Result<(), String> {
 
 fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<(), String> {
     let l0 = match rng.gen_range(0..10) {
-        0..=4 => L0Kind::Matrix,
-        5..=7 => L0Kind::Sstable,
-        _ => L0Kind::SingleLevel,
+        0..=3 => L0Kind::Matrix,
+        4..=6 => L0Kind::Sstable,
+        7..=8 => L0Kind::SingleLevel,
+        _ => L0Kind::PmOnly,
     };
     let mut opts = crate::pm_crash::episode_options(rng, l0);
     opts.pm_full_timeout_ms = 300;

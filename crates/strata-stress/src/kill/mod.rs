@@ -87,6 +87,13 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
         l0: L0Kind::SingleLevel,
         state: root.path().join("single.state"),
     });
+    targets.push(Target {
+        name: if shm_dir.is_some() { "engine_pm_only_pmshm" } else { "engine_pm_only_pmfile" },
+        dir: root.path().join("pmonly"),
+        pm_dir: shm_dir.as_ref().map(|d| d.path().join("pmonly")),
+        l0: L0Kind::PmOnly,
+        state: root.path().join("pmonly.state"),
+    });
     for t in &targets {
         ExpectedFile::create(&t.state, KEYS)?;
     }

@@ -44,7 +44,7 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     }
     let mut round = 0u64;
     loop {
-        let l0 = [L0Kind::Matrix, L0Kind::Sstable, L0Kind::SingleLevel][(round % 3) as usize];
+        let l0 = [L0Kind::Matrix, L0Kind::Sstable, L0Kind::SingleLevel, L0Kind::PmOnly][(round % 4) as usize];
         let d = root.path().join(format!("pmfull{round}"));
         let r = engine::pm_full(&d, l0, &mut rep);
         fail(&mut rep, r);

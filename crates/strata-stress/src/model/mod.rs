@@ -62,10 +62,11 @@ fn err<E: std::fmt::Display>(what: &str, at: u64) -> impl Fn(E) -> String + '_ {
 
 fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let l0 = match rng.gen_range(0..3) {
+    let l0 = match rng.gen_range(0..4) {
         0 => L0Kind::Matrix,
         1 => L0Kind::Sstable,
-        _ => L0Kind::SingleLevel,
+        2 => L0Kind::SingleLevel,
+        _ => L0Kind::PmOnly,
     };
     let (opts, name) = options::random_options(&mut rng, l0, shm);
     let dir = tempfile::Builder::new().prefix("strata-stress-model").tempdir().map_err(|e| e.to_string())?;
@@ -205,6 +206,7 @@ fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) 
             L0Kind::Matrix => "cases_matrix_l0",
             L0Kind::Sstable => "cases_sstable_l0",
             L0Kind::SingleLevel => "cases_single_level_l0",
+            L0Kind::PmOnly => "cases_pm_only_l0",
         },
         1,
     );

@@ -55,6 +55,8 @@ pub fn episode_options(rng: &mut StdRng, l0: L0Kind) -> Options {
     o.l0_compaction_trigger = rng.gen_range(2..4);
     o.block_cache_bytes = if rng.gen_bool(0.5) { 0 } else { 64 << 10 };
     o.pm_full_timeout_ms = 5_000;
+    o.pm_regions = [1, 2, 4][rng.gen_range(0..3)];
+    o.listdb_lookup_cache_bytes = if rng.gen_bool(0.5) { 0 } else { 64 << 10 };
     o
 }
 
@@ -144,10 +146,11 @@ fn run_episode(
     shared: &Shared,
 ) -> Result<(), String> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let l0 = match rng.gen_range(0..20) {
+    let l0 = match rng.gen_range(0..24) {
         0..=10 => L0Kind::Matrix,
         11..=14 => L0Kind::Sstable,
-        _ => L0Kind::SingleLevel,
+        15..=19 => L0Kind::SingleLevel,
+        _ => L0Kind::PmOnly,
     };
     let base = episode_options(&mut rng, l0);
     let sim = Arc::new(SimPm::new(base.pm_size as usize));
@@ -172,6 +175,7 @@ fn run_episode(
             L0Kind::Matrix => "episodes_matrix_l0",
             L0Kind::Sstable => "episodes_sstable_l0",
             L0Kind::SingleLevel => "episodes_single_level_l0",
+            L0Kind::PmOnly => "episodes_pm_only_l0",
         },
         1,
     );
