@@ -80,6 +80,9 @@ pub(crate) struct PmOnlyL0 {
     /// merge ended: reaped once every snapshot (and so every iterator) is
     /// newer.
     to_reap: Mutex<Vec<(SeqNo, Vec<u64>)>>,
+    /// Head blocks of lists recovery merged, which the MANIFEST names until
+    /// the next edit.
+    held_blocks: Mutex<Vec<Arc<state::BlockLease>>>,
 }
 
 impl PmOnlyL0 {
@@ -98,6 +101,7 @@ impl PmOnlyL0 {
             dropped_nodes: AtomicU64::new(0),
             trigger: Mutex::new(1),
             to_reap: Mutex::new(Vec::new()),
+            held_blocks: Mutex::new(Vec::new()),
         }
     }
 
@@ -226,6 +230,7 @@ impl PmOnlyL0 {
             let mut next = Self::state_of(&vs.current())?;
             next.merging = x.id;
             eng.commit(&mut vs, Commit { l0: Some(Arc::new(next)), ..Default::default() })?;
+            self.held_blocks.lock().clear();
         }
         // Readers at or above the bound are registered snapshots or
         // started after it; plain reads below it re-read (state.rs).
@@ -357,6 +362,9 @@ impl Level0 for PmOnlyL0 {
                 let x = st.lists.remove(i);
                 zip(&st.space, st.head(x.block.block), st.l1(), MAX_SEQ)?;
                 st.l1_logs.extend(x.logs.iter().copied());
+                // The MANIFEST names the list until the next edit: its
+                // head block must not be linked anew before then.
+                self.held_blocks.lock().push(x.block);
             }
             st.merging = 0;
         }
@@ -438,6 +446,7 @@ impl Level0 for PmOnlyL0 {
             ..Default::default()
         };
         eng.commit(&mut vs, Commit { edit, l0: Some(Arc::new(next)), flushed: Some(imm.id()), ..Default::default() })?;
+        self.held_blocks.lock().clear();
         eng.counters.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
