@@ -80,9 +80,10 @@ pub(crate) struct PmOnlyL0 {
     /// merge ended: reaped once every snapshot (and so every iterator) is
     /// newer.
     to_reap: Mutex<Vec<(SeqNo, Vec<u64>)>>,
-    /// Head blocks of lists recovery merged, which the MANIFEST names until
-    /// the next edit.
-    held_blocks: Mutex<Vec<Arc<state::BlockLease>>>,
+    /// What recovery let go of that the MANIFEST still names until the
+    /// next edit: the head block of a list it merged, and every extent it
+    /// found (a merge redone after another crash walks that list again).
+    held: Mutex<Vec<Box<dyn std::any::Any + Send + Sync>>>,
 }
 
 impl PmOnlyL0 {
@@ -101,7 +102,7 @@ impl PmOnlyL0 {
             dropped_nodes: AtomicU64::new(0),
             trigger: Mutex::new(1),
             to_reap: Mutex::new(Vec::new()),
-            held_blocks: Mutex::new(Vec::new()),
+            held: Mutex::new(Vec::new()),
         }
     }
 
@@ -230,7 +231,7 @@ impl PmOnlyL0 {
             let mut next = Self::state_of(&vs.current())?;
             next.merging = x.id;
             eng.commit(&mut vs, Commit { l0: Some(Arc::new(next)), ..Default::default() })?;
-            self.held_blocks.lock().clear();
+            self.held.lock().clear();
         }
         // Readers at or above the bound are registered snapshots or
         // started after it; plain reads below it re-read (state.rs).
@@ -362,13 +363,12 @@ impl Level0 for PmOnlyL0 {
                 let x = st.lists.remove(i);
                 zip(&st.space, st.head(x.block.block), st.l1(), MAX_SEQ)?;
                 st.l1_logs.extend(x.logs.iter().copied());
-                // The MANIFEST names the list until the next edit: its
-                // head block must not be linked anew before then.
-                self.held_blocks.lock().push(x.block);
+                self.held.lock().push(Box::new(x.block));
             }
             st.merging = 0;
         }
         self.recount(&st)?;
+        self.held.lock().push(Box::new(st.space.clone()));
         let st = self.reshape(st, &[]);
         let trigger = if self.zipper { 1 } else { (blocks as usize - 2).min(64) };
         *self.trigger.lock() = trigger;
@@ -446,7 +446,7 @@ impl Level0 for PmOnlyL0 {
             ..Default::default()
         };
         eng.commit(&mut vs, Commit { edit, l0: Some(Arc::new(next)), flushed: Some(imm.id()), ..Default::default() })?;
-        self.held_blocks.lock().clear();
+        self.held.lock().clear();
         eng.counters.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
