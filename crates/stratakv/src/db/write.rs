@@ -138,9 +138,14 @@ impl DbInner {
                         eng.switch_memtable(&mut w);
                     }
                     if start.elapsed() > Duration::from_millis(eng.opts.pm_full_timeout_ms) {
+                        let why = if eng.opts.entry_towers() {
+                            "the pm-only profile keeps every live key in PM: enlarge pm_size, or delete or \
+                             overwrite keys"
+                        } else {
+                            "flushes are not freeing PM (long-lived iterators or snapshots pin memtables?)"
+                        };
                         return Err(Error::PmFull(format!(
-                            "waited {:?} for {wanted} free slots ({free} free); flushes are not freeing PM \
-                             (long-lived iterators or snapshots pin memtables?)",
+                            "waited {:?} for {wanted} free slots ({free} free); {why}",
                             start.elapsed()
                         )));
                     }
