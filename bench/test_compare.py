@@ -96,7 +96,7 @@ class ParseTest(unittest.TestCase):
 
     def test_suites_and_variants(self):
         s = compare.suites()
-        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "slm", "crosscheck"})
+        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "slm", "listdb", "crosscheck"})
         slm = s["slm"][0]
         self.assertGreaterEqual(slm.num * (16 + slm.value_size), 4 * 2**30)
         self.assertEqual(slm.value_size, 1024)
@@ -137,6 +137,64 @@ class ParseTest(unittest.TestCase):
             compare.variants(A)
         self.assertNotIn("rocksdb-tuned", compare.default_peers("quick"))
         self.assertIn("rocksdb-tuned", compare.default_peers("standard"))
+
+    def test_listdb_suite(self):
+        groups = compare.suites()["listdb"]
+        main, ycsb, factor = groups[:6], groups[6], groups[7]
+        self.assertEqual([(g.num, g.value_size, g.extra) for g in main],
+                         [(1_000_000, 100, ["--threads=1"]), (1_000_000, 100, ["--threads=2"]), (1_000_000, 100, ["--threads=4"]),
+                          (300_000, 1024, ["--threads=1"]), (300_000, 1024, ["--threads=2"]), (300_000, 1024, ["--threads=4"])])
+        self.assertTrue(all(not g.variants for g in main + [ycsb]))
+        self.assertTrue(all(st.ycsb for st in ycsb.steps))
+        self.assertIn("2 threads", main[1].title)
+        self.assertIn("1 KiB", main[3].title)
+        # Totals split among the threads: every thread count writes and reads as much.
+        fill, read = main[2].steps
+        self.assertEqual((fill.label, read.label), ("fillrandom", "readrandom"))
+        self.assertIn("--writes=250000", fill.flags)
+        self.assertIn("--stats_interval_seconds=1", fill.flags)
+        self.assertEqual(read.flags, ["--reads=50000"])
+        self.assertEqual(main[4].steps[1].flags, ["--reads=50000"])
+        # The factor analysis: 100 B, 1 thread, its own four pm-only rows on /dev/shm without latency.
+        self.assertEqual((factor.num, factor.value_size, factor.extra), (1_000_000, 100, ["--threads=1"]))
+        self.assertEqual([v.label for v in factor.variants],
+                         ["strata/pm-only pm=shm IUL", "strata/pm-only pm=shm IUL+zipper",
+                          "strata/pm-only pm=shm IUL+zipper+cache", "strata/pm-only pm=shm IUL+zipper+cache+braiding"])
+        self.assertTrue(all(v.engine == "strata" and v.pm_where == "shm" and not v.pm_latency for v in factor.variants))
+        self.assertEqual(factor.variants[0].flags, ["--profile=pm-only", "--listdb_zipper=0", "--listdb_lookup_cache_mb=0", "--pm_regions=1"])
+        self.assertEqual(factor.variants[2].flags[1:3], ["--listdb_zipper=1", "--listdb_lookup_cache_mb=64"])
+        self.assertEqual(factor.variants[3].flags, factor.variants[2].flags[:3] + ["--pm_regions=2"])
+        # --num overrides every group, reads never above it, at least one write per thread.
+        small = compare.suites(3)["listdb"]
+        self.assertTrue(all(g.num == 3 for g in small))
+        self.assertIn("--writes=1", small[2].steps[0].flags)
+        self.assertEqual(small[2].steps[1].flags, ["--reads=1"])
+        self.assertEqual(small[6].steps[0].flags, ["--reads=3"])
+
+    def test_listdb_peers_and_defaults(self):
+        self.assertEqual(compare.default_peers("listdb"), "rocksdb-shmwal,rocksdb-shmwal-sync")
+        # The default peer set of the other suites is unchanged.
+        self.assertNotIn("shmwal", compare.default_peers("standard"))
+
+        class A:
+            suite = "listdb"
+            profiles = pm = cache_size = peers = None
+
+        compare.suite_defaults(A, "listdb", False)
+        self.assertEqual((A.profiles, A.pm, A.cache_size, A.peers),
+                         ("pm-only,matrix", "shm,shm300", 1 << 30, "rocksdb-shmwal,rocksdb-shmwal-sync"))
+        vs = compare.variants(A)
+        self.assertEqual([v.label for v in vs], ["rocksdb wal=shm", "rocksdb wal=shm sync=1", "strata/pm-only pm=shm",
+                                                 "strata/matrix pm=shm", "strata/pm-only pm=shm+300ns", "strata/matrix pm=shm+300ns"])
+        self.assertEqual([(v.engine, v.pm_where, v.flags) for v in vs[:2]], [("rocksdb", "shm", []), ("rocksdb", "shm", ["--sync=1"])])
+        self.assertEqual(vs[4].flags, ["--profile=pm-only", "--pm_write_latency_ns=300"])
+        # What the command line sets stays.
+        A.profiles, A.pm, A.cache_size, A.peers = "matrix", "data", 5, "rocksdb"
+        compare.suite_defaults(A, "listdb", False)
+        self.assertEqual((A.profiles, A.pm, A.cache_size, A.peers), ("matrix", "data", 5, "rocksdb"))
+        B = type("B", (), {"profiles": None, "pm": None, "cache_size": None, "peers": None})
+        compare.suite_defaults(B, "slm", False)
+        self.assertEqual((B.profiles, B.pm, B.cache_size, B.peers), ("single-level,matrix,sstable", "shm,shm300", 64 << 20, "rocksdb,rocksdb-tuned"))
 
     def test_tuned_flags(self):
         t = compare.tuned_flags(cores=4)
@@ -210,10 +268,149 @@ class RatioTest(unittest.TestCase):
         self.assertIn("| strata/single-level pm=shm | 0.700 | 1.010 | 25% | – | 3.0 |", text)
         self.assertIn("| rocksdb | – | – | – | 1.0 | – |", text)
 
+    def test_listdb_targets_and_factor_table(self):
+        class L:
+            pm = "shm"
+            profiles = "pm-only,matrix"
+            peers = "rocksdb-shmwal,rocksdb-shmwal-sync"
+
+        vs = compare.variants(L) + compare.listdb_factor_variants()
+        pm_only, matrix = "strata/pm-only pm=shm", "strata/matrix pm=shm"
+
+        def stall(ratio):
+            return {"min": ratio, "median": 1.0, "ratio": ratio}
+
+        fill = {"rocksdb wal=shm": [{"ops_per_sec": 100, "stall": stall(0.6)}, {"ops_per_sec": 120}],
+                "rocksdb wal=shm sync=1": [{"ops_per_sec": 50}],
+                pm_only: [{"ops_per_sec": 400, "stall": stall(0.8), "pm_write_amp": 1.2}],
+                matrix: [{"ops_per_sec": 250}]}
+        read = {"rocksdb wal=shm": [{"ops_per_sec": 100}], "rocksdb wal=shm sync=1": [{"ops_per_sec": 90}],
+                pm_only: [{"ops_per_sec": 140}]}
+        f = [f"strata/pm-only pm=shm {n}" for n in ("IUL", "IUL+zipper", "IUL+zipper+cache", "IUL+zipper+cache+braiding")]
+        ffill = {f[0]: [{"ops_per_sec": 200, "pm_write_amp": 1.1}], f[1]: [{"ops_per_sec": 300}],
+                 f[2]: [{"ops_per_sec": 300}], f[3]: [{"ops_per_sec": 450, "stall": stall(0.9)}]}
+        fread = {f[0]: [{"ops_per_sec": 10}], f[1]: [{"ops_per_sec": 50}], f[2]: [{"ops_per_sec": 100}], f[3]: [{"ops_per_sec": 100}]}
+        table = [({"title": "1M x 100 B, 1 thread"}, {("fillrandom", "fillrandom"): fill, ("readrandom", "readrandom"): read}),
+                 ({"title": "ycsb"}, {("ycsb load, A, B, C, F, D", "ycsba"): row(**{pm_only: [10], "rocksdb wal=shm": [5]})}),
+                 ({"title": "factors"}, {("fillrandom", "fillrandom"): ffill, ("readrandom", "readrandom"): fread})]
+        text = "\n".join(compare.listdb_targets(table, vs))
+        lines = [x for x in text.splitlines() if x.startswith("| 1M")]
+        self.assertEqual(len(lines), 1)  # pm-only rows only; no YCSB or factor rows
+        self.assertIn("| 1M x 100 B, 1 thread | strata/pm-only pm=shm |", lines[0])
+        self.assertIn("3.64× rocksdb wal=shm ✓", lines[0])  # 400 against the median 110 of the faster peer
+        self.assertIn("0.80 (rocksdb wal=shm 0.60) ✓", lines[0])
+        self.assertIn("1.20 ✓", lines[0])
+        self.assertIn("1.40× rocksdb wal=shm ✗", lines[0])  # below 1.5x
+        self.assertTrue(lines[0].endswith("| 8.00× rocksdb wal=shm sync=1 |"))
+        # A stall above the bar, and PM bytes above 1.3, are marked.
+        fill[pm_only] = [{"ops_per_sec": 300, "stall": stall(0.5), "pm_write_amp": 1.5}]
+        line = next(x for x in compare.listdb_targets(table, vs) if x.startswith("| 1M"))
+        self.assertIn("2.73× rocksdb wal=shm ✗", line)
+        self.assertIn("0.50 (rocksdb wal=shm 0.60) ✗", line)
+        self.assertIn("1.50 ✗", line)
+        # Without a stall figure (a fill under 3 s): –.
+        fill[pm_only] = [{"ops_per_sec": 300}]
+        line = next(x for x in compare.listdb_targets(table, vs) if x.startswith("| 1M"))
+        self.assertEqual(line.split(" | ")[3:5], ["–", "–"])
+
+        ft = compare.listdb_factor_table(table, vs)
+        self.assertEqual(sum(1 for x in ft if x.startswith("## Factor analysis: factors")), 1)
+        rows_ = [x for x in ft if x.startswith("| strata/")]
+        self.assertEqual(len(rows_), 4)
+        self.assertEqual(rows_[0], "| strata/pm-only pm=shm IUL | `--listdb_zipper=0` `--listdb_lookup_cache_mb=0` `--pm_regions=1` "
+                                   "| 200 |  | 10 |  | – | 1.10 |")
+        self.assertIn("| 300 | 1.50 | 50 | 5.00 |", rows_[1])
+        self.assertIn("| 450 | 1.50 | 100 | 1.00 | 0.90 | – |", rows_[3])
+
     def test_crosscheck_rows(self):
         table = [({"title": "g"}, {("readrandom", "readrandom"): row(**{"rocksdb": [200], "db_bench 7.8.3": [100]}),
                                    ("ycsb", "ycsba"): row(**{"rocksdb": [50]})})]
         self.assertEqual(compare.crosscheck_rows(table, self.vs), [("g", "readrandom", "readrandom", 200, 100, 2.0)])
+
+
+class ListdbRunTest(unittest.TestCase):
+    """The listdb suite through run_suite and run_step, the processes faked."""
+
+    def setUp(self):
+        import tempfile
+
+        self.tmp = tempfile.TemporaryDirectory()
+        self.real = {k: getattr(compare, k) for k in ("run_step", "cpu_floors", "run_process")}
+
+    def tearDown(self):
+        for k, v in self.real.items():
+            setattr(compare, k, v)
+        self.tmp.cleanup()
+
+    def args(self, **kw):
+        a = dict(suite="listdb", num=1000, profiles=None, pm=None, cache_size=None, peers=None, strata_bin="/x/strata-bench",
+                 rocksdb_bin="/x/rocks-bench", workdir=str(Path(self.tmp.name) / "w"), reps=1, only=None, keep_dirs=False,
+                 keep_json=False, bloom_bits=10, write_buffer_size=64 << 20)
+        a.update(kw)
+        return type("Args", (), a)
+
+    def test_factor_rows_run_their_group_only_and_the_report_has_the_listdb_tables(self):
+        calls = []
+
+        def fake_step(args, tools, v, g, st, dbdir, pmdir, first, rep):
+            calls.append((g.title, v.label, st.label, pmdir))
+            ops = {"rocksdb wal=shm": 100.0, "rocksdb wal=shm sync=1": 40.0}.get(v.label, 400.0)
+            b = {"benchmark": st.benchmarks.split(",")[0], "ops_per_sec": ops, "message": ""}
+            return {"wall_s": 1.0, "proc_write_bytes": 0, "peak_rss_bytes": 0, "benchmarks": [b]}
+
+        def no_floors(*_a):
+            raise AssertionError("listdb runs no cpufloor")
+
+        compare.run_step, compare.cpu_floors = fake_step, no_floors
+        args = self.args()
+        data, vs, _ = compare.run_suite(args)
+        factors = [v.label for v in compare.listdb_factor_variants()]
+        self.assertEqual([v.label for v in vs][-4:], factors)
+        by_group = {}
+        for title, label, _step, _pm in calls:
+            by_group.setdefault(title, set()).add(label)
+        titles = [g["title"] for g in data["groups"]]
+        self.assertEqual(len(titles), 8)
+        main = {v.label for v in vs} - set(factors)
+        self.assertEqual(len(main), 6)
+        for t in titles[:7]:
+            self.assertEqual(by_group[t], main)
+        self.assertEqual(by_group[titles[7]], set(factors))
+        # Every RocksDB row gets a /dev/shm directory for its WAL.
+        self.assertTrue(all(pm and str(pm).startswith("/dev/shm/") for _t, label, _s, pm in calls if label.startswith("rocksdb")))
+        self.assertEqual(data["cpu_floor"], {})
+
+        md = compare.markdown(data, vs, args, "test machine")
+        self.assertIn("## ListDB targets", md)
+        self.assertIn("4.00× rocksdb wal=shm ✓", md)  # fillrandom >= 3x, readrandom >= 1.5x
+        self.assertIn("| 10.00× rocksdb wal=shm sync=1 |", md)
+        self.assertIn("## Factor analysis: ListDB factors (pm-only, PM on /dev/shm): 1,000 keys x 100 B, 1 thread", md)
+        self.assertIn("Where StrataKV's PM file lived (and RocksDB's WAL, where a row moves it).", md)
+        self.assertIn("- `rocksdb wal=shm sync=1`: WAL on /dev/shm (`--wal_dir`), tables in the data directory; every write synced", md)
+        self.assertNotIn("Issue 26 targets", md)
+
+    def test_run_step_pm_bytes_per_user_byte(self):
+        import json
+
+        def fake_process(cmd, env=None, timeout=None):
+            j = next(c for c in cmd if str(c).startswith("--json=")).split("=", 1)[1]
+            Path(j).write_text(json.dumps({"engine": "x", "benchmarks": [{"benchmark": "fillrandom", "pm_bytes_written": 139200}]}))
+            out = "fillrandom   :       2.000 micros/op 500000 ops/sec 0.002 seconds 1000 operations;"
+            return compare.Run(cmd, 0, 0.1, out, 0, 0, 0)
+
+        compare.run_process = fake_process
+        g = compare.listdb_group(1000, 100, 2, 100)
+        db = Path(self.tmp.name) / "db"
+        tools = {"strata_bench": "/x/strata-bench", "rocks_bench": "/x/rocks-bench"}
+        pm_only = compare.listdb_factor_variants()[0]
+        info = compare.run_step(self.args(cache_size=1 << 30), tools, pm_only, g, g.steps[0], db, None, True, 0)
+        self.assertIn("--threads=2", info["cmd"])
+        self.assertIn("--writes=500", info["cmd"])
+        self.assertAlmostEqual(info["benchmarks"][0]["pm_write_amp"], 139200 / (1000 * 116))
+        rocks = compare.peer_variants()["rocksdb-shmwal"]
+        info = compare.run_step(self.args(cache_size=1 << 30), tools, rocks, g, g.steps[0], db, Path(self.tmp.name) / "wal", True, 0)
+        self.assertNotIn("pm_write_amp", info["benchmarks"][0])
+        self.assertIn(f"--wal_dir={Path(self.tmp.name) / 'wal'}", info["cmd"])
 
 
 class EngineRecordTest(unittest.TestCase):
@@ -252,6 +449,15 @@ class EngineRecordTest(unittest.TestCase):
         cmd, _ = compare.step_command(tools, v["strata/matrix"], ["--num=1"], plain, db, Path("/dev/shm/p"))
         self.assertIn("--profile=matrix", cmd)
         self.assertIn("--pm_dir=/dev/shm/p", cmd)
+        self.assertFalse(any(c.startswith("--wal_dir") for c in compare.step_command(tools, v["rocksdb"], [], plain, db, None)[0]))
+        # RocksDB with its WAL on /dev/shm, as is and synced.
+        peers = compare.peer_variants()
+        cmd, _ = compare.step_command(tools, peers["rocksdb-shmwal-sync"], ["--num=1"], plain, db, Path("/dev/shm/w"))
+        self.assertEqual(cmd[:3], ["/t/rocksdb-release/release/strata-bench", "--engine=rocksdb", "--num=1"])
+        self.assertEqual(cmd[3:5], ["--sync=1", "--wal_dir=/dev/shm/w"])
+        cmd, _ = compare.step_command(tools, peers["rocksdb-shmwal"], [], ycsb, db, Path("/dev/shm/w"))
+        self.assertIn("--wal_dir=/dev/shm/w", cmd)
+        self.assertNotIn("--sync=1", cmd)
         self.assertEqual(compare.step_command({"strata_bench": "x"}, v["rocksdb"], [], plain, db, None), (None, None))
 
     def test_rocks_build_env_links_nothing_from_the_system(self):
