@@ -62,6 +62,12 @@ pub struct Stats {
     pub listdb_live_nodes: u64,
     /// Log bytes of the extents the skiplists' nodes are in.
     pub listdb_log_bytes: u64,
+    /// Bytes of the live nodes' entries in those extents.
+    pub listdb_live_bytes: u64,
+    /// Log cleanings (live nodes moved out of mostly dead extents) since open.
+    pub listdb_cleanings: u64,
+    /// Nodes log cleaning moved since open.
+    pub listdb_moved_nodes: u64,
     /// Zipper compactions since open.
     pub listdb_merges: u64,
     /// Nodes zipper compactions linked into L1 since open.
@@ -201,10 +207,13 @@ impl fmt::Display for Stats {
         if self.l0 == "pm-only" {
             writeln!(
                 f,
-                "pm-only:              {} L0 lists, {} nodes in {:.2} MiB of log, {} zipper merges ({} nodes merged, {} dropped), {} regions; lookup cache {:.1} MiB: {} hits, {} list searches",
+                "pm-only:              {} L0 lists, {} nodes ({:.2} MiB) in {:.2} MiB of log, {} cleanings moved {} nodes, {} zipper merges ({} nodes merged, {} dropped), {} regions; lookup cache {:.1} MiB: {} hits, {} list searches",
                 self.listdb_l0_lists,
                 self.listdb_live_nodes,
+                mib(self.listdb_live_bytes),
                 mib(self.listdb_log_bytes),
+                self.listdb_cleanings,
+                self.listdb_moved_nodes,
                 self.listdb_merges,
                 self.listdb_merged_nodes,
                 self.listdb_dropped_nodes,

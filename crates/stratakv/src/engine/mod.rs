@@ -142,6 +142,9 @@ impl Engine {
             p.last_seq + 1,
             opts.write_buffer_size,
         );
+        if opts.entry_towers() {
+            log.keep_free(crate::l0::pmonly::reserve_slots(p.region.slot_count()));
+        }
         let sv = SuperVersion { mem: p.mem.clone(), imms: Vec::new(), version: version.clone() };
         Engine {
             dir: p.dir,

@@ -54,6 +54,11 @@ impl Towers {
         Towers { heights, region: thread_region(regions) as u8 }
     }
 
+    /// One node of `height` in `region` (a copy of a node that moves).
+    pub fn one(height: usize, region: usize) -> Towers {
+        Towers { heights: vec![height.clamp(1, MAX_HEIGHT) as u8], region: region.min(15) as u8 }
+    }
+
     /// Bytes the nodes take.
     pub fn bytes(&self) -> usize {
         self.heights.iter().map(|&h| TOWER_FIXED + 8 * h as usize).sum()

@@ -180,6 +180,9 @@ pub(crate) struct LogWriter {
     /// write path.
     pub prefault: Prefaulter,
     buffer_size: usize,
+    /// Free slots new log extents must leave (pm-only: room for log
+    /// cleaning to move live nodes into, so it can always free PM).
+    keep_free: std::sync::atomic::AtomicU64,
 }
 
 impl LogWriter {
@@ -211,7 +214,14 @@ impl LogWriter {
             unsynced: Mutex::new(Vec::new()),
             prefault: Prefaulter::new(buffer_size),
             buffer_size,
+            keep_free: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Makes new log extents leave `slots` slots free: writers wait (and
+    /// get `PmFull` after `pm_full_timeout_ms`) rather than take them.
+    pub fn keep_free(&self, slots: u64) {
+        self.keep_free.store(slots, Ordering::Relaxed);
     }
 
     /// The write lock: hold it only to reserve, switch memtables or start
@@ -254,6 +264,10 @@ impl LogWriter {
         }
         // The new head's msync (a device flush) is left to the prefault
         // thread, off the write path.
+        let free = self.region.free_slots();
+        if free < slots + self.keep_free.load(Ordering::Relaxed) {
+            return Ok(NewExtent::Full { wanted: slots, free });
+        }
         let writer = match self.region.allocate_deferred(EXTENT_KIND_LOG, slots, w.next_log_number) {
             Ok(writer) => writer,
             Err(PmError::Full { wanted, free }) => return Ok(NewExtent::Full { wanted, free }),

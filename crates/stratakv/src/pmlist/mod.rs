@@ -17,6 +17,7 @@
 //! as large, so a crash that loses an upper-level store costs search steps,
 //! never a key.
 
+pub(crate) mod clean;
 pub(crate) mod iter;
 pub(crate) mod node;
 pub(crate) mod zipper;

@@ -28,6 +28,7 @@
 //! leased until they finish, then its slots are free.
 
 mod cache;
+mod clean;
 mod record;
 mod state;
 
@@ -57,6 +58,29 @@ use crate::version::{L0State, Version, VersionEdit};
 
 /// Extent kind of the root extent (list head blocks).
 pub const EXTENT_KIND_LISTS: u8 = 4;
+/// Extent kind of relocation extents (L1 nodes log cleaning moved; entries
+/// as in log extents, never replayed).
+pub const EXTENT_KIND_RELOC: u8 = 5;
+
+/// What an extent holds of the lists.
+#[derive(Clone, Copy, Debug, Default)]
+struct Live {
+    nodes: u64,
+    /// Bytes of those nodes' entries (approximate for batches: what
+    /// cleaning would copy).
+    bytes: u64,
+}
+
+/// Free slots writers leave to log cleaning (an eighth, at least 3).
+pub(crate) fn reserve_slots(slots: u64) -> u64 {
+    (slots / 8).max(3)
+}
+
+/// Bytes a node's entry takes for the live-bytes ratios: header, node, key, value.
+fn node_bytes(space: &ListSpace, n: &crate::pmlist::node::Node) -> u64 {
+    let value = space.value_of(n).map_or(0, |v| v.len() as u64);
+    crate::log::HEADER_LEN as u64 + n.size() + n.key_len as u64 + value + 4
+}
 /// Most head blocks (L0 lists + 1) a root extent is cut into.
 const MAX_BLOCKS: u64 = 256;
 
@@ -68,14 +92,20 @@ pub(crate) struct PmOnlyL0 {
     max_l0: usize,
     shared: Mutex<Option<Arc<Shared>>>,
     /// Live nodes per extent (by region offset).
-    live: Mutex<HashMap<u64, u64>>,
+    live: Mutex<HashMap<u64, Live>>,
     /// Held by a merge from its first edit to its last.
     merging: Mutex<()>,
     merges: AtomicU64,
     merged_nodes: AtomicU64,
+    cleanings: AtomicU64,
+    moved_nodes: AtomicU64,
     dropped_nodes: AtomicU64,
     /// L0 lists that trigger a merge (and stop writers at `max_l0`).
     trigger: Mutex<usize>,
+    /// Relocation extents a running cleaning fills: counted only when it
+    /// ends, so every edit meanwhile must keep them.
+    filling: Mutex<Vec<Extent>>,
+
     /// Tombstones to reap, with the last sequence published when their
     /// merge ended: reaped once every snapshot (and so every iterator) is
     /// newer.
@@ -99,8 +129,12 @@ impl PmOnlyL0 {
             merging: Mutex::new(()),
             merges: AtomicU64::new(0),
             merged_nodes: AtomicU64::new(0),
+            cleanings: AtomicU64::new(0),
+            moved_nodes: AtomicU64::new(0),
             dropped_nodes: AtomicU64::new(0),
             trigger: Mutex::new(1),
+            filling: Mutex::new(Vec::new()),
+
             to_reap: Mutex::new(Vec::new()),
             held: Mutex::new(Vec::new()),
         }
@@ -124,13 +158,20 @@ impl PmOnlyL0 {
         }
     }
 
-    /// Adds `delta` live nodes to the extent holding each node in `nodes`.
+    /// Adds (or takes away) each node in `nodes` to (from) the live
+    /// nodes and bytes of the extent holding it.
     fn count(&self, space: &ListSpace, nodes: impl Iterator<Item = u64>, add: bool) {
         let mut live = self.live.lock();
         for off in nodes {
-            if let Some(e) = space.extent_of(off) {
-                let c = live.entry(e.offset()).or_insert(0);
-                *c = if add { *c + 1 } else { c.saturating_sub(1) };
+            let (Some(e), Ok(n)) = (space.extent_of(off), space.node(off)) else { continue };
+            let bytes = node_bytes(space, &n);
+            let c = live.entry(e.offset()).or_default();
+            if add {
+                c.nodes += 1;
+                c.bytes += bytes;
+            } else {
+                c.nodes = c.nodes.saturating_sub(1);
+                c.bytes = c.bytes.saturating_sub(bytes);
             }
         }
     }
@@ -155,13 +196,15 @@ impl PmOnlyL0 {
         tombstones.extend(prev.map(|(t, _)| t));
         let reaped = reap(&st.space, st.l1(), &tombstones)?;
         self.dropped_nodes.fetch_add(reaped.len() as u64, Ordering::Relaxed);
-        let mut live: HashMap<u64, u64> = HashMap::new();
+        let mut live: HashMap<u64, Live> = HashMap::new();
         for list in st.all_lists() {
             st.space.walk(list, |n| {
                 let e = st.space.extent_of(n.off).ok_or_else(|| {
                     Error::corruption(&*st.space.path, n.off, "skiplist node outside the lists' extents")
                 })?;
-                *live.entry(e.offset()).or_insert(0) += 1;
+                let c = live.entry(e.offset()).or_default();
+                c.nodes += 1;
+                c.bytes += node_bytes(&st.space, n);
                 Ok(())
             })?;
         }
@@ -169,22 +212,40 @@ impl PmOnlyL0 {
         Ok(())
     }
 
-    /// `st` with its space rebuilt over the root, the lists' extents and
-    /// the L1 extents that still hold a live node (the rest leave the
-    /// state, and `l1_logs`).
-    fn reshape(&self, mut st: PmOnlyState, extra: &[Extent]) -> PmOnlyState {
-        let mut by_number: HashMap<u64, Extent> = HashMap::new();
+    /// `st` with its space rebuilt over the root, the lists' extents, the
+    /// L1 extents that still hold a live node (the rest leave the state,
+    /// `l1_logs` and `l1_relocs`) and `fresh` (relocation extents about to
+    /// be filled).
+    fn reshape(&self, mut st: PmOnlyState, extra: &[Extent], fresh: &[Extent]) -> PmOnlyState {
+        let filling = self.filling.lock().clone();
+        let fresh: Vec<Extent> = fresh.iter().chain(&filling).cloned().collect();
+        let fresh = &fresh[..];
+        let mut by_number: HashMap<(u8, u64), Extent> = HashMap::new();
         let mut root = None;
-        for e in st.space.extents().iter().chain(extra) {
-            if e.head().kind == EXTENT_KIND_LOG {
-                by_number.insert(e.head().number, e.clone());
+        for e in st.space.extents().iter().chain(extra).chain(fresh) {
+            if e.head().kind == EXTENT_KIND_LOG || e.head().kind == EXTENT_KIND_RELOC {
+                by_number.insert((e.head().kind, e.head().number), e.clone());
             } else if e.offset() == st.root_off {
                 root = Some(e.clone());
             }
         }
         let mut live = self.live.lock();
-        st.l1_logs.retain(|n| by_number.get(n).is_some_and(|e| live.get(&e.offset()).copied().unwrap_or(0) > 0));
-        let keep: HashSet<u64> = st.lists.iter().flat_map(|l| l.logs.iter().copied()).chain(st.l1_logs.iter().copied()).collect();
+        let fresh: HashSet<u64> = fresh.iter().map(|e| e.offset()).collect();
+        let holds = |kind: u8, n: &u64| {
+            by_number
+                .get(&(kind, *n))
+                .is_some_and(|e| fresh.contains(&e.offset()) || live.get(&e.offset()).is_some_and(|c| c.nodes > 0))
+        };
+        st.l1_logs.retain(|n| holds(EXTENT_KIND_LOG, n));
+        st.l1_relocs.retain(|n| holds(EXTENT_KIND_RELOC, n));
+        let keep: HashSet<(u8, u64)> = st
+            .lists
+            .iter()
+            .flat_map(|l| l.logs.iter().copied())
+            .chain(st.l1_logs.iter().copied())
+            .map(|n| (EXTENT_KIND_LOG, n))
+            .chain(st.l1_relocs.iter().map(|n| (EXTENT_KIND_RELOC, *n)))
+            .collect();
         by_number.retain(|n, e| {
             let k = keep.contains(n);
             if !k {
@@ -256,7 +317,7 @@ impl PmOnlyL0 {
         next.l1_logs.sort_unstable();
         next.l1_logs.dedup();
         next.merging = 0;
-        let next = self.reshape(next, &[]);
+        let next = self.reshape(next, &[], &[]);
         eng.commit(&mut vs, Commit { l0: Some(Arc::new(next)), ..Default::default() })?;
         Ok(true)
     }
@@ -326,10 +387,20 @@ impl Level0 for PmOnlyL0 {
             merging: 0,
             lists: Vec::new(),
             l1_logs: Vec::new(),
+            l1_relocs: Vec::new(),
+            next_reloc: 1,
         });
         let wanted: HashSet<u64> =
             record.lists.iter().flat_map(|l| l.logs.iter().copied()).chain(record.l1_logs.iter().copied()).collect();
         let mut extents = vec![root.clone()];
+        for h in cx.heads.iter().filter(|h| h.kind == EXTENT_KIND_RELOC) {
+            if record.l1_relocs.contains(&h.number) {
+                extents.push(cx.region.adopt(*h).map_err(pm)?);
+            } else {
+                // Allocated for a cleaning the MANIFEST never recorded, or emptied.
+                cx.region.retire(*h).map_err(pm)?;
+            }
+        }
         let mut unclaimed = Vec::new();
         for h in older_logs.drain(..) {
             if wanted.contains(&h.number) {
@@ -353,6 +424,8 @@ impl Level0 for PmOnlyL0 {
             regions,
             lists,
             l1_logs: record.l1_logs.clone(),
+            l1_relocs: record.l1_relocs.clone(),
+            next_reloc: record.next_reloc.max(1),
             merging: record.merging,
             next_list_id: record.next_list_id.max(1),
             era: shared.era.lock().clone(),
@@ -369,9 +442,10 @@ impl Level0 for PmOnlyL0 {
         }
         self.recount(&st)?;
         self.held.lock().push(Box::new(st.space.clone()));
-        let st = self.reshape(st, &[]);
+        let st = self.reshape(st, &[], &[]);
         let trigger = if self.zipper { 1 } else { (blocks as usize - 2).min(64) };
         *self.trigger.lock() = trigger;
+
         *self.shared.lock() = Some(shared);
         Ok(Some(Arc::new(st)))
     }
@@ -439,7 +513,7 @@ impl Level0 for PmOnlyL0 {
             *era = era.follow(imm_extents.clone());
             next.era = era.clone();
         }
-        let next = self.reshape(next, &imm_extents);
+        let next = self.reshape(next, &imm_extents, &[]);
         let edit = VersionEdit {
             log_number: Some(imm.next_log()),
             last_sequence: Some(imm.last_seq().max(vs.last_sequence)),
@@ -451,6 +525,8 @@ impl Level0 for PmOnlyL0 {
         Ok(())
     }
 
+    /// Writers stop at `listdb_max_l0` lists. (PM pressure is met by the
+    /// log writer, which leaves `reserve_slots` free for log cleaning.)
     fn stall_policy(&self) -> StallPolicy {
         let stop_at = self.stop_at();
         Box::new(move |v: &Version| {
@@ -472,11 +548,18 @@ impl Level0 for PmOnlyL0 {
         if lane != Lane::Own(0) {
             return Ok(None);
         }
-        let lists = pm_only_in(&eng.version()).map_or(0, |s| s.lists.len());
-        if lists == 0 || lists < *self.trigger.lock() || eng.opts.disable_auto_compaction {
+        if eng.opts.disable_auto_compaction {
             return Ok(None);
         }
-        Ok(Some(Box::new(move |eng: &Engine| self.merge_oldest(eng).map(|_| ()))))
+        let v = eng.version();
+        let Some(st) = pm_only_in(&v) else { return Ok(None) };
+        if !st.lists.is_empty() && st.lists.len() >= *self.trigger.lock() {
+            return Ok(Some(Box::new(move |eng: &Engine| self.merge_oldest(eng).map(|_| ()))));
+        }
+        if self.victims(eng, st).is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(move |eng: &Engine| self.clean(eng).map(|_| ()))))
     }
 
     fn work_pending(&self, _eng: &Engine, v: &Version, auto: bool) -> bool {
@@ -505,12 +588,21 @@ impl Level0 for PmOnlyL0 {
         stats.l0 = self.name();
         let Some(st) = pm_only_in(v) else { return };
         let live = self.live.lock();
-        let log_bytes: u64 = st.space.extents().iter().filter(|e| e.head().kind == EXTENT_KIND_LOG).map(|e| e.len()).sum();
+        let log_bytes: u64 = st
+            .space
+            .extents()
+            .iter()
+            .filter(|e| e.head().kind == EXTENT_KIND_LOG || e.head().kind == EXTENT_KIND_RELOC)
+            .map(|e| e.len())
+            .sum();
         if let Some(l) = stats.levels.first_mut() {
             *l = LevelStats { level: 0, files: st.lists.len(), bytes: log_bytes };
         }
         stats.listdb_l0_lists = st.lists.len();
-        stats.listdb_live_nodes = live.values().sum();
+        stats.listdb_live_nodes = live.values().map(|c| c.nodes).sum();
+        stats.listdb_live_bytes = live.values().map(|c| c.bytes).sum();
+        stats.listdb_cleanings = self.cleanings.load(Ordering::Relaxed);
+        stats.listdb_moved_nodes = self.moved_nodes.load(Ordering::Relaxed);
         stats.listdb_log_bytes = log_bytes;
         stats.listdb_merges = self.merges.load(Ordering::Relaxed);
         stats.listdb_merged_nodes = self.merged_nodes.load(Ordering::Relaxed);

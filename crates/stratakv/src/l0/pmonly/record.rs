@@ -32,6 +32,11 @@ pub(crate) struct Record {
     pub lists: Vec<ListRecord>,
     /// Numbers of the log extents holding L1 nodes.
     pub l1_logs: Vec<u64>,
+    /// Numbers of the relocation extents (kind 5) holding L1 nodes that
+    /// log cleaning moved.
+    pub l1_relocs: Vec<u64>,
+    /// The next relocation extent number.
+    pub next_reloc: u64,
 }
 
 fn put_logs(out: &mut Vec<u8>, logs: &[u64]) {
@@ -67,6 +72,8 @@ impl Record {
             put_logs(&mut out, &l.logs);
         }
         put_logs(&mut out, &self.l1_logs);
+        put_logs(&mut out, &self.l1_relocs);
+        put_varint(&mut out, self.next_reloc);
         out
     }
 
@@ -90,7 +97,9 @@ impl Record {
                 lists.push(ListRecord { id: r.u64()?, block: r.u32()?, logs: logs(&mut r)? });
             }
             let l1_logs = logs(&mut r)?;
-            Some(Record { root, regions, next_list_id, merging, lists, l1_logs })
+            let l1_relocs = logs(&mut r)?;
+            let next_reloc = r.varint()?;
+            Some(Record { root, regions, next_list_id, merging, lists, l1_logs, l1_relocs, next_reloc })
         })()
         .ok_or_else(bad)?;
         if !r.is_empty() || rec.regions == 0 || rec.regions > 15 {
@@ -113,6 +122,8 @@ mod tests {
             merging: 5,
             lists: vec![ListRecord { id: 6, block: 2, logs: vec![40, 41] }, ListRecord { id: 5, block: 1, logs: vec![39] }],
             l1_logs: vec![12, 30, 38],
+            l1_relocs: vec![2, 3],
+            next_reloc: 4,
         };
         let b = rec.encode();
         assert_eq!(Record::decode(&b).unwrap(), rec);

@@ -130,6 +130,10 @@ pub(crate) struct PmOnlyState {
     pub lists: Vec<ListInfo>,
     /// Log extents holding L1 nodes.
     pub l1_logs: Vec<u64>,
+    /// Relocation extents holding L1 nodes.
+    pub l1_relocs: Vec<u64>,
+    /// The next relocation extent number.
+    pub next_reloc: u64,
     /// The list being merged into L1 (0: none).
     pub merging: u64,
     /// The next list id.
@@ -174,6 +178,8 @@ impl PmOnlyState {
                 .map(|l| ListRecord { id: l.id, block: l.block.block, logs: l.logs.clone() })
                 .collect(),
             l1_logs: self.l1_logs.clone(),
+            l1_relocs: self.l1_relocs.clone(),
+            next_reloc: self.next_reloc,
         }
     }
 
