@@ -15,6 +15,10 @@ use crate::key::ParsedKey;
 
 /// A cursor over one list.
 pub(crate) struct ListIter {
+    /// What keeps the list's head block and every extent it can reach
+    /// from being reused while the cursor lives (the pm-only state: its
+    /// head-block leases and eras).
+    _keep: Arc<dyn std::any::Any + Send + Sync>,
     space: Arc<ListSpace>,
     list: ListHead,
     cur: Option<Node>,
@@ -23,9 +27,9 @@ pub(crate) struct ListIter {
 }
 
 impl ListIter {
-    /// A cursor over `list` (not positioned).
-    pub fn new(space: Arc<ListSpace>, list: ListHead) -> ListIter {
-        ListIter { space, list, cur: None, key: Vec::new() }
+    /// A cursor over `list` (not positioned), holding `keep` alive.
+    pub fn new(keep: Arc<dyn std::any::Any + Send + Sync>, space: Arc<ListSpace>, list: ListHead) -> ListIter {
+        ListIter { _keep: keep, space, list, cur: None, key: Vec::new() }
     }
 
     fn land(&mut self, n: Option<Node>) -> Result<()> {

@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use strata_pmem::{Backing, CrashModel, Extent, Region, RegionOptions, SimPm};
 
 use super::iter::ListIter;
-use super::zipper::{reap, zip};
+use super::zipper::{all_shadowed, drop_shadowed, reap, zip};
 use super::*;
 use crate::batch::WriteBatch;
 use crate::iterator::InternalIterator;
@@ -146,6 +146,7 @@ fn build(rng: &mut StdRng, n: u32, regions: usize) -> (Setup, Vec<Version>, List
     let (l1, l0, first) = (head(&s, 0, regions), head(&s, 1, regions), head(&s, 2, regions));
     space.link_sorted(first, &sorted(&space, nodes[..old.len()].to_vec())).unwrap();
     let z = zip(&space, first, l1, MAX_SEQ).unwrap();
+    drop_shadowed(&space, l1, &z.shadowed).unwrap();
     reap(&space, l1, &z.tombstones).unwrap();
     space.link_sorted(l0, &sorted(&space, nodes[old.len()..].to_vec())).unwrap();
     (s, all, l0, l1)
@@ -170,7 +171,11 @@ fn zipper_merges_drop_shadowed_versions_and_reap_tombstones() {
         let (s, all, l0, l1) = build(&mut rng, 400, regions);
         let space = space_of(&s);
         let z = zip(&space, l0, l1, MAX_SEQ).unwrap();
-        assert!(!z.dead.is_empty(), "overwrites must drop older versions");
+        assert!(!z.shadowed.is_empty(), "overwrites must hide older versions");
+        let before = contents(&space, l1).len();
+        let dropped = drop_shadowed(&space, l1, &z.shadowed).unwrap().len();
+        assert!(dropped > 0 && dropped <= z.shadowed.len(), "a version a later one of its list hid twice is dropped once");
+        assert_eq!(contents(&space, l1).len(), before - dropped);
         // Every key once (newest), tombstones included until reaped.
         let got = contents(&space, l1);
         for w in got.windows(2) {
@@ -184,7 +189,7 @@ fn zipper_merges_drop_shadowed_versions_and_reap_tombstones() {
         assert_eq!(live, newest(&all), "seed {seed}");
         // Cursors agree both ways, and seek lands right.
         let sp = Arc::new(space_of(&s));
-        let mut it = ListIter::new(sp.clone(), l1);
+        let mut it = ListIter::new(Arc::new(()), sp.clone(), l1);
         it.seek_to_first().unwrap();
         let mut fwd = Vec::new();
         while it.valid() {
@@ -225,7 +230,8 @@ fn a_snapshot_keeps_the_versions_it_sees() {
     }
 }
 
-/// Crash images at every `every`-th PM event of a merge and a reap.
+/// Crash images at every `every`-th PM event of a merge, the unlinking of
+/// what it hid, and a reap.
 #[test]
 fn crash_images_during_a_merge_and_a_reap() {
     let every: u64 = std::env::var("STRATA_PMLIST_CRASH_EVERY").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
@@ -258,6 +264,7 @@ fn crash_images_during_a_merge_and_a_reap() {
     }
     let space = space_of(&s);
     let z = zip(&space, l0, l1, MAX_SEQ).unwrap();
+    drop_shadowed(&space, l1, &z.shadowed).unwrap();
     reap(&space, l1, &z.tombstones).unwrap();
     s.sim.set_observer(None);
     let f = failures.lock();
@@ -289,8 +296,10 @@ fn verify_image(
             return Err(format!("before the redo, {} reads {got:?}", String::from_utf8_lossy(k)));
         }
     }
-    let z = zip(&space, l0, l1, MAX_SEQ).map_err(|e| format!("redo: {e}"))?;
-    let mut tombstones = z.tombstones;
+    zip(&space, l0, l1, MAX_SEQ).map_err(|e| format!("redo: {e}"))?;
+    let shadowed = all_shadowed(&space, l1).map_err(|e| format!("walk: {e}"))?;
+    drop_shadowed(&space, l1, &shadowed).map_err(|e| format!("drop: {e}"))?;
+    let mut tombstones = Vec::new();
     space
         .walk(l1, |n| {
             if n.is_delete() {

@@ -13,15 +13,15 @@
 //!    successor, and a reader walking L1 at any moment sees a sorted list
 //!    holding every key.
 //!
-//! What ListDB's code lacks is added here. **Equal keys**: the older
-//! versions that follow the new node are kept only while a snapshot at or
-//! above `bound` can see them; the rest are unlinked (upper levels first,
-//! then level 0 by re-pointing the last kept version past them, one store
-//! for the whole run). **Tombstones** are linked like any node: an
-//! iterator that met an older version before it was unlinked must still
-//! meet the tombstone that hid it. A tombstone no reader needs is reaped
-//! later ([`reap`]), once every iterator that could have met the versions
-//! it hid is gone.
+//! What ListDB's code lacks is added here. **Equal keys**: the merge only
+//! adds; it notes the older versions the new node hides from every reader
+//! at or above `bound` ([`Zipped::shadowed`]), and they are unlinked later
+//! ([`drop_shadowed`], upper levels first, then level 0), once no reader
+//! that could be positioned on them (an iterator made while the L0 list
+//! was still read) is left: a reader walking back from such a version
+//! must still meet the version that hides it. **Tombstones** are linked
+//! like any node, and reaped ([`reap`]) a grace period after the versions
+//! they hid were unlinked.
 //! **A merge cut short by a crash** is run again from the start: a node
 //! whose predecessor already points at it was merged, and so was every
 //! larger one (the merge goes tail to head), so the scan stops there; a
@@ -37,9 +37,10 @@ use crate::key::SeqNo;
 pub(crate) struct Zipped {
     /// L0 nodes linked into L1.
     pub merged: u64,
-    /// Nodes no longer in any list (older versions unlinked from L1), for
-    /// the owners of their extents.
-    pub dead: Vec<u64>,
+    /// Older versions that a newer one now hides from every reader at or
+    /// above the bound: [`drop_shadowed`] them once no reader that could
+    /// be positioned on them is left.
+    pub shadowed: Vec<u64>,
     /// Tombstones linked into L1 that hide every older version from every
     /// reader at or above the bound: [`reap`] them when no iterator that
     /// existed during the merge is left.
@@ -118,65 +119,41 @@ pub(crate) fn zip(space: &ListSpace, l0: ListHead, l1: ListHead, bound: SeqNo) -
     let mut stack = scan(space, l0, l1)?;
     let mut out = Zipped::default();
     while let Some((n, preds)) = stack.pop() {
-        splice(space, [l0, l1], &n, &preds, bound, &mut out)?;
+        splice(space, &n, &preds, bound, &mut out)?;
     }
     Ok(out)
 }
 
-/// Merges one node (the merge phase's step). A node dropped is unlinked
-/// from the upper levels of both lists: a reader of the L0 list (an older
-/// version's) searches its upper levels too, and must not land on a node
-/// its level 0 no longer reaches.
-fn splice(
-    space: &ListSpace,
-    [l0, l1]: [ListHead; 2],
-    n: &Node,
-    preds: &[Pos; MAX_HEIGHT],
-    bound: SeqNo,
-    out: &mut Zipped,
-) -> Result<()> {
+/// Merges one node (the merge phase's step): two stores on level 0, then
+/// the upper levels. Nothing is unlinked here: the older versions `n`
+/// hides from every reader at or above `bound` are only noted (see the
+/// module doc), and so is `n` if it is a tombstone that will then hide
+/// nothing.
+fn splice(space: &ListSpace, n: &Node, preds: &[Pos; MAX_HEIGHT], bound: SeqNo, out: &mut Zipped) -> Result<()> {
     let key = space.key_of(n)?;
     // The older versions of the key that follow the predecessor.
-    let mut run = Vec::new();
-    let mut tail = space.next(preds[0].links, 0)?;
-    while tail != 0 {
-        let m = space.node(tail)?;
+    let succ = space.next(preds[0].links, 0)?;
+    let mut at = succ;
+    let mut newer = n.seq();
+    let mut all_hidden = true;
+    while at != 0 {
+        let m = space.node(at)?;
         if space.key_of(&m)? != key {
             break;
         }
-        run.push(m);
-        tail = space.next(m.links(), 0)?;
-    }
-    let mut chain: Vec<Node> = Vec::with_capacity(run.len() + 1);
-    chain.push(*n);
-    let mut newer = n.seq();
-    let mut dropped = Vec::new();
-    for m in run {
         if newer <= bound {
-            dropped.push(m);
+            out.shadowed.push(m.off);
         } else {
             newer = m.seq();
-            chain.push(m);
+            all_hidden = false;
         }
+        at = space.next(m.links(), 0)?;
     }
-    for m in &dropped {
-        unlink_upper(space, l1, m)?;
-        unlink_upper(space, l0, m)?;
-        out.dead.push(m.off);
+    if space.next(n.links(), 0)? != succ {
+        space.publish(n.links(), succ)?;
     }
-    // Level 0, last link first: the list stays sorted and complete after
-    // every store, and the new node appears with the last one.
-    let mut succ = tail;
-    for m in chain.iter().rev() {
-        if space.next(m.links(), 0)? != succ {
-            space.publish(m.links(), succ)?;
-        }
-        succ = m.off;
-    }
-    if space.next(preds[0].links, 0)? != succ {
-        space.publish(preds[0].links, succ)?;
-    }
-    if n.is_delete() && n.seq() <= bound && chain.len() == 1 {
+    space.publish(preds[0].links, n.off)?;
+    if n.is_delete() && n.seq() <= bound && all_hidden {
         out.tombstones.push(n.off);
     }
     out.merged += 1;
@@ -188,6 +165,57 @@ fn splice(
     Ok(())
 }
 
+/// Unlinks node `off` from `l1` if it is still linked there (upper levels
+/// first, then level 0); returns whether it was.
+fn unlink(space: &ListSpace, l1: ListHead, off: u64, hides_nothing: bool) -> Result<bool> {
+    let t = space.node(off)?;
+    let key = space.key_of(&t)?.to_vec();
+    let preds = space.preds(l1, l1.region_of(&t), &key, t.trailer)?;
+    if space.next(preds[0].links, 0)? != off {
+        return Ok(false);
+    }
+    let after = space.next(t.links(), 0)?;
+    if hides_nothing && after != 0 && space.key_of(&space.node(after)?)? == key.as_slice() {
+        return Ok(false);
+    }
+    unlink_upper(space, l1, &t)?;
+    space.publish(preds[0].links, after)?;
+    Ok(true)
+}
+
+/// Unlinks from `l1` the older versions a merge noted as hidden
+/// ([`Zipped::shadowed`]) that are still linked. Call it only when no
+/// reader that could see them is left. Returns the nodes unlinked.
+pub(crate) fn drop_shadowed(space: &ListSpace, l1: ListHead, shadowed: &[u64]) -> Result<Vec<u64>> {
+    let mut dead = Vec::new();
+    for &off in shadowed {
+        if unlink(space, l1, off, false)? {
+            dead.push(off);
+        }
+    }
+    Ok(dead)
+}
+
+/// Every node of `l1` that a newer version of its key hides from every
+/// reader (at open, when no snapshot exists).
+pub(crate) fn all_shadowed(space: &ListSpace, l1: ListHead) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    let mut prev: Vec<u8> = Vec::new();
+    let mut first = true;
+    space.walk(l1, |n| {
+        let key = space.key_of(n)?;
+        if !first && key == prev.as_slice() {
+            out.push(n.off);
+        } else {
+            prev.clear();
+            prev.extend_from_slice(key);
+        }
+        first = false;
+        Ok(())
+    })?;
+    Ok(out)
+}
+
 /// Unlinks from `l1` each tombstone in `tombstones` that is still linked
 /// and still hides nothing (no older version follows it; a newer one would
 /// have unlinked it already). Call it only when no reader that could have
@@ -195,19 +223,9 @@ fn splice(
 pub(crate) fn reap(space: &ListSpace, l1: ListHead, tombstones: &[u64]) -> Result<Vec<u64>> {
     let mut dead = Vec::new();
     for &off in tombstones {
-        let t = space.node(off)?;
-        let key = space.key_of(&t)?.to_vec();
-        let preds = space.preds(l1, l1.region_of(&t), &key, t.trailer)?;
-        if space.next(preds[0].links, 0)? != off {
-            continue;
+        if unlink(space, l1, off, true)? {
+            dead.push(off);
         }
-        let after = space.next(t.links(), 0)?;
-        if after != 0 && space.key_of(&space.node(after)?)? == key.as_slice() {
-            continue;
-        }
-        unlink_upper(space, l1, &t)?;
-        space.publish(preds[0].links, after)?;
-        dead.push(off);
     }
     Ok(dead)
 }

@@ -51,7 +51,7 @@ use crate::key::{key_hash, ParsedKey, SeqNo, MAX_SEQ};
 use crate::log::EXTENT_KIND_LOG;
 use crate::memtable::Memtable;
 use crate::options::Options;
-use crate::pmlist::zipper::{reap, zip};
+use crate::pmlist::zipper::{all_shadowed, drop_shadowed, reap, zip};
 use crate::pmlist::{ListHead, ListSpace};
 use crate::stats::{LevelStats, Stats};
 use crate::version::{L0State, Version, VersionEdit};
@@ -106,9 +106,12 @@ pub(crate) struct PmOnlyL0 {
     /// ends, so every edit meanwhile must keep them.
     filling: Mutex<Vec<Extent>>,
 
-    /// Tombstones to reap, with the last sequence published when their
-    /// merge ended: reaped once every snapshot (and so every iterator) is
-    /// newer.
+    /// Older versions to unlink, with the last sequence published when
+    /// their merge ended: unlinked once every snapshot (and so every
+    /// iterator) is newer. Their merges' tombstones go to `to_reap` then.
+    to_drop: Mutex<Vec<(SeqNo, Vec<u64>, Vec<u64>)>>,
+    /// Tombstones to reap, likewise with the sequence published when the
+    /// versions they hid were unlinked.
     to_reap: Mutex<Vec<(SeqNo, Vec<u64>)>>,
     /// What recovery let go of that the MANIFEST still names until the
     /// next edit: the head block of a list it merged, and every extent it
@@ -135,6 +138,7 @@ impl PmOnlyL0 {
             trigger: Mutex::new(1),
             filling: Mutex::new(Vec::new()),
 
+            to_drop: Mutex::new(Vec::new()),
             to_reap: Mutex::new(Vec::new()),
             held: Mutex::new(Vec::new()),
         }
@@ -176,9 +180,13 @@ impl PmOnlyL0 {
         }
     }
 
-    /// Counts every node of `st`'s lists (at open), after reaping the L1
-    /// tombstones that hide nothing (no reader is open yet).
+    /// Counts every node of `st`'s lists (at open), after unlinking the
+    /// hidden versions and reaping the L1 tombstones that hide nothing (no
+    /// reader is open yet).
     fn recount(&self, st: &PmOnlyState) -> Result<()> {
+        let shadowed = all_shadowed(&st.space, st.l1())?;
+        let dropped = drop_shadowed(&st.space, st.l1(), &shadowed)?;
+        self.dropped_nodes.fetch_add(dropped.len() as u64, Ordering::Relaxed);
         let mut tombstones = Vec::new();
         let mut prev: Option<(u64, Vec<u8>)> = None;
         st.space.walk(st.l1(), |n| {
@@ -258,20 +266,33 @@ impl PmOnlyL0 {
         st
     }
 
-    /// Reaps the tombstones of merges that ended before every snapshot and
-    /// iterator now open began (caller holds `merging`).
+    /// Unlinks the older versions of merges that ended before every
+    /// snapshot and iterator now open began, and reaps the tombstones whose
+    /// hidden versions were unlinked before them (caller holds `merging`).
     fn reap_due(&self, eng: &Engine, st: &PmOnlyState) -> Result<()> {
         let oldest = eng.oldest_snapshot();
-        let due: Vec<u64> = {
+        let drops: Vec<(Vec<u64>, Vec<u64>)> = {
+            let mut pending = self.to_drop.lock();
+            let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(stamp, _, _)| *stamp < oldest);
+            *pending = keep;
+            due.into_iter().map(|(_, s, t)| (s, t)).collect()
+        };
+        let reaps: Vec<u64> = {
             let mut pending = self.to_reap.lock();
             let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(stamp, _)| *stamp < oldest);
             *pending = keep;
             due.into_iter().flat_map(|(_, t)| t).collect()
         };
-        if due.is_empty() {
-            return Ok(());
+        let mut dead = Vec::new();
+        let mut tombstones = Vec::new();
+        for (shadowed, t) in drops {
+            dead.extend(drop_shadowed(&st.space, st.l1(), &shadowed)?);
+            tombstones.extend(t);
         }
-        let dead = reap(&st.space, st.l1(), &due)?;
+        if !tombstones.is_empty() {
+            self.to_reap.lock().push((eng.pipeline.visible(), tombstones));
+        }
+        dead.extend(reap(&st.space, st.l1(), &reaps)?);
         self.count(&st.space, dead.iter().copied(), false);
         self.dropped_nodes.fetch_add(dead.len() as u64, Ordering::Relaxed);
         Ok(())
@@ -300,16 +321,14 @@ impl PmOnlyL0 {
         shared.bound.fetch_max(bound, Ordering::AcqRel);
         self.reap_due(eng, &cur)?;
         let z = zip(&cur.space, cur.head(x.block.block), cur.l1(), bound)?;
-        self.to_reap.lock().push((eng.pipeline.visible(), z.tombstones.clone()));
+        self.to_drop.lock().push((eng.pipeline.visible(), z.shadowed.clone(), z.tombstones.clone()));
         if eng.log.needs_msync() {
             for e in cur.space.extents() {
                 cur.space.region.sync(e.offset(), e.len()).map_err(|e| Error::from_pm(&cur.space.path, e))?;
             }
         }
-        self.count(&cur.space, z.dead.iter().copied(), false);
         self.merges.fetch_add(1, Ordering::Relaxed);
         self.merged_nodes.fetch_add(z.merged, Ordering::Relaxed);
-        self.dropped_nodes.fetch_add(z.dead.len() as u64, Ordering::Relaxed);
         let mut vs = eng.versions.lock();
         let mut next = Self::state_of(&vs.current())?;
         next.lists.retain(|l| l.id != x.id);

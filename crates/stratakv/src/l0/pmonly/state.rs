@@ -250,8 +250,11 @@ impl L0State for PmOnlyState {
     }
 
     fn add_iterators(&self, out: &mut Vec<Box<dyn InternalIterator>>, _prefix: Option<&[u8]>) -> usize {
+        // A cursor outlives the version it came from: it keeps a copy of
+        // the state, whose leases keep its head blocks and extents.
+        let keep: Arc<dyn Any + Send + Sync> = Arc::new(self.clone());
         for list in self.all_lists() {
-            out.push(Box::new(ListIter::new(self.space.clone(), list)));
+            out.push(Box::new(ListIter::new(keep.clone(), self.space.clone(), list)));
         }
         0
     }
