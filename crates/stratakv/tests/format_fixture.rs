@@ -191,6 +191,7 @@ fn fixture_round_trip(l0: L0Kind) {
             0,
         ),
         L0Kind::SingleLevel => (vec![(0, 21, 149888)], vec![], 0, 0, 38, 0),
+        L0Kind::PmOnly => unreachable!("no fixture was written with pm-only"),
     };
     assert_eq!(layout, want, "the {} fixture's layout as opened", l0.name());
     assert_eq!(s.last_sequence, 3759, "last sequence");

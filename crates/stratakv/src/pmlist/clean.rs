@@ -49,8 +49,7 @@ pub(crate) fn relocate(
             let c = space.node(c_off)?;
             space.publish(c.links(), space.next(n.links(), 0)?)?;
             space.publish(prev0.links, c_off)?;
-            for i in 1..c.height {
-                let p = last[r][i];
+            for (i, p) in last[r].iter().enumerate().take(c.height).skip(1) {
                 space.publish(c.links() + 8 * i as u64, space.next(p.links, i)?)?;
                 space.publish(p.links + 8 * i as u64, c_off)?;
             }

@@ -241,8 +241,7 @@ impl ListSpace {
             self.store(tail0, off)?;
             tail0 = n.links();
             let r = list.region_of(&n);
-            for level in 1..n.height {
-                let t = &mut tails[r][level];
+            for (level, t) in tails[r].iter_mut().enumerate().take(n.height).skip(1) {
                 self.store(*t + 8 * level as u64, off)?;
                 *t = n.links();
             }

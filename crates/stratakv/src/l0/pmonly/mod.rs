@@ -62,6 +62,10 @@ pub const EXTENT_KIND_LISTS: u8 = 4;
 /// as in log extents, never replayed).
 pub const EXTENT_KIND_RELOC: u8 = 5;
 
+/// What one merge hid: the sequence published when it ended, the older
+/// versions to unlink, and the tombstones to reap after them.
+type PendingDrop = (SeqNo, Vec<u64>, Vec<u64>);
+
 /// What an extent holds of the lists.
 #[derive(Clone, Copy, Debug, Default)]
 struct Live {
@@ -109,7 +113,7 @@ pub(crate) struct PmOnlyL0 {
     /// Older versions to unlink, with the last sequence published when
     /// their merge ended: unlinked once every snapshot (and so every
     /// iterator) is newer. Their merges' tombstones go to `to_reap` then.
-    to_drop: Mutex<Vec<(SeqNo, Vec<u64>, Vec<u64>)>>,
+    to_drop: Mutex<Vec<PendingDrop>>,
     /// Tombstones to reap, likewise with the sequence published when the
     /// versions they hid were unlinked.
     to_reap: Mutex<Vec<(SeqNo, Vec<u64>)>>,
