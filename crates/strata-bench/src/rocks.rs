@@ -183,9 +183,17 @@ fn options(f: &Flags) -> Result<(Options, Vec<Setting>)> {
     o.set_wal_bytes_per_sync(r.wal_bytes_per_sync);
     s.push(Setting::new("wal_bytes_per_sync", r.wal_bytes_per_sync, d::WAL_BYTES_PER_SYNC));
     if let Some(w) = &r.wal_dir {
+        // RocksDB makes only the last component of a missing WAL directory.
+        if let Err(e) = std::fs::create_dir_all(w) {
+            eprintln!("strata-bench: creating --wal_dir {}: {e}", w.display());
+        }
         o.set_wal_dir(w);
     }
-    s.push(Setting::new("wal_dir", r.wal_dir.as_ref().map_or("(db dir)".to_string(), |w| w.display().to_string()), "(db dir)"));
+    s.push(Setting::new(
+        "wal_dir",
+        r.wal_dir.as_ref().map_or("(db dir)".to_string(), |w| w.display().to_string()),
+        "(db dir)",
+    ));
     o.set_max_open_files(r.open_files);
     s.push(Setting::new("max_open_files", r.open_files, d::MAX_OPEN_FILES));
     o.set_optimize_filters_for_hits(r.optimize_filters_for_hits);

@@ -21,8 +21,9 @@ use crate::{bytes_arg, check_key, closed, err, opt_bytes_arg, options};
 /// recovering whatever a crash left in the persistent-memory log.
 ///
 /// `profile` names what level 0 is made of for a new database: "matrix"
-/// (the default: a matrix container in persistent memory) or "sstable"
-/// (tables on SSD, the LevelDB/RocksDB layout). `pm_dir` is the directory of
+/// (the default: a matrix container in persistent memory), "sstable"
+/// (tables on SSD, the LevelDB/RocksDB layout), "single-level" (SLM-DB)
+/// or "pm-only" (ListDB: everything in PM skiplists). `pm_dir` is the directory of
 /// the PM region file (default: `<path>/pm`; a DAX mount for real PM, or
 /// /dev/shm to emulate it with DRAM). Further keywords set engine options,
 /// for example pm_size (bytes of the PM region, default 4 GiB),

@@ -41,6 +41,10 @@ pub(crate) const OPTION_NAMES: &[&str] = &[
     "column_threads",
     "max_receiver_rows",
     "matrix_hash_index",
+    "pm_regions",
+    "listdb_zipper",
+    "listdb_lookup_cache_bytes",
+    "listdb_max_l0",
     "prefix_length",
 ];
 
@@ -74,8 +78,9 @@ pub(crate) fn build(
 ) -> PyResult<Options> {
     let mut o = Options::default();
     if let Some(p) = profile {
-        o.l0 =
-            L0Kind::parse(p).ok_or_else(|| bad(format!("unknown profile {p:?} (known: \"matrix\", \"sstable\")")))?;
+        o.l0 = L0Kind::parse(p).ok_or_else(|| {
+            bad(format!("unknown profile {p:?} (known: \"matrix\", \"sstable\", \"single-level\", \"pm-only\")"))
+        })?;
     }
     o.pm_dir = pm_dir;
     let Some(options) = options else { return Ok(o) };
@@ -121,6 +126,10 @@ pub(crate) fn build(
             "column_threads" => o.column_threads = int(n, &v)?,
             "max_receiver_rows" => o.max_receiver_rows = int(n, &v)?,
             "matrix_hash_index" => o.matrix_hash_index = flag(n, &v)?,
+            "pm_regions" => o.pm_regions = int(n, &v)?,
+            "listdb_zipper" => o.listdb_zipper = flag(n, &v)?,
+            "listdb_lookup_cache_bytes" => o.listdb_lookup_cache_bytes = int(n, &v)?,
+            "listdb_max_l0" => o.listdb_max_l0 = int(n, &v)?,
             "prefix_length" => {
                 let len: usize = int(n, &v)?;
                 o.prefix_extractor = if len == 0 { None } else { Some(Arc::new(FixedPrefix(len))) };

@@ -205,6 +205,16 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
     d.set_item("matrix_pm_bytes", s.matrix_pm_bytes)?;
     d.set_item("matrix_limit_bytes", s.matrix_limit_bytes)?;
     d.set_item("columns", s.columns)?;
+    d.set_item("listdb_l0_lists", s.listdb_l0_lists)?;
+    d.set_item("listdb_live_nodes", s.listdb_live_nodes)?;
+    d.set_item("listdb_live_bytes", s.listdb_live_bytes)?;
+    d.set_item("listdb_log_bytes", s.listdb_log_bytes)?;
+    d.set_item("listdb_merges", s.listdb_merges)?;
+    d.set_item("listdb_dropped_nodes", s.listdb_dropped_nodes)?;
+    d.set_item("listdb_cleanings", s.listdb_cleanings)?;
+    d.set_item("listdb_cache_bytes", s.listdb_cache_bytes)?;
+    d.set_item("listdb_cache_hits", s.listdb_cache_hits)?;
+    d.set_item("listdb_regions", s.listdb_regions)?;
     d.set_item("run_merges", s.run_merges)?;
     d.set_item("pm_placement", s.pm_placement)?;
     d.set_item("pm_region_bytes", s.pm_region_bytes)?;

@@ -215,6 +215,23 @@ def test_profile_sstable(path):
         assert d[b"k0042"] == b"v42"
 
 
+def test_profile_pm_only(path):
+    opts = dict(SMALL, pm_regions=2, listdb_lookup_cache_bytes=1 << 20)
+    with stratakv.DB(path, profile="pm-only", **opts) as d:
+        fill(d, 100)
+        d.flush()
+        del d[b"k0007"]
+        d.compact_range()
+        s = d.stats()
+        assert s["l0"] == "pm-only"
+        assert s["listdb_regions"] == 2
+        assert d[b"k0042"] == b"v42"
+        assert b"k0007" not in d
+    with stratakv.DB(path, **opts) as d:
+        assert d.stats()["l0"] == "pm-only"
+        assert d[b"k0099"] == b"v99"
+
+
 def test_context_manager_closes_and_reopen(path):
     with stratakv.DB(path, **SMALL) as d:
         d.put(b"a", b"1")

@@ -34,10 +34,10 @@ mod towers;
 mod writer;
 
 pub(crate) use pipeline::Pipeline;
-pub(crate) use towers::{thread_region, Towers};
 pub(crate) use recovery::{next_log_number, replay, split_logs};
 #[cfg(test)]
 pub(crate) use recovery::{scan_extent, ScanEnd};
+pub(crate) use towers::{thread_region, Towers};
 #[cfg(test)]
 pub(crate) use writer::LOG_HEADS_IN_FLIGHT;
 pub(crate) use writer::{ExtentFailure, LogWriter, NewExtent, Reserved, WriteState};

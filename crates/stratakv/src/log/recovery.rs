@@ -138,11 +138,8 @@ pub fn scan_extent<'a>(
                 format!("log entry says {count} records but holds {}", records.len()),
             ));
         }
-        let nodes = if links == 0 {
-            Vec::new()
-        } else {
-            entry_nodes(region, region_path, entry_off, links, seq, &records)?
-        };
+        let nodes =
+            if links == 0 { Vec::new() } else { entry_nodes(region, region_path, entry_off, links, seq, &records)? };
         let padded = (total + 7) & !7;
         *next_seq = Some(seq + count as u64);
         f(RecoveredEntry { seq, len: padded, records, nodes })?;
@@ -168,7 +165,11 @@ fn entry_nodes(
         let bad = |why: String| Error::corruption(region_path, at, why);
         let node = crate::pmlist::node::Node::read(region, at).map_err(|e| Error::from_pm(region_path, e))?;
         let fits = at + node.size() <= end;
-        if !fits || node.key_off != rec.key_off || node.key_len != rec.key.len() || node.trailer != trailer(seq + i as u64, rec.kind) {
+        if !fits
+            || node.key_off != rec.key_off
+            || node.key_len != rec.key.len()
+            || node.trailer != trailer(seq + i as u64, rec.kind)
+        {
             return Err(bad(format!("skiplist node {i} of the log entry at {entry_off} does not match its record")));
         }
         nodes.push(at);

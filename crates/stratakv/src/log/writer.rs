@@ -95,7 +95,13 @@ pub(crate) struct Reserved {
 impl Reserved {
     /// Copies the entry into PM (payload, persist, commit word, persist)
     /// and indexes its records in the memtable.
-    pub fn fill(&mut self, region_path: &std::path::Path, body: &[u8], count: u32, towers: Option<&Towers>) -> Result<()> {
+    pub fn fill(
+        &mut self,
+        region_path: &std::path::Path,
+        body: &[u8],
+        count: u32,
+        towers: Option<&Towers>,
+    ) -> Result<()> {
         write_entry(&mut self.slot, self.log_number, self.seq, count, body, towers)
             .map_err(|e| Error::from_pm(region_path, e))?;
         let links_len = towers.map_or(0, Towers::bytes);

@@ -197,7 +197,15 @@ impl Memtable {
     }
 
     /// Indexes one record whose value sits at `value_off` in PM.
-    pub fn add(&self, seq: SeqNo, kind: Kind, key: &[u8], value_off: u64, value_len: u32, node_back: u32) -> Result<()> {
+    pub fn add(
+        &self,
+        seq: SeqNo,
+        kind: Kind,
+        key: &[u8],
+        value_off: u64,
+        value_len: u32,
+        node_back: u32,
+    ) -> Result<()> {
         let len_word = len_word(value_len, node_back);
         let mut buf = [0u8; 64];
         let n = key.len() + 8;

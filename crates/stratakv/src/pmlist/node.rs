@@ -25,7 +25,10 @@ const FIXED: u64 = 16;
 
 /// Node word 0 for a key `key_fwd` bytes after the node start.
 pub fn meta_word(key_fwd: u64, key_len: usize, height: u8, region: u8) -> u64 {
-    (key_fwd & 0xffff_ffff) | ((key_len as u64) & 0xff_ffff) << 32 | ((height as u64) & 0xf) << 56 | ((region as u64) & 0xf) << 60
+    (key_fwd & 0xffff_ffff)
+        | ((key_len as u64) & 0xff_ffff) << 32
+        | ((height as u64) & 0xf) << 56
+        | ((region as u64) & 0xf) << 60
 }
 
 /// A node's fixed words, decoded.

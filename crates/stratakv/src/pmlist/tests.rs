@@ -174,7 +174,10 @@ fn zipper_merges_drop_shadowed_versions_and_reap_tombstones() {
         assert!(!z.shadowed.is_empty(), "overwrites must hide older versions");
         let before = contents(&space, l1).len();
         let dropped = drop_shadowed(&space, l1, &z.shadowed).unwrap().len();
-        assert!(dropped > 0 && dropped <= z.shadowed.len(), "a version a later one of its list hid twice is dropped once");
+        assert!(
+            dropped > 0 && dropped <= z.shadowed.len(),
+            "a version a later one of its list hid twice is dropped once"
+        );
         assert_eq!(contents(&space, l1).len(), before - dropped);
         // Every key once (newest), tombstones included until reaped.
         let got = contents(&space, l1);
@@ -282,7 +285,8 @@ fn verify_image(
     want: &BTreeMap<Vec<u8>, Vec<u8>>,
 ) -> std::result::Result<(), String> {
     let sim = Arc::new(SimPm::from_image(img));
-    let region = Region::open(Backing::Sim(sim), &RegionOptions { create: false, ..opts() }).map_err(|e| e.to_string())?.0;
+    let region =
+        Region::open(Backing::Sim(sim), &RegionOptions { create: false, ..opts() }).map_err(|e| e.to_string())?.0;
     let heads = region.heads().map_err(|e| e.to_string())?;
     let mut leased = Vec::new();
     for (slot, number) in extents {

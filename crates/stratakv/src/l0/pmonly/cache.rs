@@ -29,7 +29,11 @@ impl LookupCache {
         if n == 0 {
             return None;
         }
-        Some(LookupCache { slots: (0..n).map(|_| AtomicU64::new(0)).collect(), mask: n as u64 - 1, hits: AtomicU64::new(0) })
+        Some(LookupCache {
+            slots: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            mask: n as u64 - 1,
+            hits: AtomicU64::new(0),
+        })
     }
 
     /// DRAM it takes.

@@ -436,7 +436,11 @@ impl Level0 for PmOnlyL0 {
         let mut lists = Vec::new();
         for l in &record.lists {
             if l.block == 0 || l.block as u64 >= blocks {
-                return Err(Error::corruption(cx.manifest_path, 0, format!("pm-only list {} has head block {}", l.id, l.block)));
+                return Err(Error::corruption(
+                    cx.manifest_path,
+                    0,
+                    format!("pm-only list {} has head block {}", l.id, l.block),
+                ));
             }
             lists.push(ListInfo { id: l.id, block: shared.claim_block(l.block), logs: l.logs.clone() });
         }
@@ -508,7 +512,11 @@ impl Level0 for PmOnlyL0 {
             let block = shared
                 .take_block()
                 .ok_or_else(|| Error::Pm("pm-only: no free list head block (too many L0 lists)".into()))?;
-            let space = ListSpace::new(eng.region.clone(), eng.region_path.clone(), imm_extents.iter().cloned().chain([root.clone()]).collect());
+            let space = ListSpace::new(
+                eng.region.clone(),
+                eng.region_path.clone(),
+                imm_extents.iter().cloned().chain([root.clone()]).collect(),
+            );
             space.link_sorted(cur.head(block.block), &nodes)?;
             if eng.log.needs_msync() {
                 for e in space.extents() {
@@ -528,7 +536,10 @@ impl Level0 for PmOnlyL0 {
         let mut vs = eng.versions.lock();
         let mut next = Self::state_of(&vs.current())?;
         if let Some(block) = block {
-            next.lists.insert(0, ListInfo { id: next.next_list_id, block, logs: imm_extents.iter().map(|e| e.head().number).collect() });
+            next.lists.insert(
+                0,
+                ListInfo { id: next.next_list_id, block, logs: imm_extents.iter().map(|e| e.head().number).collect() },
+            );
             next.next_list_id += 1;
         }
         {

@@ -120,7 +120,10 @@ mod tests {
             regions: 2,
             next_list_id: 7,
             merging: 5,
-            lists: vec![ListRecord { id: 6, block: 2, logs: vec![40, 41] }, ListRecord { id: 5, block: 1, logs: vec![39] }],
+            lists: vec![
+                ListRecord { id: 6, block: 2, logs: vec![40, 41] },
+                ListRecord { id: 5, block: 1, logs: vec![39] },
+            ],
             l1_logs: vec![12, 30, 38],
             l1_relocs: vec![2, 3],
             next_reloc: 4,
