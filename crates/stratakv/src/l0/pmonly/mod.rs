@@ -209,7 +209,11 @@ impl PmOnlyL0 {
         let reaped = reap(&st.space, st.l1(), &tombstones)?;
         self.dropped_nodes.fetch_add(reaped.len() as u64, Ordering::Relaxed);
         let mut live: HashMap<u64, Live> = HashMap::new();
-        for list in st.all_lists() {
+        // Oldest list first, so the lookup cache ends up with each key's
+        // newest version, as flushes would have left it.
+        let lists: Vec<ListHead> = st.all_lists().collect();
+        for list in lists.into_iter().rev() {
+            let mut last: Vec<u8> = Vec::new();
             st.space.walk(list, |n| {
                 let e = st.space.extent_of(n.off).ok_or_else(|| {
                     Error::corruption(&*st.space.path, n.off, "skiplist node outside the lists' extents")
@@ -217,6 +221,12 @@ impl PmOnlyL0 {
                 let c = live.entry(e.offset()).or_default();
                 c.nodes += 1;
                 c.bytes += node_bytes(&st.space, n);
+                let key = st.space.key_of(n)?;
+                if let Some(cache) = st.shared.cache.as_ref().filter(|_| key != last.as_slice()) {
+                    cache.insert(key_hash(key), n.off, e.head().number);
+                    last.clear();
+                    last.extend_from_slice(key);
+                }
                 Ok(())
             })?;
         }
