@@ -48,10 +48,12 @@ pub fn random_options(rng: &mut StdRng, l0: L0Kind, shm: Option<&Path>) -> (Opti
         o.l0_slowdown_writes_trigger = 1_000_000;
         o.l0_stop_writes_trigger = 1_000_000;
     }
-    o.pm_regions = [1, 2, 4][rng.gen_range(0..3)];
-    o.listdb_lookup_cache_bytes = [0, 4 << 10, 1 << 20][rng.gen_range(0..3)];
-    o.listdb_zipper = rng.gen_bool(0.8);
-    o.listdb_max_l0 = rng.gen_range(1..5);
+    if l0 == L0Kind::PmOnly {
+        o.pm_regions = [1, 2, 4][rng.gen_range(0..3)];
+        o.listdb_lookup_cache_bytes = [0, 4 << 10, 1 << 20][rng.gen_range(0..3)];
+        o.listdb_zipper = rng.gen_bool(0.8);
+        o.listdb_max_l0 = rng.gen_range(1..5);
+    }
     let on_shm = shm.is_some() && rng.gen_bool(0.3);
     if on_shm {
         o.pm_dir = shm.map(|p| p.to_path_buf());

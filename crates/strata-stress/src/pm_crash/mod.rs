@@ -55,8 +55,10 @@ pub fn episode_options(rng: &mut StdRng, l0: L0Kind) -> Options {
     o.l0_compaction_trigger = rng.gen_range(2..4);
     o.block_cache_bytes = if rng.gen_bool(0.5) { 0 } else { 64 << 10 };
     o.pm_full_timeout_ms = 5_000;
-    o.pm_regions = [1, 2, 4][rng.gen_range(0..3)];
-    o.listdb_lookup_cache_bytes = if rng.gen_bool(0.5) { 0 } else { 64 << 10 };
+    if l0 == L0Kind::PmOnly {
+        o.pm_regions = [1, 2, 4][rng.gen_range(0..3)];
+        o.listdb_lookup_cache_bytes = if rng.gen_bool(0.5) { 0 } else { 64 << 10 };
+    }
     o
 }
 
