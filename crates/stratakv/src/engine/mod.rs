@@ -143,7 +143,7 @@ impl Engine {
             opts.write_buffer_size,
         );
         if opts.entry_towers() {
-            log.keep_free(crate::l0::pmonly::reserve_slots(p.region.slot_count()));
+            log.keep_free(crate::log::cleaning_reserve(p.region.slot_count()));
         }
         let sv = SuperVersion { mem: p.mem.clone(), imms: Vec::new(), version: version.clone() };
         Engine {

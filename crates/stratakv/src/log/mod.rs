@@ -27,6 +27,7 @@
 //! entries other writers reserved after it are never mistaken for valid
 //! entries following a damaged one (which would point at corruption).
 
+pub(crate) mod node;
 mod pipeline;
 mod prefault;
 mod recovery;
@@ -40,7 +41,7 @@ pub(crate) use recovery::{scan_extent, ScanEnd};
 pub(crate) use towers::{thread_region, Towers};
 #[cfg(test)]
 pub(crate) use writer::LOG_HEADS_IN_FLIGHT;
-pub(crate) use writer::{ExtentFailure, LogWriter, NewExtent, Reserved, WriteState};
+pub(crate) use writer::{cleaning_reserve, ExtentFailure, LogWriter, NewExtent, Reserved, WriteState};
 
 use strata_pmem::{PmError, Slot};
 

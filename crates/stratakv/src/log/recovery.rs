@@ -163,7 +163,7 @@ fn entry_nodes(
     let mut nodes = Vec::with_capacity(records.len());
     for (i, rec) in records.iter().enumerate() {
         let bad = |why: String| Error::corruption(region_path, at, why);
-        let node = crate::pmlist::node::Node::read(region, at).map_err(|e| Error::from_pm(region_path, e))?;
+        let node = super::node::Node::read(region, at).map_err(|e| Error::from_pm(region_path, e))?;
         let fits = at + node.size() <= end;
         if !fits
             || node.key_off != rec.key_off

@@ -1,16 +1,16 @@
 //! The PM skiplist nodes a pm-only log entry carries, one per record
 //! (ListDB's index-unified log: the log entry is the list node). Only their
 //! sizes and fixed words are chosen here, when the entry is written; their
-//! links are written when the entry is linked into a list (`pmlist`).
+//! links are written when the entry is linked into a list (`crate::pmlist`).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rand::Rng;
 
+use super::node::{meta_word, MAX_HEIGHT};
 use crate::batch::Records;
 use crate::key::trailer;
-use crate::pmlist::node::{meta_word, MAX_HEIGHT};
 
 /// Bytes of a node before its links: the meta word and the trailer.
 pub const TOWER_FIXED: usize = 16;

@@ -83,6 +83,13 @@ impl WriteState {
     }
 }
 
+/// Free slots pm-only writers leave to log cleaning, of `slots` in all
+/// (an eighth, at least 3): cleaning needs room to move live nodes into
+/// before it can free anything.
+pub fn cleaning_reserve(slots: u64) -> u64 {
+    (slots / 8).max(3)
+}
+
 /// Space and sequence numbers handed to one writer.
 pub(crate) struct Reserved {
     slot: Slot,

@@ -19,7 +19,7 @@
 
 pub(crate) mod clean;
 pub(crate) mod iter;
-pub(crate) mod node;
+pub(crate) use crate::log::node;
 pub(crate) mod zipper;
 
 #[cfg(test)]

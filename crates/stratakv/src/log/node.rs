@@ -1,5 +1,6 @@
 //! A PM skiplist node: the node words a pm-only log entry carries for
-//! each of its records (FORMAT.md, "Log entry"), and list heads.
+//! each of its records (FORMAT.md, "Log entry"), which `crate::pmlist`
+//! links into lists, and list heads.
 //!
 //! ```text
 //! word 0   key offset from the node start (bits 0..32) | key length (32..56)
