@@ -13,7 +13,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata_pmem::{Backing, CrashModel, Extent, Region, RegionOptions, SimPm};
+use strata_pmem::{Backing, Extent, Region, RegionOptions, SimPm};
 
 use super::iter::ListIter;
 use super::zipper::{all_shadowed, drop_shadowed, reap, zip};
@@ -193,19 +193,8 @@ fn zipper_merges_drop_shadowed_versions_and_reap_tombstones() {
         // Cursors agree both ways, and seek lands right.
         let sp = Arc::new(space_of(&s));
         let mut it = ListIter::new(Arc::new(()), sp.clone(), l1);
-        it.seek_to_first().unwrap();
-        let mut fwd = Vec::new();
-        while it.valid() {
-            fwd.push(it.key().to_vec());
-            it.next().unwrap();
-        }
-        it.seek_to_last().unwrap();
-        let mut back = Vec::new();
-        while it.valid() {
-            back.push(it.key().to_vec());
-            it.prev().unwrap();
-        }
-        back.reverse();
+        let (fwd, back) = crate::test_util::keys_both_ways(&mut it);
+        assert_eq!(fwd.len(), live.len());
         assert_eq!(fwd, back);
         for k in live.keys() {
             let mut t = k.clone();
@@ -251,13 +240,7 @@ fn crash_images_during_a_merge_and_a_reap() {
             if ev % every != 0 {
                 return;
             }
-            let cs = view.crash_state();
-            let images = [
-                cs.minimal_image(),
-                cs.random_image(CrashModel::LinePrefix, &mut rng),
-                cs.random_image(CrashModel::WordSubset, &mut rng),
-            ];
-            for img in images {
+            for img in crate::test_util::crash_images(&view.crash_state(), &mut rng) {
                 if let Err(e) = verify_image(img, &extents, l0, l1, &want) {
                     failures.lock().push(format!("event {ev}: {e}"));
                 }

@@ -187,9 +187,14 @@ fn unlink(space: &ListSpace, l1: ListHead, off: u64, hides_nothing: bool) -> Res
 /// ([`Zipped::shadowed`]) that are still linked. Call it only when no
 /// reader that could see them is left. Returns the nodes unlinked.
 pub(crate) fn drop_shadowed(space: &ListSpace, l1: ListHead, shadowed: &[u64]) -> Result<Vec<u64>> {
+    unlink_each(space, l1, shadowed, false)
+}
+
+/// The nodes of `offs` that [`unlink`] unlinked.
+fn unlink_each(space: &ListSpace, l1: ListHead, offs: &[u64], hides_nothing: bool) -> Result<Vec<u64>> {
     let mut dead = Vec::new();
-    for &off in shadowed {
-        if unlink(space, l1, off, false)? {
+    for &off in offs {
+        if unlink(space, l1, off, hides_nothing)? {
             dead.push(off);
         }
     }
@@ -221,11 +226,5 @@ pub(crate) fn all_shadowed(space: &ListSpace, l1: ListHead) -> Result<Vec<u64>> 
 /// have unlinked it already). Call it only when no reader that could have
 /// met a version it hid is left. Returns the nodes unlinked.
 pub(crate) fn reap(space: &ListSpace, l1: ListHead, tombstones: &[u64]) -> Result<Vec<u64>> {
-    let mut dead = Vec::new();
-    for &off in tombstones {
-        if unlink(space, l1, off, true)? {
-            dead.push(off);
-        }
-    }
-    Ok(dead)
+    unlink_each(space, l1, tombstones, true)
 }

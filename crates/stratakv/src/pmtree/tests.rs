@@ -11,7 +11,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use strata_pmem::{Backing, CrashModel, Region, RegionOptions, SimPm};
+use strata_pmem::{Backing, Region, RegionOptions, SimPm};
 
 use super::*;
 
@@ -313,13 +313,7 @@ fn crash_images_during_splits_updates_and_removes() {
                 };
             }
             let in_flight = ops.get(done).copied();
-            let cs = view.crash_state();
-            let images = [
-                cs.minimal_image(),
-                cs.random_image(CrashModel::LinePrefix, &mut rng),
-                cs.random_image(CrashModel::WordSubset, &mut rng),
-            ];
-            for img in images {
+            for img in crate::test_util::crash_images(&view.crash_state(), &mut rng) {
                 if let Err(e) = verify_image(img, anchor, &model, in_flight) {
                     failures.lock().push(format!("event {ev}: {e}"));
                 }

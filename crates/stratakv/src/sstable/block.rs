@@ -330,20 +330,8 @@ mod tests {
         for interval in [1, 2, 16] {
             let (blk, keys) = build(100, interval);
             let mut it = BlockIter::new(blk.clone());
-            it.seek_to_first().unwrap();
-            let mut got = Vec::new();
-            while it.valid() {
-                got.push(it.key().to_vec());
-                it.next().unwrap();
-            }
+            let (got, back) = crate::test_util::keys_both_ways(&mut it);
             assert_eq!(got, keys);
-            it.seek_to_last().unwrap();
-            let mut back = Vec::new();
-            while it.valid() {
-                back.push(it.key().to_vec());
-                it.prev().unwrap();
-            }
-            back.reverse();
             assert_eq!(back, keys);
             // Seek between keys lands on the next one.
             it.seek(&internal_key(b"key00004", 1, Kind::Put)).unwrap();
