@@ -53,6 +53,14 @@ impl ListIter {
     }
 }
 
+/// An internal key as (user key, trailer); a bare user key sorts first.
+fn split(target: &[u8]) -> (Vec<u8>, u64) {
+    match ParsedKey::parse(target) {
+        Some(p) => (p.user_key.to_vec(), crate::key::trailer(p.seq, p.kind)),
+        None => (target.to_vec(), u64::MAX),
+    }
+}
+
 impl InternalIterator for ListIter {
     fn valid(&self) -> bool {
         self.cur.is_some()
@@ -68,12 +76,18 @@ impl InternalIterator for ListIter {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let (ukey, trailer) = match ParsedKey::parse(target) {
-            Some(p) => (p.user_key.to_vec(), crate::key::trailer(p.seq, p.kind)),
-            None => (target.to_vec(), u64::MAX),
-        };
+        let (ukey, trailer) = split(target);
         let n = self.space.seek(self.list, 0, &ukey, trailer)?;
         self.land(n)
+    }
+
+    /// One search for the last node <= `target`, not the default seek and
+    /// step back: merges and log cleaning change the list between two
+    /// searches, and the step back could then land past `target`.
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let (ukey, trailer) = split(target);
+        let space = self.space.clone();
+        self.land_before(&mut |m| Ok(space.cmp(m, &ukey, trailer)? != std::cmp::Ordering::Greater))
     }
 
     fn next(&mut self) -> Result<()> {

@@ -66,7 +66,26 @@ pub const EXTENT_KIND_RELOC: u8 = 5;
 
 /// What one merge hid: the sequence published when it ended, the older
 /// versions to unlink, and the tombstones to reap after them.
-type PendingDrop = (SeqNo, Vec<u64>, Vec<u64>);
+type PendingDrop = (SeqNo, Vec<NodeRef>, Vec<NodeRef>);
+
+/// A node noted for later, with the number of the extent it is in: by then
+/// another step may have unlinked it (a version noted twice, a node log
+/// cleaning moved) and its extent may be free, or reused by another; the
+/// node is read only if its extent is still the same and still leased.
+type NodeRef = (u64, (u8, u64));
+
+/// `offs` as [`NodeRef`]s in `space`.
+fn node_refs(space: &ListSpace, offs: &[u64]) -> Vec<NodeRef> {
+    offs.iter().filter_map(|&o| space.extent_of(o).map(|e| (o, (e.head().kind, e.head().number)))).collect()
+}
+
+/// The offsets of `refs` whose extent `space` still leases.
+fn still_there(space: &ListSpace, refs: impl IntoIterator<Item = NodeRef>) -> Vec<u64> {
+    refs.into_iter()
+        .filter(|&(o, id)| space.extent_of(o).is_some_and(|e| (e.head().kind, e.head().number) == id))
+        .map(|(o, _)| o)
+        .collect()
+}
 
 /// Most head blocks (L0 lists + 1) a root extent is cut into.
 const MAX_BLOCKS: u64 = 256;
@@ -99,7 +118,7 @@ pub(crate) struct PmOnlyL0 {
     to_drop: Mutex<Vec<PendingDrop>>,
     /// Tombstones to reap, likewise with the sequence published when the
     /// versions they hid were unlinked.
-    to_reap: Mutex<Vec<(SeqNo, Vec<u64>)>>,
+    to_reap: Mutex<Vec<(SeqNo, Vec<NodeRef>)>>,
     /// What recovery let go of that the MANIFEST still names until the
     /// next edit: the head block of a list it merged, and every extent it
     /// found (a merge redone after another crash walks that list again).
@@ -154,13 +173,13 @@ impl PmOnlyL0 {
     /// hidden versions were unlinked before them (caller holds `merging`).
     fn reap_due(&self, eng: &Engine, st: &PmOnlyState) -> Result<()> {
         let oldest = eng.oldest_snapshot();
-        let drops: Vec<(Vec<u64>, Vec<u64>)> = {
+        let drops: Vec<(Vec<NodeRef>, Vec<NodeRef>)> = {
             let mut pending = self.to_drop.lock();
             let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(stamp, _, _)| *stamp < oldest);
             *pending = keep;
             due.into_iter().map(|(_, s, t)| (s, t)).collect()
         };
-        let reaps: Vec<u64> = {
+        let reaps: Vec<NodeRef> = {
             let mut pending = self.to_reap.lock();
             let (due, keep): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(stamp, _)| *stamp < oldest);
             *pending = keep;
@@ -169,13 +188,13 @@ impl PmOnlyL0 {
         let mut dead = Vec::new();
         let mut tombstones = Vec::new();
         for (shadowed, t) in drops {
-            dead.extend(drop_shadowed(&st.space, st.l1(), &shadowed)?);
+            dead.extend(drop_shadowed(&st.space, st.l1(), &still_there(&st.space, shadowed))?);
             tombstones.extend(t);
         }
         if !tombstones.is_empty() {
             self.to_reap.lock().push((eng.pipeline.visible(), tombstones));
         }
-        dead.extend(reap(&st.space, st.l1(), &reaps)?);
+        dead.extend(reap(&st.space, st.l1(), &still_there(&st.space, reaps))?);
         self.count(&st.space, dead.iter().copied(), false);
         self.dropped_nodes.fetch_add(dead.len() as u64, Ordering::Relaxed);
         Ok(())
@@ -204,7 +223,8 @@ impl PmOnlyL0 {
         shared.bound.fetch_max(bound, Ordering::AcqRel);
         self.reap_due(eng, &cur)?;
         let z = zip(&cur.space, cur.head(x.block.block), cur.l1(), bound)?;
-        self.to_drop.lock().push((eng.pipeline.visible(), z.shadowed.clone(), z.tombstones.clone()));
+        let noted = (node_refs(&cur.space, &z.shadowed), node_refs(&cur.space, &z.tombstones));
+        self.to_drop.lock().push((eng.pipeline.visible(), noted.0, noted.1));
         if eng.log.needs_msync() {
             for e in cur.space.extents() {
                 cur.space.region.sync(e.offset(), e.len()).map_err(|e| Error::from_pm(&cur.space.path, e))?;
