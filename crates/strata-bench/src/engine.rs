@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
-use stratakv::{Compression, Db, L0Kind, Options, WriteBatch, WriteOptions};
+use stratakv::{Compression, Db, IndexKind, L0Kind, Options, WriteBatch, WriteOptions};
 
 use crate::flags::Flags;
 
@@ -58,6 +58,23 @@ pub struct EngineStats {
     pub index_dram_bytes: Option<u64>,
     /// PM held by a global index (single-level's B+-tree), if the engine has one.
     pub pm_index_bytes: Option<u64>,
+    /// StrataKV's tables by index kind, with index and filter DRAM apart.
+    pub tables: Option<TableCensus>,
+}
+
+/// StrataKV's live tables by index kind (the trident suite's figures).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TableCensus {
+    /// Tables with a learned index.
+    pub learned_tables: u64,
+    /// Tables with a binary index.
+    pub binary_tables: u64,
+    /// DRAM of their indexes alone.
+    pub index_bytes: u64,
+    /// DRAM of their bloom filters.
+    pub filter_bytes: u64,
+    /// How a multi-get reads blocks together: io_uring or threads.
+    pub read_batching: String,
 }
 
 /// What point lookups cost in data blocks, cumulative since open.
@@ -213,6 +230,9 @@ pub fn strata_options(f: &Flags) -> Result<Options> {
     o.compression = Compression::parse(&f.compression_type)
         .ok_or_else(|| anyhow!("--compression_type={} is not supported (none, snappy, lz4)", f.compression_type))?;
     o.target_file_size = f.target_file_size_base;
+    o.block_size = f.rocks.block_size;
+    o.table_index = if f.index_type == "learned" { IndexKind::Learned } else { IndexKind::Binary };
+    o.use_direct_reads = f.rocks.use_direct_reads;
     o.max_bytes_for_level_base = f.max_bytes_for_level_base;
     o.background_compactions = f.max_background_jobs.saturating_sub(1).max(1);
     o.validate().map_err(|e| anyhow!("engine options: {e}"))?;
@@ -238,6 +258,9 @@ pub fn strata_settings(o: &Options) -> Vec<Setting> {
         Setting::new("block_cache_bytes", o.block_cache_bytes, d.block_cache_bytes),
         Setting::new("bloom_bits_per_key", o.bloom_bits_per_key, d.bloom_bits_per_key),
         Setting::new("compression", dbg(&o.compression), dbg(&d.compression)),
+        Setting::new("block_size", o.block_size, d.block_size),
+        Setting::new("table_index", dbg(&o.table_index), dbg(&d.table_index)),
+        Setting::new("use_direct_reads", o.use_direct_reads, d.use_direct_reads),
         Setting::new("target_file_size", o.target_file_size, d.target_file_size),
         Setting::new("max_bytes_for_level_base", o.max_bytes_for_level_base, d.max_bytes_for_level_base),
         Setting::new("background_compactions", o.background_compactions, d.background_compactions),
@@ -361,6 +384,13 @@ impl Engine for StrataEngine {
             reads: Some(ReadCounts { gets: s.gets, blocks: s.data_blocks_read, from_file: s.data_blocks_from_file }),
             index_dram_bytes: Some(s.table_index_bytes + s.matrix_dram_bytes + s.listdb_cache_bytes),
             pm_index_bytes: (s.slm_tree_pm_bytes > 0).then_some(s.slm_tree_pm_bytes),
+            tables: Some(TableCensus {
+                learned_tables: s.learned_tables,
+                binary_tables: s.binary_tables,
+                index_bytes: s.table_index_only_bytes,
+                filter_bytes: s.table_filter_bytes,
+                read_batching: s.read_batching.to_string(),
+            }),
         }
     }
 

@@ -130,6 +130,10 @@ pub struct Flags {
     /// StrataKV level-0 profile: sstable, matrix, single-level or pm-only (default: the engine's default).
     #[arg(long)]
     pub profile: Option<String>,
+    /// StrataKV table index: binary (separator keys) or learned (TridentKV's
+    /// model, blocks cut to match it).
+    #[arg(long, default_value = "binary")]
+    pub index_type: String,
     /// Matrix rows answer point lookups with a DRAM hash index (1) or with
     /// the thesis' per-row bloom filter and hint-guided search (0).
     #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
@@ -315,6 +319,9 @@ impl Flags {
         }
         if !(0.0..=1.0).contains(&self.compression_ratio) {
             bad.push("--compression_ratio must be between 0 and 1".into());
+        }
+        if !matches!(self.index_type.as_str(), "binary" | "learned") {
+            bad.push(format!("--index_type must be binary or learned, not {:?}", self.index_type));
         }
         if let Some(p) = &self.profile {
             if stratakv::L0Kind::parse(p).is_none() {

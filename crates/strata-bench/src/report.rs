@@ -120,6 +120,8 @@ pub struct BenchResult {
     pub index_dram_bytes: Option<u64>,
     /// PM held by a global index at the end (single-level's B+-tree).
     pub pm_index_bytes: Option<u64>,
+    /// StrataKV's tables by index kind at the end.
+    pub tables: Option<crate::engine::TableCensus>,
     /// The engine's state after the meta benchmarks that followed this one
     /// (e.g. `waitforcompaction,stats`), cumulative since open.
     pub end_state: Option<EndState>,

@@ -550,6 +550,7 @@ impl Engine for RocksEngine {
             // cache_index_and_filter_blocks off), outside the block cache.
             index_dram_bytes: Some(int("rocksdb.estimate-table-readers-mem")),
             pm_index_bytes: None,
+            tables: None,
         }
     }
 

@@ -484,6 +484,7 @@ impl Runner {
         }
         r.index_dram_bytes = after.index_dram_bytes;
         r.pm_index_bytes = after.pm_index_bytes;
+        r.tables = after.tables.clone();
         r.pm_write_latency_ns = self.flags.pm_write_latency_ns;
         let usage = self.store_usage();
         (r.db_size_bytes, r.pm_file_bytes, r.store_size_bytes) = (usage.db, usage.pm_file, usage.total);

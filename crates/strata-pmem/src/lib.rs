@@ -34,8 +34,8 @@
 //! extent's kind, length and number. See FORMAT.md, "PM region".
 //!
 //! This is the only crate of the workspace that contains `unsafe` code; it
-//! is confined to the `map`, `flush`, `region`, `alloc` (`Slot::write`) and
-//! `prefetch` modules, and `UNSAFE.md` at the repository root lists every
+//! is confined to the `map`, `flush`, `region`, `alloc` (`Slot::write`),
+//! `prefetch` and `uring` (batched io_uring reads) modules, and `UNSAFE.md` at the repository root lists every
 //! block and why it is sound.
 
 mod alloc;
@@ -47,6 +47,8 @@ mod prefetch;
 mod region;
 mod sim;
 mod slots;
+#[cfg(target_os = "linux")]
+mod uring;
 
 pub use alloc::{Extent, ExtentWriter, HeadSync, Slot};
 pub use error::PmError;
@@ -56,3 +58,5 @@ pub use prefetch::prefetch;
 pub use region::{Backing, OpenOutcome, Placement, Region, RegionOptions, RegionStats};
 pub use sim::{CrashModel, CrashState, SimPm};
 pub use slots::ExtentHead;
+#[cfg(target_os = "linux")]
+pub use uring::{AlignedBuf, ReadAt, Uring, READ_ALIGN};

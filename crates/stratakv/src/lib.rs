@@ -50,5 +50,5 @@ pub use db::{Cursor, Db, DbIter, Snapshot, REGION_FILE};
 pub use error::{Error, Result};
 pub use key::{FixedPrefix, KeyRange, PrefixExtractor, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use options::{L0Kind, Options, ReadOptions, WriteOptions};
-pub use sstable::Compression;
+pub use sstable::{Compression, IndexKind};
 pub use stats::{LevelStats, Stats};

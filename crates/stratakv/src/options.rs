@@ -7,7 +7,7 @@ use strata_pmem::SimPm;
 
 use crate::fs::{default_fs, Fs};
 use crate::key::PrefixExtractor;
-use crate::sstable::Compression;
+use crate::sstable::{Compression, IndexKind};
 
 /// What level 0 is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +100,14 @@ pub struct Options {
     pub bloom_bits_per_key: u32,
     /// Data-block compression. Default: none.
     pub compression: Compression,
+    /// The index new tables get: binary-searched separators, or a learned
+    /// model with blocks cut to match it (TridentKV); a table whose model
+    /// does not train gets the binary index. Each table records its own,
+    /// so both kinds mix in one database. Default: binary.
+    pub table_index: IndexKind,
+    /// Read tables with O_DIRECT, bypassing the page cache (blocks then
+    /// come from the block cache or the device). Default: false.
+    pub use_direct_reads: bool,
 
     // --- fine tuning ---
     /// Size of a PM slot (the unit of log extents) for a new region; a
@@ -245,6 +253,8 @@ impl Default for Options {
             block_cache_bytes: 256 << 20,
             bloom_bits_per_key: 10,
             compression: Compression::None,
+            table_index: IndexKind::Binary,
+            use_direct_reads: false,
             pm_slot_bytes: 0,
             block_size: 4096,
             block_restart_interval: 16,

@@ -145,6 +145,16 @@ pub struct Stats {
     pub block_cache_bytes: u64,
     /// DRAM held by table indexes and filters.
     pub table_index_bytes: u64,
+    /// Live tables with a learned index.
+    pub learned_tables: u64,
+    /// Live tables with a binary-searched index.
+    pub binary_tables: u64,
+    /// DRAM held by the live tables' indexes alone.
+    pub table_index_only_bytes: u64,
+    /// DRAM held by the live tables' bloom filters.
+    pub table_filter_bytes: u64,
+    /// How a multi-get reads its tables' blocks together: "io_uring" or "threads".
+    pub read_batching: &'static str,
     /// DRAM held by the matrix's row hash indexes, filters and fences.
     pub matrix_dram_bytes: u64,
     /// How long the last open took, recovery included, in microseconds.
@@ -274,6 +284,15 @@ impl fmt::Display for Stats {
             mib(self.block_cache_bytes),
             mib(self.table_index_bytes),
             mib(self.matrix_dram_bytes)
+        )?;
+        writeln!(
+            f,
+            "table indexes:        {} learned, {} binary; {:.2} MiB index, {:.2} MiB filters; multi-get reads by {}",
+            self.learned_tables,
+            self.binary_tables,
+            mib(self.table_index_only_bytes),
+            mib(self.table_filter_bytes),
+            self.read_batching
         )?;
         writeln!(f, "prefix filters:       {} matrix rows skipped by range scans", self.prefix_skipped_rows)?;
         writeln!(f, "open took:            {:.1} ms", self.recovery_micros as f64 / 1000.0)?;

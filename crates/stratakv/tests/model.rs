@@ -12,7 +12,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
-use stratakv::{Db, FixedPrefix, KeyRange, L0Kind, Options, WriteBatch};
+use stratakv::{Db, FixedPrefix, IndexKind, KeyRange, L0Kind, Options, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -117,10 +117,14 @@ struct Stats {
     listdb_merges: u64,
     listdb_dropped_nodes: u64,
     listdb_cache_hits: u64,
+    learned_tables: u64,
+    binary_tables: u64,
 }
 
 impl Stats {
     fn absorb(&mut self, s: &stratakv::Stats) {
+        self.learned_tables += s.learned_tables;
+        self.binary_tables += s.binary_tables;
         self.listdb_merges += s.listdb_merges;
         self.listdb_dropped_nodes += s.listdb_dropped_nodes;
         self.listdb_cache_hits += s.listdb_cache_hits;
@@ -136,6 +140,11 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
     let mut rng = StdRng::seed_from_u64(seed);
     let dir = tempfile::tempdir().unwrap();
     let mut opts = options(&mut rng, l0);
+    // Learned or binary table indexes by the seed (not the random stream,
+    // so the cases' operations stay as they were); some cases switch at
+    // every reopen, mixing both kinds in one database.
+    let switch_index = seed % 3 == 2;
+    opts.table_index = if seed % 2 == 0 { IndexKind::Learned } else { IndexKind::Binary };
     let space = [50u32, 500, 5000][rng.gen_range(0..3)];
     let mut db = Db::open(dir.path(), opts.clone()).unwrap();
     let mut model = Model::new();
@@ -181,6 +190,18 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                     String::from_utf8_lossy(&k),
                     ctx()
                 );
+                // Now and then a batched read of the keys around it, present
+                // and absent, repeated and out of order (no random draws, so
+                // the cases' operations stay as they were).
+                if op % 4 == 0 {
+                    let mut keys: Vec<Vec<u8>> = model.range(k.clone()..).take(24).map(|(k, _)| k.clone()).collect();
+                    keys.extend(keys.clone().iter().map(|k| [k.as_slice(), b"~"].concat()).take(8));
+                    keys.push(k.clone());
+                    keys.reverse();
+                    keys.push(k.clone());
+                    let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| model.get(k).cloned()).collect();
+                    assert!(db.multi_get(&keys).unwrap() == want, "multi_get around {} at {}", String::from_utf8_lossy(&k), ctx());
+                }
             }
             820..=869 => {
                 stats.iterations += 1;
@@ -263,6 +284,12 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                 if l0 == L0Kind::PmOnly && rng.gen_bool(0.3) {
                     listdb_dram(&mut rng, &mut opts);
                 }
+                if switch_index {
+                    opts.table_index = match opts.table_index {
+                        IndexKind::Learned => IndexKind::Binary,
+                        IndexKind::Binary => IndexKind::Learned,
+                    };
+                }
                 db = Db::open(dir.path(), opts.clone()).unwrap();
             }
         }
@@ -296,6 +323,8 @@ fn run(l0: L0Kind, base_seed: u64) {
         listdb_merges: 0,
         listdb_dropped_nodes: 0,
         listdb_cache_hits: 0,
+        learned_tables: 0,
+        binary_tables: 0,
     };
     let seeds: Vec<u64> = match std::env::var("STRATA_MODEL_SEED").ok().and_then(|s| s.parse().ok()) {
         Some(s) => vec![s],
@@ -306,7 +335,7 @@ fn run(l0: L0Kind, base_seed: u64) {
     }
     println!(
         "model[{}]: cases={} ops={} reopens={} flushes={} compactions={} range_scans={} prefix_skipped_rows={} \
-         columns={} run_merges={} mismatches=0",
+         columns={} run_merges={} learned_tables={} binary_tables={} mismatches=0",
         l0.name(),
         seeds.len(),
         stats.ops,
@@ -316,8 +345,14 @@ fn run(l0: L0Kind, base_seed: u64) {
         stats.iterations,
         stats.prefix_skipped_rows,
         stats.columns,
-        stats.run_merges
+        stats.run_merges,
+        stats.learned_tables,
+        stats.binary_tables
     );
+    // Both index kinds must have been read, wherever there are tables.
+    if l0 != L0Kind::PmOnly && seeds.len() > 1 {
+        assert!(stats.learned_tables > 0 && stats.binary_tables > 0, "one table index kind never ran");
+    }
     // The prefix filters and the runs must have been exercised, not only agreed with.
     if l0 == L0Kind::SingleLevel && seeds.len() > 1 {
         eprintln!(

@@ -78,9 +78,12 @@ impl Spec {
 }
 
 /// Engine options of the kill mode (the parent reopens with the same).
+/// Tables get the learned index: the model mode and the pm-crash and
+/// fs-fault modes draw both kinds.
 pub fn engine_options(l0: L0Kind, pm_dir: Option<PathBuf>) -> Options {
     let mut o = Options::for_tests();
     o.l0 = l0;
+    o.table_index = stratakv::IndexKind::Learned;
     o.write_buffer_size = 32 << 10;
     o.pm_dir = pm_dir;
     o

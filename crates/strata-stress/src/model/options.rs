@@ -1,4 +1,4 @@
-//! The option sets the model mode cycles through: both L0 kinds, tiny and
+//! The option sets the model mode cycles through: every L0 kind, both table indexes, tiny and
 //! small sizes (many levels, a tiny matrix), compression, filters, restart
 //! intervals, cache or none, one or two compaction threads, PM in the data
 //! directory or on /dev/shm.
@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rand::rngs::StdRng;
 use rand::Rng;
-use stratakv::{Compression, L0Kind, Options};
+use stratakv::{Compression, IndexKind, L0Kind, Options};
 
 /// A random option set; `shm` is a directory on /dev/shm, if any.
 pub fn random_options(rng: &mut StdRng, l0: L0Kind, shm: Option<&Path>) -> (Options, String) {
@@ -58,9 +58,10 @@ pub fn random_options(rng: &mut StdRng, l0: L0Kind, shm: Option<&Path>) -> (Opti
     if on_shm {
         o.pm_dir = shm.map(|p| p.to_path_buf());
     }
+    o.table_index = if rng.gen_bool(0.5) { IndexKind::Learned } else { IndexKind::Binary };
     let name = format!(
         "l0={} {} wbs={} tfs={} compression={:?} bloom={} restart={} block={} cache={} bg={} runs={} auto_compaction={} \
-         pm={}",
+         pm={} index={:?}",
         l0.name(),
         if tiny { "tiny" } else { "small" },
         o.write_buffer_size,
@@ -73,7 +74,8 @@ pub fn random_options(rng: &mut StdRng, l0: L0Kind, shm: Option<&Path>) -> (Opti
         o.background_compactions,
         o.max_runs,
         !o.disable_auto_compaction,
-        if on_shm { "shm" } else { "file" }
+        if on_shm { "shm" } else { "file" },
+        o.table_index
     );
     (o, name)
 }

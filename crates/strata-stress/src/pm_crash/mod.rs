@@ -59,6 +59,7 @@ pub fn episode_options(rng: &mut StdRng, l0: L0Kind) -> Options {
         o.pm_regions = [1, 2, 4][rng.gen_range(0..3)];
         o.listdb_lookup_cache_bytes = if rng.gen_bool(0.5) { 0 } else { 64 << 10 };
     }
+    o.table_index = if rng.gen_bool(0.5) { stratakv::IndexKind::Learned } else { stratakv::IndexKind::Binary };
     o
 }
 

@@ -165,9 +165,13 @@ impl Db {
 
     /// Values of several keys, read at one consistent point (one view:
     /// its versions up to the read point are a prefix of the write order).
+    ///
+    /// Keys the memtables do not answer are looked up in the tables
+    /// together: their data blocks are deduplicated and read in one batch
+    /// (io_uring, or a thread pool; `Stats::read_batching` says which).
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
         let (sv, seq) = self.inner.eng.view_now();
-        keys.iter().map(|k| self.inner.get_in(&sv, k.as_ref(), seq)).collect()
+        self.inner.multi_get_in(&sv, keys, seq)
     }
 
     /// A consistent read view at the current point; released when dropped.

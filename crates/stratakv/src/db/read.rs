@@ -32,6 +32,40 @@ impl DbInner {
         }
     }
 
+    /// The values of `keys` at `seq` in the view `sv`: the memtables key by
+    /// key, then the rest in one batched lookup of the tables.
+    pub(crate) fn multi_get_in<K: AsRef<[u8]>>(
+        &self,
+        sv: &SuperVersion,
+        keys: &[K],
+        seq: SeqNo,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        self.eng.counters.gets.fetch_add(keys.len() as u64, Ordering::Relaxed);
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
+        let mut rest: Vec<(usize, (&[u8], u64))> = Vec::new();
+        'keys: for (i, k) in keys.iter().enumerate() {
+            let (key, hash) = (k.as_ref(), key_hash(k.as_ref()));
+            for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
+                match m.get(key, hash, seq)? {
+                    Lookup::Found(v) => {
+                        out[i] = Some(v);
+                        continue 'keys;
+                    }
+                    Lookup::Deleted => continue 'keys,
+                    Lookup::Missing => {}
+                }
+            }
+            rest.push((i, (key, hash)));
+        }
+        let probes: Vec<(&[u8], u64)> = rest.iter().map(|(_, p)| *p).collect();
+        for ((i, _), r) in rest.iter().zip(sv.version.multi_get(&self.eng.tables, &probes, seq)?) {
+            if let Lookup::Found(v) = r {
+                out[*i] = Some(v);
+            }
+        }
+        Ok(out)
+    }
+
     /// Cursors over every source that may hold keys of `range`, newest
     /// first, pinned by the returned superversion.
     pub(crate) fn source_iters(&self, range: &KeyRange) -> Result<Vec<Box<dyn InternalIterator>>> {

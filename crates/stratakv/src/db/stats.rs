@@ -30,6 +30,7 @@ impl DbInner {
         let tables = c.table_bytes_written.load(Ordering::Relaxed);
         let device = tables + manifest;
         let pm = eng.region.stats();
+        let census = eng.tables.census(version.all_files().map(|f| f.number));
         let mut s = Stats {
             levels,
             runs,
@@ -66,6 +67,11 @@ impl DbInner {
             data_blocks_from_file: eng.tables.block_reads().from_file.load(Ordering::Relaxed),
             block_cache_bytes: eng.tables.block_cache().map(|b| b.used_bytes()).unwrap_or(0),
             table_index_bytes: eng.tables.memory_bytes() as u64,
+            learned_tables: census.learned,
+            binary_tables: census.binary,
+            table_index_only_bytes: census.index_bytes,
+            table_filter_bytes: census.filter_bytes,
+            read_batching: eng.tables.batch_reader().kind(),
             recovery_micros: self.recovery_micros,
             poisoned,
             ..Stats::default()

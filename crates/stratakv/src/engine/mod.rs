@@ -132,7 +132,7 @@ impl Engine {
     pub fn new(p: EngineParts) -> Engine {
         let opts = p.opts;
         let blocks = (opts.block_cache_bytes > 0).then(|| Arc::new(BlockCache::new(opts.block_cache_bytes)));
-        let tables = Arc::new(TableCache::new(p.fs.clone(), &p.dir, blocks));
+        let tables = Arc::new(TableCache::new(p.fs.clone(), &p.dir, blocks).with_direct_reads(opts.use_direct_reads));
         let version = p.versions.current();
         let log = LogWriter::new(
             p.region.clone(),
@@ -157,6 +157,7 @@ impl Engine {
                 restart_interval: opts.block_restart_interval,
                 bloom_bits_per_key: opts.bloom_bits_per_key,
                 compression: opts.compression,
+                index: opts.table_index,
             },
             log,
             pipeline: Pipeline::new(p.last_seq),

@@ -4,10 +4,12 @@
 //! tests can inject faults (fail the Nth fsync, drop unsynced data at a
 //! simulated power cut) without touching engine code.
 
+mod batch;
 mod fault_fs;
 mod mem_fs;
 mod std_fs;
 
+pub use batch::{BatchReader, ReadRequest};
 pub use fault_fs::{FaultError, FaultFs, FaultOp, FaultPlan, FaultStats, FiredFault};
 pub use mem_fs::{FsCrashMode, FsSnapshot, MemFs, MemFsHook, MemFsOp, MemFsView};
 pub use std_fs::StdFs;
@@ -33,6 +35,15 @@ pub trait RandomAccessFile: Send + Sync {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
     /// File size.
     fn size(&self) -> u64;
+    /// The OS file descriptor, for reads issued outside this trait
+    /// (io_uring); None where there is none (in-memory, fault-injecting).
+    fn raw_fd(&self) -> Option<i32> {
+        None
+    }
+    /// Whether reads must be aligned to the device block (O_DIRECT).
+    fn is_direct(&self) -> bool {
+        false
+    }
 }
 
 /// A held lock on a file; released on drop.
@@ -48,6 +59,11 @@ pub trait Fs: Send + Sync + Debug {
     fn append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// Opens a file for reading.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a file for reading around the page cache (O_DIRECT) where the
+    /// file system supports it; elsewhere as [`Fs::open`].
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.open(path)
+    }
     /// Reads a whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Atomically renames.

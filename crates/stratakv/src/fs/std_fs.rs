@@ -2,7 +2,10 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileExt;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+
+use strata_pmem::{AlignedBuf, READ_ALIGN};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -47,6 +50,59 @@ impl RandomAccessFile for StdRandom {
     fn size(&self) -> u64 {
         self.size
     }
+
+    fn raw_fd(&self) -> Option<i32> {
+        Some(self.f.as_raw_fd())
+    }
+}
+
+/// A file opened with O_DIRECT: every read is widened to whole aligned
+/// blocks, read into an aligned buffer, and the asked-for part copied out.
+struct DirectRandom {
+    f: File,
+    size: u64,
+}
+
+impl RandomAccessFile for DirectRandom {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let (start, len) = aligned_span(offset, buf.len());
+        let mut tmp = AlignedBuf::new(len);
+        let dst = tmp.as_mut_slice();
+        let mut got = 0usize;
+        // O_DIRECT reads stop short at the end of the file.
+        while got < dst.len() {
+            let n = self.f.read_at(&mut dst[got..], start + got as u64)?;
+            if n == 0 {
+                break;
+            }
+            got += n;
+        }
+        let skip = (offset - start) as usize;
+        let src = tmp.as_slice().get(skip..skip + buf.len()).filter(|_| got >= skip + buf.len());
+        let src = src.ok_or_else(|| io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the file"))?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn raw_fd(&self) -> Option<i32> {
+        Some(self.f.as_raw_fd())
+    }
+
+    fn is_direct(&self) -> bool {
+        true
+    }
+}
+
+/// The whole aligned blocks covering `len` bytes at `offset`: (start, length).
+pub fn aligned_span(offset: u64, len: usize) -> (u64, usize) {
+    let a = READ_ALIGN as u64;
+    let start = offset / a * a;
+    let end = (offset + len as u64).div_ceil(a) * a;
+    (start, (end - start) as usize)
 }
 
 #[derive(Debug)]
@@ -76,6 +132,18 @@ impl Fs for StdFs {
         let f = File::open(path)?;
         let size = f.metadata()?.len();
         Ok(Arc::new(StdRandom { f, size }))
+    }
+
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
+            Ok(f) => {
+                let size = f.metadata()?.len();
+                Ok(Arc::new(DirectRandom { f, size }))
+            }
+            // tmpfs and some others refuse O_DIRECT: read through the page cache.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.open(path),
+            Err(e) => Err(e),
+        }
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {

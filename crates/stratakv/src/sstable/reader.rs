@@ -10,9 +10,10 @@ use super::bloom;
 use super::cache::BlockCache;
 use super::format::{unwrap_block, BlockHandle, Footer, IndexKind, BLOCK_TRAILER_LEN, FOOTER_LEN};
 use super::index::{BinaryIndex, TableIndex};
+use super::learned::LearnedIndex;
 use super::props::TableProps;
 use crate::error::{Error, Result};
-use crate::fs::{Fs, RandomAccessFile};
+use crate::fs::{Fs, RandomAccessFile, ReadRequest};
 use crate::iterator::InternalIterator;
 use crate::key::{compare_internal, user_key};
 
@@ -33,6 +34,7 @@ pub struct Table {
     number: u64,
     size: u64,
     index: Box<dyn TableIndex>,
+    index_kind: IndexKind,
     filter: Option<Vec<u8>>,
     props: TableProps,
     cache: Option<Arc<BlockCache>>,
@@ -48,7 +50,13 @@ impl std::fmt::Debug for Table {
 impl Table {
     /// Opens table `number` at `path`, checking footer, index, filter and properties.
     pub fn open(fs: &dyn Fs, path: &Path, number: u64, cache: Option<Arc<BlockCache>>) -> Result<Table> {
-        let file = fs.open(path).map_err(|e| Error::io(path, "open", e))?;
+        Table::open_with(fs, path, number, cache, false)
+    }
+
+    /// [`Table::open`], reading around the page cache (O_DIRECT) if `direct`.
+    pub fn open_with(fs: &dyn Fs, path: &Path, number: u64, cache: Option<Arc<BlockCache>>, direct: bool) -> Result<Table> {
+        let file = if direct { fs.open_direct(path) } else { fs.open(path) };
+        let file = file.map_err(|e| Error::io(path, "open", e))?;
         let size = file.size();
         let path = Arc::new(path.to_path_buf());
         if size < FOOTER_LEN as u64 {
@@ -64,7 +72,14 @@ impl Table {
                 Box::new(BinaryIndex::decode(read_meta(footer.index)?, path.clone(), footer.index.offset)?)
             }
             IndexKind::Learned => {
-                return Err(Error::corruption(&*path, foff, "learned index blocks are not supported by this build"))
+                // Data blocks end where the first metadata block begins.
+                let data_end = [footer.filter, footer.index, footer.props]
+                    .iter()
+                    .filter(|h| h.size > 0)
+                    .map(|h| h.offset)
+                    .min()
+                    .unwrap_or(foff);
+                Box::new(LearnedIndex::decode(&read_meta(footer.index)?, &path, footer.index.offset, data_end)?)
             }
         };
         let filter = if footer.filter.size > 0 { Some(read_meta(footer.filter)?) } else { None };
@@ -76,7 +91,18 @@ impl Table {
                 return Err(Error::corruption(&*path, footer.index.offset, "index points past the data"));
             }
         }
-        Ok(Table { file, path, number, size, index, filter, props, cache, reads: None })
+        let index_kind = footer.index_kind;
+        Ok(Table { file, path, number, size, index, index_kind, filter, props, cache, reads: None })
+    }
+
+    /// Which index the table carries.
+    pub fn index_kind(&self) -> IndexKind {
+        self.index_kind
+    }
+
+    /// DRAM held by the index alone.
+    pub fn index_memory_bytes(&self) -> usize {
+        self.index.memory_bytes()
     }
 
     /// Counts the data blocks users read from this table into `reads`.
@@ -143,6 +169,52 @@ impl Table {
         Ok(block)
     }
 
+    /// The cached data block with handle `h`, counted as a user read.
+    pub fn cached_block(&self, h: BlockHandle) -> Option<Arc<Block>> {
+        let b = self.cache.as_ref()?.get(self.number, h.offset)?;
+        if let Some(r) = &self.reads {
+            r.fetched.fetch_add(1, AtomicOrdering::Relaxed);
+        }
+        Some(b)
+    }
+
+    /// What to read from the file for data block `h` (block and trailer).
+    pub fn block_request(&self, h: BlockHandle) -> ReadRequest {
+        ReadRequest { file: self.file.clone(), offset: h.offset, len: (h.size as usize) + BLOCK_TRAILER_LEN }
+    }
+
+    /// The data block `h` from bytes read for [`Table::block_request`]:
+    /// checked, counted as a user read from the file, and cached.
+    pub fn block_from_read(&self, h: BlockHandle, raw: std::io::Result<Vec<u8>>) -> Result<Arc<Block>> {
+        if let Some(r) = &self.reads {
+            r.fetched.fetch_add(1, AtomicOrdering::Relaxed);
+            r.from_file.fetch_add(1, AtomicOrdering::Relaxed);
+        }
+        let raw = raw.map_err(|e| Error::io(&*self.path, "read", e))?;
+        let data = unwrap_block(&raw, &self.path, h.offset)?;
+        let block = Arc::new(Block::new(data, self.path.clone(), h.offset)?);
+        if let Some(c) = &self.cache {
+            c.insert(self.number, h.offset, block.clone());
+        }
+        Ok(block)
+    }
+
+    /// The index's block for `seek_key` (after the filter admitted it), if any.
+    pub fn find_block(&self, seek_key: &[u8]) -> Option<(usize, BlockHandle)> {
+        let i = self.index.find_block(seek_key)?;
+        Some((i, self.index.block(i)?))
+    }
+
+    /// Handle of data block `i`.
+    pub fn block_handle(&self, i: usize) -> Option<BlockHandle> {
+        self.index.block(i)
+    }
+
+    /// The table's number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
     /// The first entry >= `seek_key` if its user key is `ukey`: (internal key, value).
     pub fn get(&self, seek_key: &[u8], ukey: &[u8], hash: u64) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         if !self.may_contain(hash) {
@@ -200,6 +272,14 @@ impl Table {
         let mut prev: Option<Vec<u8>> = None;
         it.seek_to_first()?;
         while it.valid() {
+            // A learned index must send every key to the block that holds it.
+            if self.index_kind == IndexKind::Learned && self.index.find_block(it.key()) != Some(it.block_idx) {
+                return Err(Error::corruption(
+                    &*self.path,
+                    self.index.block(it.block_idx).map_or(0, |h| h.offset),
+                    "the learned index sends a key to another block",
+                ));
+            }
             if let Some(p) = &prev {
                 if compare_internal(p, it.key()) != Ordering::Less {
                     return Err(Error::corruption(&*self.path, 0, "keys out of order"));

@@ -10,6 +10,7 @@ pub mod filename;
 mod l0_state;
 mod level_iter;
 pub mod manifest;
+mod multi_get;
 mod set;
 mod table_cache;
 
