@@ -144,7 +144,7 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
     // so the cases' operations stay as they were); some cases switch at
     // every reopen, mixing both kinds in one database.
     let switch_index = seed % 3 == 2;
-    opts.table_index = if seed % 2 == 0 { IndexKind::Learned } else { IndexKind::Binary };
+    opts.table_index = if seed.is_multiple_of(2) { IndexKind::Learned } else { IndexKind::Binary };
     let space = [50u32, 500, 5000][rng.gen_range(0..3)];
     let mut db = Db::open(dir.path(), opts.clone()).unwrap();
     let mut model = Model::new();

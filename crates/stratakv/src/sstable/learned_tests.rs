@@ -20,7 +20,7 @@ fn entries_of(mut ukeys: Vec<Vec<u8>>, versions: &[u8], value_len: usize) -> Ent
     for (i, uk) in ukeys.iter().enumerate() {
         let n = versions.get(i % versions.len().max(1)).copied().unwrap_or(1).max(1) as u64;
         for v in (0..n).rev() {
-            let kind = if (i as u64 + v) % 11 == 0 { Kind::Delete } else { Kind::Put };
+            let kind = if (i as u64 + v).is_multiple_of(11) { Kind::Delete } else { Kind::Put };
             let val = vec![b'a' + (i % 26) as u8; value_len + (i * 7) % 40];
             out.push((internal_key(uk, 1000 + v * 10 + i as u64 % 7, kind), val));
         }
