@@ -7,8 +7,9 @@
 //! a key's code to a byte offset, and offset / block size is the key's
 //! *slot*. Each segment clamps its slots to the range its own keys had, so
 //! slots never decrease as keys grow, for any key, not only the table's.
-//! Physical blocks are the runs of entries with one slot; `slot_blocks[s]`
-//! is the first block whose slot is `s` or more. So for any probe, every
+//! Physical blocks are the runs of entries with one slot; a bitmap of the
+//! slots that have a block, ranked, gives the first block whose slot is `s`
+//! or more. So for any probe, every
 //! entry >= the probe lies in that block or after it, as [`TableIndex`]
 //! asks. Training and cutting are in `train.rs`; the byte layout is in
 //! FORMAT.md, "Learned index block".
@@ -100,14 +101,67 @@ impl Model {
     }
 }
 
-/// A learned index: the model, and where each slot's block is.
+/// A learned index: the model, and where each slot's block is, packed
+/// (about 2.2 bytes per block, where separator keys take 25 or more).
 #[derive(Debug)]
 pub struct LearnedIndex {
     model: Model,
-    /// For each slot, the first block whose slot is at least it.
-    slot_blocks: Vec<u32>,
-    /// Start of each data block, and after the last one the end of the data.
-    offsets: Vec<u32>,
+    /// One bit per slot: whether a block has that slot.
+    occupied: Vec<u64>,
+    /// Per word of `occupied`: blocks whose slot is below the word's first.
+    ranks: Vec<u32>,
+    /// Bytes of each block with its trailer.
+    sizes: Sizes,
+    /// Offset of every `SPAN`th block.
+    starts: Vec<u32>,
+}
+
+/// Blocks between the entries of `LearnedIndex::starts`.
+const SPAN: usize = 32;
+
+/// Block sizes, in 16 bits when every block fits.
+#[derive(Debug)]
+enum Sizes {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl Sizes {
+    fn new(sizes: &[u32]) -> Sizes {
+        match sizes.iter().map(|&s| u16::try_from(s)).collect::<std::result::Result<Vec<u16>, _>>() {
+            Ok(narrow) => Sizes::Narrow(narrow),
+            Err(_) => Sizes::Wide(sizes.to_vec()),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Sizes::Narrow(v) => v.len(),
+            Sizes::Wide(v) => v.len(),
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<u64> {
+        match self {
+            Sizes::Narrow(v) => v.get(i).map(|&s| s as u64),
+            Sizes::Wide(v) => v.get(i).map(|&s| s as u64),
+        }
+    }
+
+    /// Sum of sizes `from..to`.
+    fn sum(&self, from: usize, to: usize) -> u64 {
+        match self {
+            Sizes::Narrow(v) => v.get(from..to).map_or(0, |w| w.iter().map(|&s| s as u64).sum()),
+            Sizes::Wide(v) => v.get(from..to).map_or(0, |w| w.iter().map(|&s| s as u64).sum()),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        match self {
+            Sizes::Narrow(v) => v.len() * 2,
+            Sizes::Wide(v) => v.len() * 4,
+        }
+    }
 }
 
 /// Appends the learned block's contents: the model, then each block's slot
@@ -178,8 +232,8 @@ impl LearnedIndex {
             groups.push(Group { first, code, segments });
         }
         let nblocks = r.varint().filter(|n| *n > 0).ok_or_else(|| bad("no blocks"))?;
-        let mut slots = Vec::new();
-        let mut offsets = vec![0u32];
+        let mut slots: Vec<u32> = Vec::new();
+        let mut sizes: Vec<u32> = Vec::new();
         let (mut slot, mut at) = (0u64, 0u64);
         for i in 0..nblocks {
             let (d, size) = (r.varint().ok_or_else(|| bad("short"))?, r.varint().ok_or_else(|| bad("short"))?);
@@ -187,12 +241,13 @@ impl LearnedIndex {
                 return Err(bad("two blocks with one slot"));
             }
             slot += d;
-            at = at.saturating_add(size).saturating_add(BLOCK_TRAILER_LEN as u64);
+            let with_trailer = size.saturating_add(BLOCK_TRAILER_LEN as u64);
+            at = at.saturating_add(with_trailer);
             if at > data_end || at > u32::MAX as u64 || slot > u32::MAX as u64 {
                 return Err(bad("blocks run past the data"));
             }
             slots.push(slot as u32);
-            offsets.push(at as u32);
+            sizes.push(with_trailer as u32);
         }
         if !r.is_empty() {
             return Err(bad("trailing bytes"));
@@ -201,32 +256,58 @@ impl LearnedIndex {
         if last_hi != max_slot || max_slot as u64 > 4 * nblocks + 64 {
             return Err(bad("model and blocks disagree on the last slot"));
         }
-        let mut slot_blocks = Vec::with_capacity(max_slot as usize + 1);
-        for (b, &s) in slots.iter().enumerate() {
-            while slot_blocks.len() <= s as usize {
-                slot_blocks.push(b as u32);
-            }
+        let words = max_slot as usize / 64 + 1;
+        let mut occupied = vec![0u64; words];
+        for &s in &slots {
+            occupied[s as usize / 64] |= 1 << (s % 64);
         }
-        Ok(LearnedIndex { model: Model { block_size, groups }, slot_blocks, offsets })
+        let mut ranks = Vec::with_capacity(words);
+        let mut below = 0u32;
+        for w in &occupied {
+            ranks.push(below);
+            below += w.count_ones();
+        }
+        let mut starts = Vec::with_capacity(sizes.len() / SPAN + 1);
+        let mut off = 0u64;
+        for (i, s) in sizes.iter().enumerate() {
+            if i % SPAN == 0 {
+                starts.push(off as u32);
+            }
+            off += *s as u64;
+        }
+        Ok(LearnedIndex { model: Model { block_size, groups }, occupied, ranks, sizes: Sizes::new(&sizes), starts })
+    }
+
+    /// The first block whose slot is `s` or more (the number of blocks with a smaller slot).
+    fn block_of_slot(&self, s: usize) -> Option<usize> {
+        let (w, bit) = (s / 64, s % 64);
+        let word = *self.occupied.get(w)?;
+        let i = *self.ranks.get(w)? as usize + (word & ((1u64 << bit) - 1)).count_ones() as usize;
+        (i < self.sizes.len()).then_some(i)
     }
 }
 
 impl TableIndex for LearnedIndex {
     fn num_blocks(&self) -> usize {
-        self.offsets.len() - 1
+        self.sizes.len()
     }
 
     fn block(&self, i: usize) -> Option<BlockHandle> {
-        let (start, end) = (*self.offsets.get(i)?, *self.offsets.get(i + 1)?);
-        Some(BlockHandle { offset: start as u64, size: (end - start) as u64 - BLOCK_TRAILER_LEN as u64 })
+        let size = self.sizes.get(i)?;
+        let first = i / SPAN * SPAN;
+        let offset = *self.starts.get(i / SPAN)? as u64 + self.sizes.sum(first, i);
+        Some(BlockHandle { offset, size: size - BLOCK_TRAILER_LEN as u64 })
     }
 
     fn find_block(&self, ikey: &[u8]) -> Option<usize> {
-        let s = self.model.slot(user_key(ikey)) as usize;
-        self.slot_blocks.get(s).map(|b| *b as usize)
+        self.block_of_slot(self.model.slot(user_key(ikey)) as usize)
     }
 
     fn memory_bytes(&self) -> usize {
-        self.model.memory_bytes() + (self.slot_blocks.len() + self.offsets.len()) * 4
+        self.model.memory_bytes()
+            + self.occupied.len() * 8
+            + self.ranks.len() * 4
+            + self.sizes.memory_bytes()
+            + self.starts.len() * 4
     }
 }

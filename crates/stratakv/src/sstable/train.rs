@@ -33,13 +33,52 @@ pub enum Untrained {
     Blocks,
 }
 
+/// Error bounds tried, in quarters of a block: the first whose model costs
+/// at most [`SEGMENT_BUDGET`] wins. Random keys with large values need the
+/// wider ones (a line cannot follow them to within one entry for long);
+/// the widest still keeps blocks under 4 block sizes.
+const GAMMA_QUARTERS: [u32; 4] = [1, 2, 4, 6];
+/// Segments per expected block above which a wider error bound is tried:
+/// a segment takes 40 bytes, so 1/16 keeps the model near 2.5 bytes a block.
+const SEGMENT_BUDGET: f64 = 1.0 / 16.0;
+
 /// Trains on distinct, sorted user keys; `ys[i]` is the byte offset where
 /// key i's entries start and `ys[n]` the end of the data.
 pub fn train(keys: &[&[u8]], ys: &[u64], block_size: u32) -> Result<Plan, Untrained> {
     if keys.is_empty() || ys.len() != keys.len() + 1 || block_size == 0 {
         return Err(Untrained::Empty);
     }
-    let gamma = block_size as f64 / 4.0;
+    let blocks = (ys.last().copied().unwrap_or(0) / block_size as u64).max(1) as f64;
+    // The leanest model that trained; over budget, a wider bound may do better.
+    let mut best: Result<Plan, Untrained> = Err(Untrained::Blocks);
+    for q in GAMMA_QUARTERS {
+        match train_with(keys, ys, block_size, block_size as f64 * q as f64 / 4.0) {
+            Ok(plan) => {
+                let lean = (plan.segments() as f64) <= blocks * SEGMENT_BUDGET;
+                if best.as_ref().map_or(true, |b| plan.segments() < b.segments()) {
+                    best = Ok(plan);
+                }
+                if lean {
+                    break;
+                }
+            }
+            Err(Untrained::Model) => return Err(Untrained::Model),
+            Err(e) if best.is_err() => best = Err(e),
+            Err(_) => {}
+        }
+    }
+    best
+}
+
+impl Plan {
+    /// Segments of the model.
+    pub fn segments(&self) -> usize {
+        self.model.groups.iter().map(|g| g.segments.len()).sum()
+    }
+}
+
+/// [`train`] with error bound `gamma` bytes.
+fn train_with(keys: &[&[u8]], ys: &[u64], block_size: u32, gamma: f64) -> Result<Plan, Untrained> {
     let starts = group_keys(keys);
     let mut groups = Vec::with_capacity(starts.len());
     let mut slots = Vec::with_capacity(keys.len());
