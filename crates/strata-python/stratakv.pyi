@@ -129,6 +129,8 @@ class DB:
         block_cache_bytes: int = ...,
         bloom_bits_per_key: int = ...,
         compression: Optional[str] = ...,
+        table_index: str = ...,
+        use_direct_reads: bool = ...,
         pm_slot_bytes: int = ...,
         block_size: int = ...,
         block_restart_interval: int = ...,

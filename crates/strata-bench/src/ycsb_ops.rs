@@ -94,8 +94,15 @@ pub fn run(
     let (mut key, mut rec) = (Vec::new(), Vec::new());
     w.rec.start();
     let start = w.rec.started();
-    while !ctx.budget.done(w.rec.ops, start) {
+    // With --batch_size > 1, consecutive reads are gathered into one
+    // multi_get (p2KVS's opportunistic batching, from one client thread);
+    // any other operation first sends the reads gathered so far.
+    let mut reads: Vec<Vec<u8>> = Vec::new();
+    while !ctx.budget.done(w.rec.ops + reads.len() as u64, start) {
         let op = wl.choose(w.rng.next_f64());
+        if op != YcsbOp::Read && !reads.is_empty() {
+            read_batch(ctx, w, &mut reads)?;
+        }
         if op == YcsbOp::Insert {
             let k = shared.next_insert.fetch_add(1, Ordering::AcqRel);
             key_name(k, &mut key);
@@ -120,6 +127,13 @@ pub fn run(
         };
         key_name(keynum, &mut key);
         match op {
+            YcsbOp::Read if ctx.batch_size > 1 => {
+                reads.push(key.clone());
+                if reads.len() >= ctx.batch_size {
+                    read_batch(ctx, w, &mut reads)?;
+                }
+                continue;
+            }
             YcsbOp::Read => {
                 read(ctx, w, &key)?;
                 w.rec.count("read", 1);
@@ -154,7 +168,30 @@ pub fn run(
         }
         w.rec.finished(1);
     }
+    if !reads.is_empty() {
+        read_batch(ctx, w, &mut reads)?;
+    }
     w.rec.stop();
+    Ok(())
+}
+
+/// Reads and deserializes the records of `keys` with one multi_get, and empties it.
+fn read_batch(ctx: &Ctx<'_>, w: &mut Worker, keys: &mut Vec<Vec<u8>>) -> Result<()> {
+    let (mut found, mut bytes) = (0u64, 0u64);
+    ctx.engine.multi_get_visit(keys, &mut |i, v| {
+        if let Some(v) = v {
+            if decode_record(v).is_some() {
+                found += 1;
+            }
+            bytes += (keys.get(i).map_or(0, |k| k.len()) + v.len()) as u64;
+        }
+    })?;
+    let n = keys.len() as u64;
+    w.rec.found += found;
+    w.rec.bytes += bytes;
+    w.rec.count("read", n);
+    w.rec.finished(n);
+    keys.clear();
     Ok(())
 }
 

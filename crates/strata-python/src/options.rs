@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use stratakv::{Compression, FixedPrefix, L0Kind, Options};
+use stratakv::{Compression, FixedPrefix, IndexKind, L0Kind, Options};
 
 use crate::InvalidArgument;
 
@@ -20,6 +20,8 @@ pub(crate) const OPTION_NAMES: &[&str] = &[
     "block_cache_bytes",
     "bloom_bits_per_key",
     "compression",
+    "table_index",
+    "use_direct_reads",
     "pm_slot_bytes",
     "block_size",
     "block_restart_interval",
@@ -105,6 +107,15 @@ pub(crate) fn build(
                         .ok_or_else(|| bad(format!("unknown compression {s:?} (known: none, snappy, lz4)")))?
                 }
             }
+            "table_index" => {
+                let s: String = v.extract().map_err(|_| bad("table_index must be a str".into()))?;
+                o.table_index = match s.as_str() {
+                    "binary" => IndexKind::Binary,
+                    "learned" => IndexKind::Learned,
+                    _ => return Err(bad(format!("unknown table_index {s:?} (known: binary, learned)"))),
+                };
+            }
+            "use_direct_reads" => o.use_direct_reads = flag(n, &v)?,
             "pm_slot_bytes" => o.pm_slot_bytes = int(n, &v)?,
             "block_size" => o.block_size = int(n, &v)?,
             "block_restart_interval" => o.block_restart_interval = int(n, &v)?,

@@ -241,6 +241,11 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
     d.set_item("prefix_skipped_rows", s.prefix_skipped_rows)?;
     d.set_item("block_cache_bytes", s.block_cache_bytes)?;
     d.set_item("table_index_bytes", s.table_index_bytes)?;
+    d.set_item("learned_tables", s.learned_tables)?;
+    d.set_item("binary_tables", s.binary_tables)?;
+    d.set_item("table_index_only_bytes", s.table_index_only_bytes)?;
+    d.set_item("table_filter_bytes", s.table_filter_bytes)?;
+    d.set_item("read_batching", s.read_batching)?;
     d.set_item("matrix_dram_bytes", s.matrix_dram_bytes)?;
     d.set_item("recovery_micros", s.recovery_micros)?;
     d.set_item("poisoned", s.poisoned.as_deref())?;

@@ -232,6 +232,30 @@ def test_profile_pm_only(path):
         assert d[b"k0099"] == b"v99"
 
 
+def test_learned_table_index(path):
+    opts = dict(SMALL, table_index="learned", block_size=512)
+    with stratakv.DB(path, profile="sstable", **opts) as d:
+        fill(d, 3000)
+        d.flush()
+        d.compact_range()
+        s = d.stats()
+        assert s["learned_tables"] > 0 and s["binary_tables"] == 0
+        assert s["table_index_only_bytes"] > 0
+        assert s["read_batching"] in ("io_uring", "threads")
+        assert d[b"k0042"] == b"v42"
+        assert d.multi_get([b"k2999", b"nope", b"k0001"]) == [b"v2999", None, b"v1"]
+        assert d.verify_checksums() >= 3000
+    # Reopened with the binary index: old tables stay learned, new ones are binary.
+    with stratakv.DB(path, **dict(SMALL, table_index="binary")) as d:
+        d.put(b"k9999", b"new")
+        d.flush()
+        s = d.stats()
+        assert s["learned_tables"] > 0 and s["binary_tables"] > 0
+        assert d[b"k9999"] == b"new" and d[b"k2000"] == b"v2000"
+    with pytest.raises(stratakv.InvalidArgument):
+        stratakv.DB(path, table_index="btree", **SMALL)
+
+
 def test_context_manager_closes_and_reopen(path):
     with stratakv.DB(path, **SMALL) as d:
         d.put(b"a", b"1")

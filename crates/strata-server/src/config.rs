@@ -38,6 +38,10 @@ pub struct Flags {
     /// `single-level` or `pm-only`. An existing database keeps the one it was made with.
     #[arg(long)]
     pub profile: Option<String>,
+    /// Index of the tables the engine writes from now on: `binary`
+    /// (default) or `learned` (TridentKV's model; tables of both kinds mix).
+    #[arg(long = "table-index")]
+    pub table_index: Option<String>,
     /// Engine memtable size (e.g. 64mb). Default 8 MiB: Redis-style values
     /// are small, and a smaller skiplist stays in the CPU cache.
     #[arg(long = "write-buffer-size")]
@@ -121,6 +125,8 @@ pub struct Config {
     pub pm_size: Option<u64>,
     /// Engine profile for a new database.
     pub profile: stratakv::L0Kind,
+    /// Index kind of new tables.
+    pub table_index: stratakv::IndexKind,
     /// Engine memtable size.
     pub write_buffer_size: u64,
     /// Reply only after the write is durable.
@@ -236,6 +242,11 @@ impl Config {
             Some(p) => stratakv::L0Kind::parse(&p.to_ascii_lowercase())
                 .ok_or_else(|| anyhow!("profile must be matrix, sstable, single-level or pm-only, not {p}"))?,
         };
+        let table_index = match pick(f.table_index, "table-index").as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("binary") => stratakv::IndexKind::Binary,
+            Some("learned") => stratakv::IndexKind::Learned,
+            Some(other) => bail!("table-index must be binary or learned, not {other}"),
+        };
         let write_buffer_size =
             bytes(pick(f.write_buffer_size, "write-buffer-size"), "write-buffer-size")?.unwrap_or(DEFAULT_WRITE_BUFFER);
         let durability_sync = match pick(f.durability, "durability").as_deref().map(str::to_ascii_lowercase).as_deref()
@@ -306,6 +317,7 @@ impl Config {
             pm_dir,
             pm_size,
             profile,
+            table_index,
             write_buffer_size,
             durability_sync,
             storage,

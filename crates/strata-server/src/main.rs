@@ -44,6 +44,7 @@ fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
                 opts.pm_size = size;
             }
             opts.l0 = cfg.profile;
+            opts.table_index = cfg.table_index;
             Arc::new(EngineStore::open(&cfg.dir, opts).map_err(|e| anyhow::anyhow!("{e}"))?)
         }
         StorageMode::Memory => {

@@ -164,13 +164,15 @@ pub(crate) fn getdel(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 pub(crate) fn mget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let mut out = Vec::with_capacity(args.len().saturating_sub(1));
-    for k in args.iter().skip(1) {
-        out.push(match ctx.txn.meta(k)? {
+    // One batched read of every key's meta (the engine's multi_get).
+    let metas = ctx.txn.metas(args.get(1..).unwrap_or_default())?;
+    let out = metas
+        .into_iter()
+        .map(|m| match m {
             Some(m) if m.kind == KeyType::String => Reply::bulk_vec(m.body),
             _ => Reply::Nil,
-        });
-    }
+        })
+        .collect();
     Ok(Reply::Array(out))
 }
 

@@ -176,6 +176,33 @@ impl<'a> Txn<'a> {
         }
     }
 
+    /// The meta entries of several keys (reads), those the transaction has
+    /// not staged read from the store in one batch.
+    pub fn metas<K: AsRef<[u8]>>(&mut self, keys: &[K]) -> StoreResult<Vec<Option<Meta>>> {
+        let mkeys: Vec<Vec<u8>> = keys.iter().map(|k| meta_key(k.as_ref())).collect();
+        let from_store: Vec<Vec<u8>> = if self.cleared {
+            Vec::new()
+        } else {
+            mkeys.iter().filter(|k| !self.writes.contains_key(*k)).cloned().collect()
+        };
+        let mut fetched = self.store.multi_get(&from_store)?.into_iter();
+        let now = self.now_ms;
+        let mut out = Vec::with_capacity(keys.len());
+        for (key, mk) in keys.iter().zip(&mkeys) {
+            let raw = match self.writes.get(mk) {
+                Some(v) => v.clone(),
+                None if self.cleared => None,
+                None => fetched.next().flatten(),
+            };
+            let meta = match raw {
+                None => None,
+                Some(b) => Some(Meta::decode_owned(b).ok_or_else(|| corrupt(key.as_ref()))?),
+            };
+            out.push(meta.filter(|m| !m.expired(now)));
+        }
+        Ok(out)
+    }
+
     /// The meta entry of `key`, or `None` if absent or expired (reads).
     pub fn meta(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
         let now = self.now_ms;

@@ -41,6 +41,13 @@ impl Backend for EngineStore {
         Ok(self.db.get(key)?)
     }
 
+    fn multi_get(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
+        // Keys over the engine's limit are absent, as in `get`.
+        let fits: Vec<&Vec<u8>> = keys.iter().filter(|k| k.len() <= MAX_KEY_LEN).collect();
+        let mut found = self.db.multi_get(&fits)?.into_iter();
+        Ok(keys.iter().map(|k| if k.len() <= MAX_KEY_LEN { found.next().flatten() } else { None }).collect())
+    }
+
     fn prefetch(&self, keys: &[Vec<u8>]) {
         self.db.prefetch(keys);
     }

@@ -67,6 +67,12 @@ pub trait Backend: Send + Sync {
     /// The value of `key`.
     fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>>;
 
+    /// The values of several keys at one point; the engine reads their
+    /// table blocks in one batch. By default, one get after another.
+    fn multi_get(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
     /// Hints that `keys` are about to be read, so a store can start
     /// fetching them; does nothing unless a store overrides it.
     fn prefetch(&self, keys: &[Vec<u8>]) {
