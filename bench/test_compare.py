@@ -96,7 +96,7 @@ class ParseTest(unittest.TestCase):
 
     def test_suites_and_variants(self):
         s = compare.suites()
-        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "slm", "listdb", "crosscheck"})
+        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "slm", "listdb", "trident", "crosscheck"})
         slm = s["slm"][0]
         self.assertGreaterEqual(slm.num * (16 + slm.value_size), 4 * 2**30)
         self.assertEqual(slm.value_size, 1024)
@@ -170,6 +170,77 @@ class ParseTest(unittest.TestCase):
         self.assertIn("--writes=1", small[2].steps[0].flags)
         self.assertEqual(small[2].steps[1].flags, ["--reads=1"])
         self.assertEqual(small[6].steps[0].flags, ["--reads=3"])
+
+    def test_trident_suite(self):
+        (g,) = compare.suites()["trident"]
+        self.assertEqual((g.num, g.value_size, g.extra), (4_200_000, 1024, ["--threads=1"]))
+        self.assertGreaterEqual(g.num * (16 + g.value_size), 4 * 2**30)
+        fill, read, multi, seek = g.steps
+        self.assertEqual([st.label for st in g.steps], ["fillrandom", "readrandom", "multireadrandom (batch 32)", "seekrandom"])
+        self.assertEqual([st.benchmarks for st in g.steps[1:]], ["readrandom", "multireadrandom", "seekrandom"])
+        # The fill waits for its compactions; nothing cold about it.
+        self.assertEqual(fill.benchmarks, "fillrandom,waitforcompaction,stats,levelstats")
+        self.assertFalse(fill.drop_caches)
+        self.assertNotIn("--use_direct_reads=1", fill.flags)
+        # Every read step: direct reads, the page cache dropped first.
+        for st in (read, multi, seek):
+            self.assertTrue(st.drop_caches, st.label)
+            self.assertIn("--use_direct_reads=1", st.flags)
+        self.assertEqual(read.flags, ["--reads=200000", "--use_direct_reads=1"])
+        self.assertEqual(multi.flags, ["--reads=200000", "--batch_size=32", "--multiread_batched=1", "--async_io=1",
+                                       "--use_direct_reads=1"])
+        self.assertEqual(seek.flags, ["--reads=100000", "--seek_nexts=0", "--use_direct_reads=1"])
+        # --num caps the reads; --reads sets every read step's count, under --num.
+        small = compare.suites(5000)["trident"][0]
+        self.assertEqual((small.num, small.steps[1].flags[0], small.steps[3].flags[0]), (5000, "--reads=5000", "--reads=5000"))
+        fewer = compare.suites(None, 50_000)["trident"][0]
+        self.assertEqual([st.flags[0] for st in fewer.steps[1:]], ["--reads=50000"] * 3)
+        self.assertEqual(fewer.num, 4_200_000)
+        self.assertEqual(compare.suites(1000, 50_000)["trident"][0].steps[1].flags[0], "--reads=1000")
+        # The other suites keep their own counts unless --reads is given.
+        self.assertEqual(compare.suites()["quick"][0].steps[1].flags, ["--reads=500000"])
+        self.assertEqual(compare.suites(None, 7)["quick"][0].steps[1].flags, ["--reads=7"])
+        self.assertFalse(any(st.drop_caches for gs in compare.suites().values() for g in gs for st in g.steps
+                             if g.title != compare.suites()["trident"][0].title))
+
+    def test_trident_defaults_and_variants(self):
+        A = type("A", (), {"profiles": None, "pm": None, "cache_size": None, "peers": None})
+        compare.suite_defaults(A, "trident", False)
+        self.assertEqual((A.profiles, A.pm, A.cache_size, A.peers, A.index_types),
+                         ("matrix", "data", 64 << 20, "rocksdb", "learned,binary"))
+        vs = compare.variants(A)
+        self.assertEqual([v.label for v in vs], ["rocksdb", "strata/matrix index=learned", "strata/matrix index=binary"])
+        self.assertEqual(vs[1].flags, ["--profile=matrix", "--index_type=learned"])
+        self.assertEqual(vs[2].flags, ["--profile=matrix", "--index_type=binary"])
+        self.assertEqual([v.pm_where for v in vs[1:]], ["data", "data"])
+        # -pm: both index types on each PM placement.
+        P = type("P", (), {"profiles": "sstable", "pm": None, "cache_size": None, "peers": None})
+        compare.suite_defaults(P, "trident", True)
+        self.assertEqual([v.label for v in compare.variants(P)][1:],
+                         ["strata/sstable pm=shm index=learned", "strata/sstable pm=shm index=binary",
+                          "strata/sstable pm=shm+300ns index=learned", "strata/sstable pm=shm+300ns index=binary"])
+        # Other suites: no --index_type (the engine's default index).
+        B = type("B", (), {"profiles": None, "pm": None, "cache_size": None, "peers": None})
+        compare.suite_defaults(B, "slm", False)
+        self.assertEqual(B.index_types, "")
+        self.assertFalse(any("--index_type" in f for v in compare.variants(B) for f in v.flags))
+        A.index_types = "learned,btree"
+        with self.assertRaises(SystemExit):
+            compare.variants(A)
+
+    def test_drop_page_cache(self):
+        import tempfile
+
+        real = compare.DROP_CACHES
+        try:
+            with tempfile.TemporaryDirectory() as d:
+                compare.DROP_CACHES = str(Path(d) / "drop_caches")
+                self.assertIsNone(compare.drop_page_cache())
+                self.assertEqual((Path(d) / "drop_caches").read_text(), "3\n")
+                compare.DROP_CACHES = str(Path(d) / "missing" / "drop_caches")
+                self.assertIn("FileNotFoundError", compare.drop_page_cache())
+        finally:
+            compare.DROP_CACHES = real
 
     def test_listdb_peers_and_defaults(self):
         self.assertEqual(compare.default_peers("listdb"), "rocksdb-shmwal,rocksdb-shmwal-sync")
@@ -322,6 +393,80 @@ class RatioTest(unittest.TestCase):
         self.assertIn("| 300 | 1.50 | 50 | 5.00 |", rows_[1])
         self.assertIn("| 450 | 1.50 | 100 | 1.00 | 0.90 | – |", rows_[3])
 
+    def test_trident_targets(self):
+        class T:
+            pm = "data"
+            profiles = "matrix"
+            peers = "rocksdb,rocksdb-tuned"
+            index_types = "learned,binary"
+
+        vs = compare.variants(T)
+        learned, binary = "strata/matrix index=learned", "strata/matrix index=binary"
+        gib = 2**30
+        read = {"rocksdb": [{"ops_per_sec": 15000, "p99_us": 150.0, "index_dram_bytes": 16 * 2**20, "disk_bytes": 3 * gib}],
+                "rocksdb-tuned": [{"ops_per_sec": 16000, "p99_us": 140.0, "disk_bytes": 3 * gib}],
+                learned: [{"ops_per_sec": 26000, "p99_us": 90.0, "index_dram_bytes": 12 * 2**20, "table_index_dram_bytes": 2 * 2**20,
+                           "disk_bytes": 6 * gib, "pm_file_disk_bytes": 4 * gib, "data_blocks_per_get": 1.0,
+                           "data_blocks_read": 100, "data_blocks_from_file": 97, "learned_tables": 40, "binary_tables": 2}],
+                binary: [{"ops_per_sec": 20000, "p99_us": 110.0, "index_dram_bytes": 40 * 2**20, "table_index_dram_bytes": 30 * 2**20,
+                          "disk_bytes": 6 * gib, "pm_file_disk_bytes": 4 * gib}]}
+        multi = {"rocksdb": [{"ops_per_sec": 20000}], learned: [{"ops_per_sec": 60000, "p99_us": 900.0}],
+                 binary: [{"ops_per_sec": 30000}]}
+        seek = {"rocksdb": [{"ops_per_sec": 5000}], learned: [{"ops_per_sec": 8000, "p99_us": 300.0}]}
+        table = [({"title": "t"}, {("fillrandom", "fillrandom"): {}, ("readrandom", "readrandom"): read,
+                                   ("multireadrandom (batch 32)", "multireadrandom"): multi, ("seekrandom", "seekrandom"): seek})]
+        run = {"variant": learned, "steps": [{"step": "readrandom", "result": {"page_cache_dropped": True}},
+                                             {"step": "seekrandom", "result": {"page_cache_dropped": True}},
+                                             {"step": "fillrandom", "result": {}}]}
+        data = {"groups": [{"runs": [run]}],
+                "engines": {"rocksdb": {"build": "release, NDEBUG (assertions off), compiled as `c++ -O3 -DNDEBUG=1`"}}}
+        text = "\n".join(compare.trident_targets(table, vs, data, 64 << 20))
+        self.assertIn("through a 64 MiB block cache", text)
+        self.assertIn("done before all 2 read steps.", text)
+        self.assertIn("This RocksDB build has neither (its `engine_build`): its MultiGet read each batch's blocks "
+                      "synchronously, one after another.", text)
+        target = [x for x in text.splitlines() if x.startswith("| strata/")]
+        self.assertEqual(len(target), 3)  # one targets row (learned), two figure rows
+        t = target[0].split(" | ")
+        self.assertEqual(t[0], "| " + learned)
+        self.assertEqual(t[1], "1.30× strata/matrix index=binary ✓")
+        self.assertEqual(t[2], "1.62× rocksdb-tuned ✓")  # against the better RocksDB row
+        # Tables only (6 GiB on disk less the 4 GiB PM region): 1 vs 15 MiB per GiB of table indexes.
+        self.assertEqual(t[3], "1.00 vs 15.00 MiB/GiB (index; strata/matrix index=binary, ×0.07) ✓")
+        self.assertEqual(t[4], "2.31× readrandom ✓ |")
+        fig = next(x for x in target if x.startswith(f"| {learned} | 26,000"))
+        self.assertEqual(fig, f"| {learned} | 26,000 | 90.0 | 60,000 | 900.0 | 8,000 | 300.0 | 1.000 | 97% | – | 12.0 | 6.00 "
+                              "| 2.0 | 2.00 | 40 / 2 |")
+        self.assertIn("| rocksdb | 15,000 | 150.0 | 20,000 | – | 5,000 | – | – | – | – | 16.0 | 5.33 | – | 3.00 | – |", text)
+        # Without the split figures: index + filter, both rows alike; a slower learned index fails its bars.
+        for r in (read[learned][0], read[binary][0]):
+            del r["table_index_dram_bytes"]
+        read[learned][0]["ops_per_sec"] = 21000
+        multi[learned][0]["ops_per_sec"] = 30000
+        t = next(x for x in compare.trident_targets(table, vs, data, 64 << 20) if x.startswith("| strata/")).split(" | ")
+        self.assertEqual(t[1], "1.05× strata/matrix index=binary ✗")
+        self.assertEqual(t[2], "1.31× rocksdb-tuned ✗")
+        self.assertEqual(t[3], "6.00 vs 20.00 MiB/GiB (index + filter; strata/matrix index=binary, ×0.30) ✗")
+        self.assertEqual(t[4], "1.43× readrandom ✗ |")
+        # The filters reported apart are subtracted; one row without them: compared as index + filter.
+        read[learned][0]["filter_dram_bytes"] = 10 * 2**20
+        read[binary][0]["filter_dram_bytes"] = 10 * 2**20
+        t = next(x for x in compare.trident_targets(table, vs, data, 64 << 20) if x.startswith("| strata/")).split(" | ")
+        self.assertIn("1.00 vs 15.00 MiB/GiB (index;", t[3])
+        del read[binary][0]["filter_dram_bytes"]
+        t = next(x for x in compare.trident_targets(table, vs, data, 64 << 20) if x.startswith("| strata/")).split(" | ")
+        self.assertIn("6.00 vs 20.00 MiB/GiB (index + filter;", t[3])
+        # A failed drop, a missing twin and no RocksDB are said, not guessed.
+        run["steps"][1]["result"]["page_cache_dropped"] = False
+        data["engines"] = {}
+        del read[binary]
+        text = "\n".join(compare.trident_targets(table, [v for v in vs if v.peer is False], data))
+        self.assertIn("it FAILED before 1 of 2 read steps", text)
+        self.assertIn("through a small block cache", text)
+        self.assertIn("No RocksDB row ran.", text)
+        t = next(x for x in text.splitlines() if x.startswith("| strata/")).split(" | ")
+        self.assertEqual(t[1:4], ["–", "–", "–"])
+
     def test_crosscheck_rows(self):
         table = [({"title": "g"}, {("readrandom", "readrandom"): row(**{"rocksdb": [200], "db_bench 7.8.3": [100]}),
                                    ("ycsb", "ycsba"): row(**{"rocksdb": [50]})})]
@@ -413,6 +558,106 @@ class ListdbRunTest(unittest.TestCase):
         self.assertIn(f"--wal_dir={Path(self.tmp.name) / 'wal'}", info["cmd"])
 
 
+class TridentRunTest(unittest.TestCase):
+    """The trident suite through run_suite and run_step, the processes and the
+    page-cache drops faked."""
+
+    def setUp(self):
+        import tempfile
+
+        self.tmp = tempfile.TemporaryDirectory()
+        self.real = {k: getattr(compare, k) for k in ("run_process", "cpu_floors", "drop_page_cache")}
+
+    def tearDown(self):
+        for k, v in self.real.items():
+            setattr(compare, k, v)
+        self.tmp.cleanup()
+
+    def test_cold_reads_and_the_report(self):
+        import json
+
+        events = []
+        ops = {"fillrandom": {"learned": 90000, "binary": 90000, "rocksdb": 80000},
+               "readrandom": {"learned": 26000, "binary": 20000, "rocksdb": 16000},
+               "multireadrandom": {"learned": 60000, "binary": 40000, "rocksdb": 20000},
+               "seekrandom": {"learned": 9000, "binary": 8000, "rocksdb": 7000}}
+
+        def fake_drop():
+            events.append(("drop",))
+            return None if len([e for e in events if e[0] == "drop"]) != 2 else "PermissionError: not root"
+
+        def fake_process(cmd, env=None, timeout=None):
+            cmd = [str(c) for c in cmd]
+            flags = dict(c[2:].split("=", 1) for c in cmd[1:] if c.startswith("--") and "=" in c)
+            bench = flags["benchmarks"].split(",")[0]
+            who = flags.get("index_type", flags.get("engine"))
+            events.append(("run", who, bench, cmd))
+            db = Path(flags["db"])
+            (db / "pm").mkdir(parents=True, exist_ok=True)
+            (db / "000001.sst").write_bytes(b"x" * (1 << 20))
+            doc = {"engine": "rocksdb" if who == "rocksdb" else "strata/matrix", "engine_version": "v",
+                   "engine_build": "release, NDEBUG (assertions off), compiled as `c++ -O3 -DNDEBUG=1`",
+                   "benchmarks": [{"benchmark": bench, "index_dram_bytes": 4096}]}
+            if who != "rocksdb":
+                (db / "pm" / "strata.pm").write_bytes(b"p" * (1 << 20))  # left out of the data
+                doc["benchmarks"][0].update(table_index_dram_bytes=512 if who == "learned" else 3072, data_blocks_per_get=1.0,
+                                            learned_tables=3 if who == "learned" else 0, binary_tables=0 if who == "learned" else 3)
+            Path(flags["json"]).write_text(json.dumps(doc))
+            n = ops[bench][who]
+            out = (f"{bench:<12} : {1e6 / n:.3f} micros/op {n} ops/sec 1.000 seconds {n} operations; (1 of 1 found)\n"
+                   "Microseconds per read:\nCount: 1 Average: 1.0  StdDev: 0.00\nMin: 1  Median: 1.0  Max: 700\n"
+                   "Percentiles: P50: 40.00 P75: 50.00 P99: 120.00 P99.9: 300.00 P99.99: 700.00\n")
+            return compare.Run(cmd, 0, 1.0, out, 0, 0, 0)
+
+        def no_floors(*_a):
+            raise AssertionError("trident runs no cpufloor")
+
+        compare.run_process, compare.cpu_floors, compare.drop_page_cache = fake_process, no_floors, fake_drop
+        a = dict(suite="trident", num=1000, reads=None, profiles=None, pm=None, cache_size=None, peers=None, index_types=None,
+                 strata_bin="/x/strata-bench", rocksdb_bin="/x/rocks-bench", workdir=str(Path(self.tmp.name) / "w"), reps=1,
+                 only=None, keep_dirs=False, keep_json=False, bloom_bits=10, write_buffer_size=64 << 20)
+        args = type("Args", (), a)
+        data, vs, _ = compare.run_suite(args)
+        self.assertEqual([v.label for v in vs], ["rocksdb", "strata/matrix index=learned", "strata/matrix index=binary"])
+        runs = [e for e in events if e[0] == "run"]
+        self.assertEqual(len(runs), 12)
+        # Each read step (and only those) comes right after a drop of the page cache.
+        for i, e in enumerate(events):
+            if e[0] == "run":
+                self.assertEqual(events[i - 1][0] == "drop", e[2] != "fillrandom", e[1:3])
+        for _, who, bench, cmd in runs:
+            self.assertIn("--cache_size=67108864", cmd)
+            self.assertIn("--threads=1", cmd)
+            self.assertEqual("--use_direct_reads=1" in cmd, bench != "fillrandom")
+            self.assertEqual("--use_existing_db=1" in cmd, bench != "fillrandom")
+            if who in ("learned", "binary"):
+                self.assertIn(f"--index_type={who}", cmd)
+            if bench == "multireadrandom":
+                self.assertTrue({"--batch_size=32", "--multiread_batched=1", "--async_io=1"} <= set(cmd))
+            if bench == "seekrandom":
+                self.assertIn("--seek_nexts=0", cmd)
+        self.assertEqual([e[1] for e in runs[:4]], ["rocksdb"] * 4)
+        self.assertEqual(data["cpu_floor"], {})
+        steps = [st for r in data["groups"][0]["runs"] for st in r["steps"]]
+        self.assertEqual([st["result"].get("page_cache_dropped") for st in steps[:4]], [None, True, False, True])
+        learned = data["groups"][0]["runs"][1]["steps"][1]["result"]["benchmarks"][0]
+        self.assertEqual((learned["learned_tables"], learned["binary_tables"], learned["table_index_dram_bytes"]), (3, 0, 512))
+
+        md = compare.markdown(data, vs, args, "test machine")
+        self.assertIn("## Issue 28 targets", md)
+        self.assertIn("it FAILED before 1 of 9 read steps", md)
+        self.assertIn("This RocksDB build has neither", md)
+        target = next(x for x in md.splitlines() if x.startswith("| strata/matrix index=learned | 1.30×"))
+        self.assertIn("1.30× strata/matrix index=binary ✓", target)
+        self.assertIn("1.62× rocksdb ✓", target)
+        # 512 vs 3072 B of table indexes over the same 1 MiB of table files (the PM region file left out).
+        self.assertIn("0.50 vs 3.00 MiB/GiB (index; strata/matrix index=binary, ×0.17) ✓", target)
+        self.assertIn("2.31× readrandom ✓", target)
+        self.assertIn("| strata/matrix index=binary | 20,000 | 120.0 | 40,000 | 120.0 | 8,000 | 120.0 | 1.000 |", md)
+        self.assertIn("| multireadrandom (batch 32) | multireadrandom | strata/matrix index=learned | 60,000 |", md)
+        self.assertNotIn("Issue 26 targets", md)
+
+
 class EngineRecordTest(unittest.TestCase):
     def test_strata_bench_json(self):
         doc = {"engine": "rocksdb", "engine_version": "11.8.1", "engine_build": "release, NDEBUG (assertions off), ...",
@@ -422,6 +667,19 @@ class EngineRecordTest(unittest.TestCase):
         self.assertEqual(r["version"], "11.8.1")
         self.assertTrue(r["build"].startswith("release, NDEBUG"))
         self.assertEqual(r["non_default"], ["compression=none (default snappy)"])
+
+    def test_settings_a_later_step_changes_are_kept_with_its_name(self):
+        tools = {}
+        fill = {"engine": "rocksdb", "non_default": ["compression=none (default snappy)"]}
+        compare.note_engine(tools, "rocksdb", fill, "fillrandom")
+        read = {"engine": "rocksdb", "non_default": ["compression=none (default snappy)", "use_direct_reads=true (default false)"]}
+        compare.note_engine(tools, "rocksdb", read, "readrandom")
+        multi = {"engine": "rocksdb", "non_default": ["use_direct_reads=true (default false)", "async_io (reads)=true (default false)"]}
+        compare.note_engine(tools, "rocksdb", multi, "multireadrandom (batch 32)")
+        compare.note_engine(tools, "rocksdb", dict(read), "readrandom")  # the next repetition: nothing new
+        self.assertEqual(tools["engines"]["rocksdb"]["non_default"],
+                         ["compression=none (default snappy)", "use_direct_reads=true (default false) [readrandom]",
+                          "async_io (reads)=true (default false) [multireadrandom (batch 32)]"])
 
     def test_db_bench_header(self):
         out = "RocksDB:    version 7.8.3\nAssertions are enabled; benchmarks unnecessarily slow\n"

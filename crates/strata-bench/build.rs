@@ -94,8 +94,9 @@ fn header_version(h: &str) -> Option<String> {
 }
 
 /// The flags that decide RocksDB's speed (optimization, NDEBUG, target CPU,
-/// debug info, language standard) from the first compiler command that
-/// compiled a RocksDB source file, as cc logged it.
+/// debug info, language standard, and the two that let a batched MultiGet
+/// read asynchronously with `async_io`: coroutines and io_uring) from the
+/// first compiler command that compiled a RocksDB source file, as cc logged it.
 fn compile_flags(output: &str) -> Option<String> {
     let cmd = output.lines().find(|l| l.starts_with("running:") && l.contains("rocksdb/db/"))?;
     let words: Vec<&str> = cmd.split_whitespace().map(|w| w.trim_matches('"')).filter(|w| !w.is_empty()).collect();
@@ -109,6 +110,8 @@ fn compile_flags(output: &str) -> Option<String> {
             || w.starts_with("-g")
             || w.starts_with("-std=")
             || w.starts_with("-flto")
+            || w.starts_with("-DUSE_COROUTINES")
+            || w.starts_with("-DROCKSDB_IOURING_PRESENT")
     };
     let family = |f: &str| {
         if f.starts_with("-march") {

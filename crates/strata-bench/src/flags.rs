@@ -280,6 +280,13 @@ pub struct RocksFlags {
     /// the per-key vector MultiGet (0, db_bench's default).
     #[arg(long, default_value = "true", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
     pub multiread_batched: bool,
+    /// ReadOptions::async_io on every read (db_bench's `--async_io`): a
+    /// batched MultiGet reads its blocks asynchronously, and iterators
+    /// prefetch asynchronously, where RocksDB's build supports it (MultiGet:
+    /// coroutines and an async file system, i.e. io_uring); elsewhere RocksDB
+    /// reads synchronously as with 0.
+    #[arg(long, default_value = "false", value_parser = parse_bool, num_args = 0..=1, default_missing_value = "true")]
+    pub async_io: bool,
 }
 
 impl Flags {
@@ -442,6 +449,7 @@ mod tests {
         assert_eq!(f.rocks.cache_type, "hyper_clock_cache");
         assert!(f.rocks.enable_pipelined_write && !f.rocks.level_compaction_dynamic_level_bytes);
         assert_eq!((f.rocks.max_write_buffer_number, f.rocks.level0_file_num_compaction_trigger), (2, 4));
+        assert!(!f.rocks.async_io, "db_bench's --async_io defaults to false");
         let f = parse(&[
             "--engine=rocksdb",
             "--cache_type=lru_cache",
@@ -451,9 +459,13 @@ mod tests {
             "--subcompactions=2",
             "--use_direct_reads=1",
             "--bytes_per_sync=1048576",
+            "--async_io=1",
+            "--cache_size=67108864",
         ])
         .unwrap();
         assert_eq!(f.engine, "rocksdb");
+        assert!(f.rocks.async_io && f.rocks.multiread_batched);
+        assert_eq!(f.cache_size, 64 << 20);
         assert!(!f.rocks.enable_pipelined_write && f.rocks.memtable_whole_key_filtering && f.rocks.use_direct_reads);
         assert_eq!(f.rocks.memtable_bloom_size_ratio, 0.1);
         assert_eq!((f.rocks.subcompactions, f.rocks.bytes_per_sync), (2, 1 << 20));

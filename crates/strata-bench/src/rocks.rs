@@ -9,7 +9,7 @@
 //! memtable size and count, block cache (HyperClockCache unless
 //! `--cache_type=lru_cache`), bloom bits, compression, block size, background
 //! jobs, subcompactions, file and level sizes, L0 triggers, pipelined writes,
-//! memtable bloom, direct I/O, bytes_per_sync, ... The WAL is on unless
+//! memtable bloom, direct I/O, bytes_per_sync, async reads, ... The WAL is on unless
 //! `--disable_wal` and synced only with `--sync`. [`RocksEngine::info`] lists
 //! every option set, with RocksDB's default next to it.
 
@@ -31,6 +31,7 @@ pub struct RocksEngine {
     dir: PathBuf,
     batched_multiget: bool,
     verify_checksums: bool,
+    async_io: bool,
     /// Made once and reused for every operation, as db_bench does (a
     /// fresh C++ options object per call would cost an allocation each).
     write_async: WriteOptions,
@@ -78,6 +79,7 @@ mod defaults {
     pub const PIN_L0: bool = false;
     pub const FORMAT_VERSION: i32 = 7;
     pub const VERIFY_CHECKSUMS: bool = true;
+    pub const ASYNC_IO: bool = false;
 }
 
 fn compression(name: &str) -> Result<(DBCompressionType, &'static str)> {
@@ -258,6 +260,7 @@ fn options(f: &Flags) -> Result<(Options, Vec<Setting>)> {
 
     // Per operation.
     s.push(Setting::new("verify_checksums (reads)", r.verify_checksum, d::VERIFY_CHECKSUMS));
+    s.push(Setting::new("async_io (reads)", r.async_io, d::ASYNC_IO));
     s.push(Setting::new("WAL", if f.disable_wal { "off" } else { "on" }, "on"));
     s.push(Setting::new("sync (writes)", f.sync, false));
     s.push(Setting::new(
@@ -289,11 +292,13 @@ impl RocksEngine {
         };
         let mut read = ReadOptions::default();
         read.set_verify_checksums(f.rocks.verify_checksum);
+        read.set_async_io(f.rocks.async_io);
         Ok(RocksEngine {
             db,
             dir: dir.to_path_buf(),
             batched_multiget: f.rocks.multiread_batched,
             verify_checksums: f.rocks.verify_checksum,
+            async_io: f.rocks.async_io,
             write_async: write(false),
             write_sync: write(true),
             read,
@@ -314,6 +319,7 @@ impl RocksEngine {
     fn ro(&self) -> ReadOptions {
         let mut r = ReadOptions::default();
         r.set_verify_checksums(self.verify_checksums);
+        r.set_async_io(self.async_io);
         r
     }
 
@@ -593,6 +599,29 @@ mod tests {
             nd,
             ["level_compaction_dynamic_level_bytes", "compression", "enable_pipelined_write", "block_cache"]
         );
+    }
+
+    /// The trident suite's reads: direct reads, a 64 MiB block cache, async
+    /// reads and the batched MultiGet, each in effect as asked.
+    #[test]
+    fn cold_read_flags_reach_the_options() {
+        let f = Flags::parse_from_args([
+            "strata-bench",
+            "--engine=rocksdb",
+            "--use_direct_reads=1",
+            "--cache_size=67108864",
+            "--async_io=1",
+            "--multiread_batched=1",
+        ])
+        .unwrap();
+        let (_, s) = options(&f).unwrap();
+        let value = |name: &str| s.iter().find(|x| x.name == name).map(|x| x.value.clone()).unwrap_or_default();
+        assert_eq!(value("use_direct_reads"), "true");
+        assert_eq!(value("block_cache"), "67108864 B HyperClockCache");
+        assert_eq!(value("async_io (reads)"), "true");
+        assert_eq!(value("multireadrandom API"), "batched MultiGet");
+        let (_, s) = options(&Flags::parse_from_args(["strata-bench", "--engine=rocksdb"]).unwrap()).unwrap();
+        assert!(!s.iter().find(|x| x.name == "async_io (reads)").unwrap().is_non_default());
     }
 
     /// The options RocksDB runs with (as it writes them to its OPTIONS
