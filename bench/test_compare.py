@@ -207,11 +207,11 @@ class ParseTest(unittest.TestCase):
         A = type("A", (), {"profiles": None, "pm": None, "cache_size": None, "peers": None})
         compare.suite_defaults(A, "trident", False)
         self.assertEqual((A.profiles, A.pm, A.cache_size, A.peers, A.index_types),
-                         ("matrix", "data", 64 << 20, "rocksdb", "learned,binary"))
+                         ("sstable", "data", 64 << 20, "rocksdb", "learned,binary"))
         vs = compare.variants(A)
-        self.assertEqual([v.label for v in vs], ["rocksdb", "strata/matrix index=learned", "strata/matrix index=binary"])
-        self.assertEqual(vs[1].flags, ["--profile=matrix", "--index_type=learned"])
-        self.assertEqual(vs[2].flags, ["--profile=matrix", "--index_type=binary"])
+        self.assertEqual([v.label for v in vs], ["rocksdb", "strata/sstable index=learned", "strata/sstable index=binary"])
+        self.assertEqual(vs[1].flags, ["--profile=sstable", "--index_type=learned"])
+        self.assertEqual(vs[2].flags, ["--profile=sstable", "--index_type=binary"])
         self.assertEqual([v.pm_where for v in vs[1:]], ["data", "data"])
         # -pm: both index types on each PM placement.
         P = type("P", (), {"profiles": "sstable", "pm": None, "cache_size": None, "peers": None})
@@ -618,7 +618,7 @@ class TridentRunTest(unittest.TestCase):
                  only=None, keep_dirs=False, keep_json=False, bloom_bits=10, write_buffer_size=64 << 20)
         args = type("Args", (), a)
         data, vs, _ = compare.run_suite(args)
-        self.assertEqual([v.label for v in vs], ["rocksdb", "strata/matrix index=learned", "strata/matrix index=binary"])
+        self.assertEqual([v.label for v in vs], ["rocksdb", "strata/sstable index=learned", "strata/sstable index=binary"])
         runs = [e for e in events if e[0] == "run"]
         self.assertEqual(len(runs), 12)
         # Each read step (and only those) comes right after a drop of the page cache.
@@ -647,14 +647,14 @@ class TridentRunTest(unittest.TestCase):
         self.assertIn("## Issue 28 targets", md)
         self.assertIn("it FAILED before 1 of 9 read steps", md)
         self.assertIn("This RocksDB build has neither", md)
-        target = next(x for x in md.splitlines() if x.startswith("| strata/matrix index=learned | 1.30×"))
-        self.assertIn("1.30× strata/matrix index=binary ✓", target)
+        target = next(x for x in md.splitlines() if x.startswith("| strata/sstable index=learned | 1.30×"))
+        self.assertIn("1.30× strata/sstable index=binary ✓", target)
         self.assertIn("1.62× rocksdb ✓", target)
         # 512 vs 3072 B of table indexes over the same 1 MiB of table files (the PM region file left out).
-        self.assertIn("0.50 vs 3.00 MiB/GiB (index; strata/matrix index=binary, ×0.17) ✓", target)
+        self.assertIn("0.50 vs 3.00 MiB/GiB (index; strata/sstable index=binary, ×0.17) ✓", target)
         self.assertIn("2.31× readrandom ✓", target)
-        self.assertIn("| strata/matrix index=binary | 20,000 | 120.0 | 40,000 | 120.0 | 8,000 | 120.0 | 1.000 |", md)
-        self.assertIn("| multireadrandom (batch 32) | multireadrandom | strata/matrix index=learned | 60,000 |", md)
+        self.assertIn("| strata/sstable index=binary | 20,000 | 120.0 | 40,000 | 120.0 | 8,000 | 120.0 | 1.000 |", md)
+        self.assertIn("| multireadrandom (batch 32) | multireadrandom | strata/sstable index=learned | 60,000 |", md)
         self.assertNotIn("Issue 26 targets", md)
 
 
