@@ -6,6 +6,7 @@
 # pick the seed with STRATA_STRESS_SEED (default: from the clock; printed).
 #
 # Long runs: cargo run --release --bin strata-stress -- --mode M --seconds 600
+# (the model mode over one level-0 kind only: STRATA_MODEL_L0=pm-only, say).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

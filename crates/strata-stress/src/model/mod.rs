@@ -4,6 +4,10 @@
 //! flushes and compactions), cursors, multi_get, flush and compaction at
 //! random points. Every read must equal the model; at the end of a case
 //! the database is reopened, compared whole and `check`ed.
+//!
+//! `STRATA_MODEL_L0=<kind>` (`sstable`, `matrix`, `single-level`,
+//! `pm-only`) runs only the cases of that level-0 kind; each keeps the
+//! seed it has in a full run, so a reported seed reproduces either way.
 
 pub mod options;
 
@@ -30,10 +34,19 @@ pub fn run(cfg: &RunCfg) -> Report {
     } else {
         None
     };
+    let only = std::env::var("STRATA_MODEL_L0").ok().map(|s| {
+        L0Kind::parse(&s).unwrap_or_else(|| {
+            panic!("STRATA_MODEL_L0={s}: not a level-0 kind (sstable, matrix, single-level, pm-only)")
+        })
+    });
     let deadline = cfg.deadline();
     let mut case = 0u64;
     while Instant::now() < deadline {
         let seed = cfg.seed.wrapping_add(case);
+        if only.is_some_and(|k| case_l0(&mut StdRng::seed_from_u64(seed)) != k) {
+            case += 1;
+            continue;
+        }
         let shm_case = shm.as_ref().map(|d| d.path().join(format!("case{case}")));
         let r = run_case(seed, deadline, shm_case.as_deref(), &mut rep);
         if let Some(d) = &shm_case {
@@ -60,14 +73,19 @@ fn err<E: std::fmt::Display>(what: &str, at: u64) -> impl Fn(E) -> String + '_ {
     move |e| format!("{what} failed at op {at}: {e}")
 }
 
-fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) -> Result<(), String> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let l0 = match rng.gen_range(0..4) {
+/// The level-0 kind of a case: the first draw of its seed's generator.
+fn case_l0(rng: &mut StdRng) -> L0Kind {
+    match rng.gen_range(0..4) {
         0 => L0Kind::Matrix,
         1 => L0Kind::Sstable,
         2 => L0Kind::SingleLevel,
         _ => L0Kind::PmOnly,
-    };
+    }
+}
+
+fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) -> Result<(), String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let l0 = case_l0(&mut rng);
     let (opts, name) = options::random_options(&mut rng, l0, shm);
     let dir = tempfile::Builder::new().prefix("strata-stress-model").tempdir().map_err(|e| e.to_string())?;
     let ctx = |e: String| format!("{e} [{name}]");

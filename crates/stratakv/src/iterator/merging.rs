@@ -124,6 +124,16 @@ impl InternalIterator for MergingIterator {
         Ok(())
     }
 
+    /// Each child's own `seek_for_prev` (a PM list's is one search).
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        for c in &mut self.children {
+            c.seek_for_prev(target)?;
+        }
+        self.direction = Direction::Reverse;
+        self.rebuild();
+        Ok(())
+    }
+
     fn next(&mut self) -> Result<()> {
         let Some(cur) = self.current() else { return Ok(()) };
         if self.direction != Direction::Forward {
@@ -155,17 +165,20 @@ impl InternalIterator for MergingIterator {
     fn prev(&mut self) -> Result<()> {
         let Some(cur) = self.current() else { return Ok(()) };
         if self.direction != Direction::Reverse {
-            // Every other child must be positioned before the current key.
+            // Every other child must be positioned before the current key:
+            // at the last entry <= it, and one step back if that is the
+            // key itself. Each move lands before where it aims even if the
+            // child changes in between (a PM list a merge links nodes
+            // into), where a seek and a step back from the entry it found
+            // could land past the key.
             let key = self.key().to_vec();
             for (i, c) in self.children.iter_mut().enumerate() {
                 if i == cur {
                     continue;
                 }
-                c.seek(&key)?;
-                if c.valid() {
+                c.seek_for_prev(&key)?;
+                if c.valid() && compare_internal(c.key(), &key) == Ordering::Equal {
                     c.prev()?;
-                } else {
-                    c.seek_to_last()?;
                 }
             }
             self.direction = Direction::Reverse;
@@ -249,6 +262,21 @@ mod tests {
         assert_eq!(m.key(), internal_key(b"c", 2, Kind::Put));
         m.prev().unwrap();
         assert_eq!(m.key(), internal_key(b"c", 6, Kind::Put));
+        // The last entry at or before a target, and none before the first.
+        m.seek_for_prev(&internal_key(b"c", 4, Kind::Put)).unwrap();
+        assert_eq!(m.key(), internal_key(b"c", 6, Kind::Put));
+        m.seek_for_prev(&internal_key(b"c", 2, Kind::Put)).unwrap();
+        assert_eq!(m.key(), internal_key(b"c", 2, Kind::Put));
+        m.prev().unwrap();
+        assert_eq!(m.key(), internal_key(b"c", 6, Kind::Put));
+        m.seek_for_prev(&internal_key(b"z", 0, Kind::Delete)).unwrap();
+        assert_eq!(m.key(), internal_key(b"f", 3, Kind::Put));
+        m.seek_for_prev(&internal_key(b"a", 6, Kind::Put)).unwrap();
+        assert!(!m.valid());
+        m.seek_for_prev(&internal_key(b"a", 5, Kind::Put)).unwrap();
+        assert_eq!(m.key(), internal_key(b"a", 5, Kind::Put));
+        m.next().unwrap();
+        assert_eq!(m.key(), internal_key(b"b", 1, Kind::Put));
     }
 
     #[test]
@@ -285,6 +313,24 @@ mod tests {
                 pos -= 1;
             }
             assert_eq!(m.key(), &all[pos][..], "at {pos}");
+        }
+        // seek_for_prev to random targets, then a step each way.
+        for _ in 0..500 {
+            let t =
+                internal_key(format!("{:04}", rng.gen_range(0..510)).as_bytes(), rng.gen_range(0..26_000), Kind::Put);
+            m.seek_for_prev(&t).unwrap();
+            let Some(at) = all.iter().rposition(|k| compare_internal(k, &t) != Ordering::Greater) else {
+                assert!(!m.valid());
+                continue;
+            };
+            assert_eq!(m.key(), &all[at][..]);
+            if rng.gen_bool(0.5) {
+                m.next().unwrap();
+                assert_eq!(m.key(), all.get(at + 1).map_or(&[][..], |k| &k[..]));
+            } else {
+                m.prev().unwrap();
+                assert_eq!(m.key(), at.checked_sub(1).map_or(&[][..], |i| &all[i][..]));
+            }
         }
     }
 }

@@ -172,40 +172,70 @@ impl ListSpace {
     }
 
     /// Moves right from `x` along `level` while the next node comes before
-    /// the target (`before` says whether it does).
-    fn advance(&self, mut x: Pos, level: usize, before: &mut dyn FnMut(&Node) -> Result<bool>) -> Result<Pos> {
+    /// the target (`before` says whether it does). Returns where it stopped
+    /// and the node after it that is not before the target (None: the end
+    /// of the level), as this walk read it.
+    fn advance(
+        &self,
+        mut x: Pos,
+        level: usize,
+        before: &mut dyn FnMut(&Node) -> Result<bool>,
+    ) -> Result<(Pos, Option<Node>)> {
         loop {
             let nx = self.next(x.links, level)?;
             if nx == 0 {
-                return Ok(x);
+                return Ok((x, None));
             }
             let n = self.node(nx)?;
             if !before(&n)? {
-                return Ok(x);
+                #[cfg(test)]
+                if level == 0 {
+                    hook::stopped(&n);
+                }
+                return Ok((x, Some(n)));
             }
             x = Pos::at(n);
         }
     }
 
     /// The last position before the target at every level of `list`,
-    /// searching region `r`'s upper levels and then the global level 0.
+    /// searching region `r`'s upper levels and then the global level 0,
+    /// and the first node of level 0 not before the target (None: none).
+    ///
+    /// That node is the one the search read after the level-0 position:
+    /// reading the position's link again may give a node a merge has
+    /// linked in since, which can come before the target (a node of the
+    /// list merged in after it, or, in an L0 list being merged, an L1 node
+    /// its merged node now points at).
+    pub fn search_by(
+        &self,
+        list: ListHead,
+        r: usize,
+        before: &mut dyn FnMut(&Node) -> Result<bool>,
+    ) -> Result<([Pos; MAX_HEIGHT], Option<Node>)> {
+        let mut x = Pos::head(list.links(r % list.regions.max(1)));
+        let mut out = [x; MAX_HEIGHT];
+        for level in (1..MAX_HEIGHT).rev() {
+            x = self.advance(x, level, before)?.0;
+            out[level] = x;
+        }
+        if x.node.is_none() {
+            x = Pos::head(list.links(0));
+        }
+        let (at, succ) = self.advance(x, 0, before)?;
+        out[0] = at;
+        Ok((out, succ))
+    }
+
+    /// The last position before the target at every level of `list` (see
+    /// [`ListSpace::search_by`]).
     pub fn preds_by(
         &self,
         list: ListHead,
         r: usize,
         before: &mut dyn FnMut(&Node) -> Result<bool>,
     ) -> Result<[Pos; MAX_HEIGHT]> {
-        let mut x = Pos::head(list.links(r % list.regions.max(1)));
-        let mut out = [x; MAX_HEIGHT];
-        for level in (1..MAX_HEIGHT).rev() {
-            x = self.advance(x, level, before)?;
-            out[level] = x;
-        }
-        if x.node.is_none() {
-            x = Pos::head(list.links(0));
-        }
-        out[0] = self.advance(x, 0, before)?;
-        Ok(out)
+        Ok(self.search_by(list, r, before)?.0)
     }
 
     /// [`ListSpace::preds_by`] for the internal key (`ukey`, `trailer`).
@@ -214,10 +244,11 @@ impl ListSpace {
     }
 
     /// The first node of `list` at or after (`ukey`, `trailer`), searching
-    /// from region `r`.
+    /// from region `r`: one search, whose own reads decide (see
+    /// [`ListSpace::search_by`]), so a merge running meanwhile never makes
+    /// it land before the target.
     pub fn seek(&self, list: ListHead, r: usize, ukey: &[u8], trailer: u64) -> Result<Option<Node>> {
-        let p = self.preds(list, r, ukey, trailer)?;
-        self.next_node(p[0].links)
+        Ok(self.search_by(list, r, &mut |n| Ok(self.cmp(n, ukey, trailer)? == Ordering::Less))?.1)
     }
 
     /// The node `links` (a `next[0]` address) points at, if any.
@@ -276,5 +307,44 @@ impl ListSpace {
             prev = Some(n);
         }
         Ok(())
+    }
+}
+
+/// Test hook: runs a step of the test's own (a merge, say) in the middle
+/// of a search, after it has read where it stops on level 0.
+#[cfg(test)]
+pub(crate) mod hook {
+    use std::cell::RefCell;
+
+    use super::node::Node;
+
+    type Hook = Box<dyn FnMut(&Node) -> bool>;
+
+    thread_local! {
+        static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+    }
+
+    /// Calls `f` with the node each level-0 search on this thread stops
+    /// before, until it returns true. It may search and merge the lists
+    /// itself (it is not called meanwhile).
+    pub fn on_stop(f: impl FnMut(&Node) -> bool + 'static) {
+        HOOK.with(|h| *h.borrow_mut() = Some(Box::new(f)));
+    }
+
+    /// Removes the hook.
+    pub fn clear() {
+        HOOK.with(|h| *h.borrow_mut() = None);
+    }
+
+    pub(super) fn stopped(n: &Node) {
+        let Some(mut f) = HOOK.with(|h| h.borrow_mut().take()) else { return };
+        if !f(n) {
+            HOOK.with(|h| {
+                let mut slot = h.borrow_mut();
+                if slot.is_none() {
+                    *slot = Some(f);
+                }
+            });
+        }
     }
 }

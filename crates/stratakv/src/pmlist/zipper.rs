@@ -79,12 +79,12 @@ fn scan(space: &ListSpace, l0: ListHead, l1: ListHead) -> Result<Vec<(Node, [Pos
         let mut x = fingers[r][MAX_HEIGHT - 1];
         for level in (1..MAX_HEIGHT).rev() {
             x = further(space, x, fingers[r][level])?;
-            x = space.advance(x, level, &mut before)?;
+            x = space.advance(x, level, &mut before)?.0;
             preds[level] = x;
             fingers[r][level] = x;
         }
         let start = if x.node.is_none() { cur0 } else { further(space, x, cur0)? };
-        let p0 = space.advance(start, 0, &mut before)?;
+        let p0 = space.advance(start, 0, &mut before)?.0;
         preds[0] = p0;
         cur0 = p0;
         if space.next(p0.links, 0)? == n.off {
