@@ -8,7 +8,10 @@
 //!
 //! KINDS is a comma list of level-0 kinds (default `sstable,matrix`, what
 //! `format-v1` holds); `format-v1-single-level` was written with
-//! `single-level`, the profile's first build.
+//! `single-level`, the profile's first build. With the environment variable
+//! `STRATA_FIXTURE_TABLE_INDEX=learned` every table is written with the
+//! learned index (recorded as `table_index=learned` in the `.options`
+//! files): `format-v2-learned` was written so, with `sstable`.
 //!
 //! OUT_DIR must not exist. It receives `sstable/` and `matrix/` (database
 //! directories, the PM region in `pm/strata.pm`), `expected.txt` (the
@@ -52,7 +55,7 @@ use std::error::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use stratakv::{Compression, Db, L0Kind, Options, WriteBatch};
+use stratakv::{Compression, Db, IndexKind, L0Kind, Options, WriteBatch};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -110,6 +113,9 @@ fn final_options(l0: L0Kind) -> Vec<(&'static str, String)> {
         ("pm_sync_interval_ms", 0.to_string()),
         ("compression", "none".to_string()),
     ];
+    if let Ok(kind) = std::env::var("STRATA_FIXTURE_TABLE_INDEX") {
+        o.push(("table_index", kind));
+    }
     if l0 == L0Kind::Matrix {
         o.extend([
             ("matrix_bytes", (512u64 << 10).to_string()),
@@ -153,6 +159,13 @@ fn apply(pairs: &[(&str, String)]) -> Res<Options> {
             "rows_per_segment" => o.rows_per_segment = n()? as usize,
             "max_receiver_rows" => o.max_receiver_rows = n()? as usize,
             "max_runs" => o.max_runs = n()? as usize,
+            "table_index" => {
+                o.table_index = match v.as_str() {
+                    "binary" => IndexKind::Binary,
+                    "learned" => IndexKind::Learned,
+                    _ => return Err("bad table_index".into()),
+                }
+            }
             other => return Err(format!("unknown option {other}").into()),
         }
     }

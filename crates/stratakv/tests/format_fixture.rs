@@ -1,6 +1,7 @@
 //! The format promise, tested: databases written by an earlier build
-//! (`tests/fixtures/format-v1`, and `format-v1-single-level` for the
-//! single-level profile; see their READMEs) open, read back exactly
+//! (`tests/fixtures/format-v1`, `format-v1-single-level` for the
+//! single-level profile, and `format-v2-learned` for learned-index tables;
+//! see their READMEs) open, read back exactly
 //! what was written, and pass the checksum check, in this build too; then
 //! take new writes, a reopen and a full compaction.
 //!
@@ -12,14 +13,25 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use stratakv::{Compression, Db, L0Kind, Options};
+use stratakv::{Compression, Db, IndexKind, L0Kind, Options};
 
 /// Every key the fixture's writer wrote: `Some(value)` if live, `None` if deleted.
 type Model = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
+thread_local! {
+    /// This test thread reads `format-v2-learned` (tables with the learned index).
+    static LEARNED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// The fixture directory holding the database of kind `l0`.
 fn fixture(l0: L0Kind) -> PathBuf {
-    let name = if l0 == L0Kind::SingleLevel { "format-v1-single-level" } else { "format-v1" };
+    let name = if LEARNED.with(|c| c.get()) {
+        "format-v2-learned"
+    } else if l0 == L0Kind::SingleLevel {
+        "format-v1-single-level"
+    } else {
+        "format-v1"
+    };
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
@@ -74,6 +86,13 @@ fn options(l0: L0Kind) -> Options {
             "rows_per_segment" => o.rows_per_segment = n() as usize,
             "max_receiver_rows" => o.max_receiver_rows = n() as usize,
             "max_runs" => o.max_runs = n() as usize,
+            "table_index" => {
+                o.table_index = match v {
+                    "binary" => IndexKind::Binary,
+                    "learned" => IndexKind::Learned,
+                    other => panic!("table_index {other}"),
+                }
+            }
             other => panic!("unknown option {other} in {}.options", l0.name()),
         }
     }
@@ -181,6 +200,11 @@ fn fixture_round_trip(l0: L0Kind) {
     let runs: Vec<(usize, u64)> = s.runs.iter().map(|r| (r.files, r.bytes)).collect();
     let layout = (levels, runs, s.matrix_rows, s.matrix_data_bytes, s.memtable_entries, s.immutable_memtables);
     let want = match l0 {
+        // The same data cut into learned-index tables (format-v2-learned).
+        L0Kind::Sstable if LEARNED.with(|c| c.get()) => {
+            assert!(s.learned_tables > 0, "the learned fixture's tables read as binary");
+            (vec![(0, 16, 83688), (1, 3, 28026), (2, 8, 73771)], vec![], 0, 0, 38, 0)
+        }
         L0Kind::Sstable => (vec![(0, 17, 84468), (1, 2, 27139), (2, 5, 74150)], vec![], 0, 0, 38, 0),
         L0Kind::Matrix => (
             vec![(0, 6, 107131), (1, 2, 7044), (2, 5, 74150)],
@@ -242,6 +266,14 @@ fn format_v1_matrix_fixture_opens_reads_and_checks() {
     fixture_round_trip(L0Kind::Matrix);
 }
 
+/// `format-v2-learned`: the v1 data set written with learned-index tables
+/// by the build that introduced them (see its README).
+#[test]
+fn format_v2_learned_fixture_opens_reads_and_checks() {
+    LEARNED.with(|c| c.set(true));
+    fixture_round_trip(L0Kind::Sstable);
+}
+
 #[test]
 fn format_v1_single_level_fixture_opens_reads_and_checks() {
     fixture_round_trip(L0Kind::SingleLevel);
@@ -294,8 +326,19 @@ fn format_v1_fixture_is_as_committed() {
         SINGLE_LEVEL_FIXTURE_DIGEST,
         "tests/fixtures/format-v1-single-level changed: it must stay as written (see its README)"
     );
-    for l0 in [L0Kind::Sstable, L0Kind::Matrix, L0Kind::SingleLevel] {
-        let dir = fixture(l0).join(l0.name());
+    LEARNED.with(|c| c.set(true));
+    assert_eq!(
+        fixture_digest(&fixture(L0Kind::Sstable)),
+        LEARNED_FIXTURE_DIGEST,
+        "tests/fixtures/format-v2-learned changed: it must stay as written (see its README)"
+    );
+    let learned = fixture(L0Kind::Sstable).join("sstable");
+    LEARNED.with(|c| c.set(false));
+    for (l0, dir) in [L0Kind::Sstable, L0Kind::Matrix, L0Kind::SingleLevel, L0Kind::Sstable]
+        .into_iter()
+        .zip([None, None, None, Some(learned)])
+    {
+        let dir = dir.unwrap_or_else(|| fixture(l0).join(l0.name()));
         let names: Vec<String> =
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert!(!names.iter().any(|n| n == "LOCK"), "{}: a LOCK file", l0.name());
@@ -311,3 +354,6 @@ const FIXTURE_DIGEST: u64 = 0xe5d3_9f82_3124_bf67;
 
 /// [`fixture_digest`] of the committed single-level fixture.
 const SINGLE_LEVEL_FIXTURE_DIGEST: u64 = 0xad44_7c1f_94d0_577a;
+
+/// [`fixture_digest`] of the committed `format-v2-learned`.
+const LEARNED_FIXTURE_DIGEST: u64 = 0x7b79_e9c5_8259_c7d4;
