@@ -7,6 +7,8 @@
 //! ([`key_offset`], [`value_offset`]).
 
 use crate::coding::{put_varint, varint_len, Reader};
+use crate::db::Partition;
+use crate::key::partition::is_reserved;
 use crate::key::{Kind, MAX_KEY_LEN, MAX_VALUE_LEN};
 
 /// An ordered list of updates applied all-or-nothing, also across a crash.
@@ -15,6 +17,9 @@ pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
     invalid: Option<String>,
+    /// A key of the default partition begins with the partitions' mark
+    /// (refused once the database has partitions).
+    reserved: bool,
 }
 
 impl WriteBatch {
@@ -26,7 +31,25 @@ impl WriteBatch {
     /// Adds `key = value`. Over-limit keys or values make the whole batch
     /// fail with `InvalidArgument` when written.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
-        let (key, value) = (key.as_ref(), value.as_ref());
+        self.reserved |= is_reserved(key.as_ref());
+        self.put_raw(key.as_ref(), value.as_ref())
+    }
+
+    /// Adds `key = value` in partition `p` (the batch may span partitions).
+    pub fn put_in(&mut self, p: &Partition, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
+        self.reserved |= p.is_default() && is_reserved(key.as_ref());
+        let k = p.engine_key(key.as_ref());
+        self.put_raw(&k, value.as_ref())
+    }
+
+    /// Adds a deletion of `key` in partition `p`.
+    pub fn delete_in(&mut self, p: &Partition, key: impl AsRef<[u8]>) -> &mut Self {
+        self.reserved |= p.is_default() && is_reserved(key.as_ref());
+        let k = p.engine_key(key.as_ref());
+        self.delete_raw(&k)
+    }
+
+    pub(crate) fn put_raw(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
         self.check(key, Some(value));
         self.rep.push(Kind::Put as u8);
         put_varint(&mut self.rep, key.len() as u64);
@@ -39,7 +62,11 @@ impl WriteBatch {
 
     /// Adds a deletion of `key`.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
-        let key = key.as_ref();
+        self.reserved |= is_reserved(key.as_ref());
+        self.delete_raw(key.as_ref())
+    }
+
+    pub(crate) fn delete_raw(&mut self, key: &[u8]) -> &mut Self {
         self.check(key, None);
         self.rep.push(Kind::Delete as u8);
         put_varint(&mut self.rep, key.len() as u64);
@@ -76,6 +103,7 @@ impl WriteBatch {
         self.rep.clear();
         self.count = 0;
         self.invalid = None;
+        self.reserved = false;
     }
 
     /// Bytes of the encoded updates.
@@ -93,6 +121,11 @@ impl WriteBatch {
 
     pub(crate) fn invalid(&self) -> Option<&str> {
         self.invalid.as_deref()
+    }
+
+    /// Whether a key of the default partition begins with the partitions' mark.
+    pub(crate) fn has_reserved_keys(&self) -> bool {
+        self.reserved
     }
 
     /// The updates, in order: (kind, key, value).

@@ -155,6 +155,15 @@ pub struct Stats {
     pub table_filter_bytes: u64,
     /// How a multi-get reads its tables' blocks together: "io_uring" or "threads".
     pub read_batching: &'static str,
+    /// Partition names, `"default"` first.
+    pub partitions: Vec<String>,
+    /// Range tombstones the current version holds (`delete_range` calls
+    /// and dropped partitions).
+    pub range_tombstones: u64,
+    /// `delete_range` calls since the open.
+    pub range_deletes: u64,
+    /// Tables deleted whole since the open because a range tombstone covered them.
+    pub range_dropped_files: u64,
     /// DRAM held by the matrix's row hash indexes, filters and fences.
     pub matrix_dram_bytes: u64,
     /// How long the last open took, recovery included, in microseconds.
@@ -295,6 +304,14 @@ impl fmt::Display for Stats {
             self.read_batching
         )?;
         writeln!(f, "prefix filters:       {} matrix rows skipped by range scans", self.prefix_skipped_rows)?;
+        writeln!(
+            f,
+            "partitions:           {}; {} range tombstones, {} delete_range calls, {} tables dropped whole",
+            self.partitions.join(", "),
+            self.range_tombstones,
+            self.range_deletes,
+            self.range_dropped_files
+        )?;
         writeln!(f, "open took:            {:.1} ms", self.recovery_micros as f64 / 1000.0)?;
         if let Some(p) = &self.poisoned {
             writeln!(f, "REFUSING WRITES:      {p}")?;

@@ -20,7 +20,8 @@ use crate::iterator::InternalIterator;
 use crate::key::{user_key, Kind, ParsedKey, SeqNo, MAX_SEQ};
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::filename::table_path;
-use crate::version::FileMeta;
+use crate::key::partition::partition_of;
+use crate::version::{FileMeta, RangeDels};
 
 pub use picker::{pick, pick_range, CompactionTask, LevelPolicy};
 
@@ -41,6 +42,13 @@ pub struct Dropper<'a> {
     may_exist_below: KeyPredicate<'a>,
     /// Entries dropped so far.
     pub dropped: u64,
+}
+
+impl Dropper<'_> {
+    /// The sequence every reader is at or past.
+    pub fn oldest_snapshot(&self) -> SeqNo {
+        self.oldest_snapshot
+    }
 }
 
 impl<'a> Dropper<'a> {
@@ -97,6 +105,8 @@ pub struct BuildCtx<'a> {
     /// so it always progresses): work that can wait gives its CPU to work
     /// that writers are waiting for.
     pub pause: Option<&'a (dyn Fn() -> bool + Sync)>,
+    /// Range tombstones: an entry one hides from every reader is dropped.
+    pub range_dels: Arc<RangeDels>,
 }
 
 /// Longest single pause of a merge that `BuildCtx::pause` holds back.
@@ -153,7 +163,7 @@ fn build_tables_inner(
             }
         }
         let key = iter.key();
-        if !dropper.keep(key) {
+        if !dropper.keep(key) || hidden_by_range(&ctx.range_dels, key, dropper.oldest_snapshot()) {
             iter.next()?;
             continue;
         }
@@ -168,9 +178,12 @@ fn build_tables_inner(
             }
         }
         if let Some((_, b)) = &cur {
-            let new_user_key = user_key(b.last_key()) != uk;
+            let last = user_key(b.last_key());
+            let new_user_key = last != uk;
             let big = b.estimated_size() >= ctx.target_file_size || gp_overlap > gp_limit;
-            if new_user_key && big {
+            // A table never spans two partitions, so dropping one leaves
+            // whole tables to delete and none to rewrite.
+            if new_user_key && (big || partition_of(last) != partition_of(uk)) {
                 if let Some((n, b)) = cur.take() {
                     outputs.push(finish_table(n, b)?);
                 }
@@ -196,6 +209,15 @@ fn build_tables_inner(
         ctx.fs.sync_dir(ctx.dir).map_err(|e| Error::io(ctx.dir, "fsync dir", e))?;
     }
     Ok(outputs)
+}
+
+/// Whether a range tombstone hides the entry `ikey` from every reader
+/// (one at or past `oldest`).
+fn hidden_by_range(dels: &RangeDels, ikey: &[u8], oldest: SeqNo) -> bool {
+    if dels.is_empty() {
+        return false;
+    }
+    ParsedKey::parse(ikey).is_some_and(|p| dels.hides(p.user_key, p.seq, oldest))
 }
 
 fn finish_table(number: u64, b: TableBuilder) -> Result<FileMeta> {

@@ -123,6 +123,11 @@ impl DbInner {
         let v = vs.current();
         let auto = !eng.opts.disable_auto_compaction;
         let l0 = self.l0.work_pending(eng, &v, auto);
+        drop(vs);
+        if self.range_drop_due() {
+            return true;
+        }
+        let vs = eng.versions.lock();
         let st = eng.state.lock();
         if !st.imms.is_empty() || st.compactions_running > 0 || l0 {
             return true;

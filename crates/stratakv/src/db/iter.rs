@@ -8,6 +8,7 @@ use super::DbInner;
 use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{internal_key, KeyRange, Kind, ParsedKey, SeqNo, MAX_SEQ};
+use crate::version::RangeDels;
 
 fn parse(ikey: &[u8]) -> Result<ParsedKey<'_>> {
     ParsedKey::parse(ikey).ok_or_else(|| Error::corruption("<iterator>", 0, "malformed internal key"))
@@ -23,17 +24,46 @@ enum Direction {
 /// version with sequence <= its snapshot, skipping tombstones.
 pub struct Cursor {
     iter: MergingIterator,
+    dels: Arc<RangeDels>,
     seq: SeqNo,
     range: KeyRange,
     direction: Direction,
     valid: bool,
     key: Vec<u8>,
     value: Vec<u8>,
+    /// The partition's prefix: stripped from keys shown, added to keys sought.
+    prefix: Vec<u8>,
 }
 
 impl Cursor {
-    pub(crate) fn new(iter: MergingIterator, seq: SeqNo, range: KeyRange) -> Cursor {
-        Cursor { iter, seq, range, direction: Direction::Forward, valid: false, key: Vec::new(), value: Vec::new() }
+    pub(crate) fn new((iter, dels): (MergingIterator, Arc<RangeDels>), seq: SeqNo, range: KeyRange) -> Cursor {
+        Cursor {
+            iter,
+            dels,
+            seq,
+            range,
+            direction: Direction::Forward,
+            valid: false,
+            key: Vec::new(),
+            value: Vec::new(),
+            prefix: Vec::new(),
+        }
+    }
+
+    /// The same cursor over partition keys that begin with `prefix`.
+    pub(crate) fn with_prefix(mut self, prefix: &[u8]) -> Cursor {
+        self.prefix = prefix.to_vec();
+        self
+    }
+
+    /// What the entry does for this cursor: a range tombstone turns a
+    /// version it hides into a deletion.
+    fn kind_of(&self, p: &ParsedKey<'_>) -> Kind {
+        if !self.dels.is_empty() && self.dels.hides(p.user_key, p.seq, self.seq) {
+            Kind::Delete
+        } else {
+            p.kind
+        }
     }
 
     /// Whether the cursor is on a key.
@@ -43,7 +73,7 @@ impl Cursor {
 
     /// The current key.
     pub fn key(&self) -> &[u8] {
-        &self.key
+        self.key.get(self.prefix.len()..).unwrap_or(&[])
     }
 
     /// The current value.
@@ -67,6 +97,14 @@ impl Cursor {
 
     /// Moves to the first key >= `key` within the range.
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        let mut full;
+        let key = if self.prefix.is_empty() {
+            key
+        } else {
+            full = self.prefix.clone();
+            full.extend_from_slice(key);
+            &full
+        };
         if !self.range.after_start(key) {
             return self.seek_to_first();
         }
@@ -144,7 +182,7 @@ impl Cursor {
             }
             let hidden = skip.as_deref().map(|s| p.user_key <= s).unwrap_or(false);
             if p.seq <= self.seq && !hidden {
-                match p.kind {
+                match self.kind_of(&p) {
                     Kind::Delete => skip = Some(p.user_key.to_vec()),
                     Kind::Put => {
                         self.key.clear();
@@ -176,7 +214,7 @@ impl Cursor {
                         break;
                     }
                 } else {
-                    kind = p.kind;
+                    kind = self.kind_of(&p);
                     self.key.clear();
                     self.value.clear();
                     if kind == Kind::Put {
@@ -208,6 +246,7 @@ pub struct DbIter {
     done: bool,
     error: Option<Error>,
     _pin: Option<super::Snapshot>,
+    prefix: Vec<u8>,
 }
 
 impl DbIter {
@@ -223,12 +262,24 @@ impl DbIter {
             done: false,
             error: None,
             _pin: pin,
+            prefix: Vec::new(),
         })
+    }
+
+    /// The same iterator over a partition: `range` is in engine keys, and
+    /// keys are shown without the partition's `prefix`.
+    pub(crate) fn with_prefix(mut self, prefix: &[u8]) -> DbIter {
+        self.prefix = prefix.to_vec();
+        self
+    }
+
+    fn new_cursor(&self) -> Result<Cursor> {
+        Ok(Cursor::new(self.db.merged_iter(&self.range)?, self.seq, self.range.clone()).with_prefix(&self.prefix))
     }
 
     /// A positionable cursor over the same range and sequence.
     pub fn cursor(&self) -> Result<Cursor> {
-        Ok(Cursor::new(self.db.merged_iter(&self.range)?, self.seq, self.range.clone()))
+        self.new_cursor()
     }
 
     /// The error that ended iteration, if any.
@@ -263,7 +314,7 @@ impl DbIter {
                 c
             }
             None => {
-                let mut c = Cursor::new(self.db.merged_iter(&self.range)?, self.seq, self.range.clone());
+                let mut c = self.new_cursor()?;
                 c.seek_to_first()?;
                 self.front.insert(c)
             }
@@ -287,7 +338,7 @@ impl DbIter {
                 c
             }
             None => {
-                let mut c = Cursor::new(self.db.merged_iter(&self.range)?, self.seq, self.range.clone());
+                let mut c = self.new_cursor()?;
                 c.seek_to_last()?;
                 self.back.insert(c)
             }

@@ -15,6 +15,8 @@
 mod compact;
 mod iter;
 mod open;
+mod partition;
+mod range_drop;
 mod read;
 mod snapshot;
 mod stats;
@@ -23,6 +25,7 @@ mod write;
 
 pub use iter::{Cursor, DbIter};
 pub use open::REGION_FILE;
+pub use partition::{Partition, DEFAULT_PARTITION};
 pub use snapshot::Snapshot;
 
 use std::path::Path;
@@ -56,6 +59,13 @@ pub(crate) struct DbInner {
     recovery_micros: u64,
     /// Damage recovery found and stepped over: (region offset, what).
     recovery_anomalies: Vec<(u64, String)>,
+    /// The database has (or had) partitions: keys beginning with the
+    /// partitions' mark are theirs, not the default partition's.
+    pub(crate) partitioned: std::sync::atomic::AtomicBool,
+    /// Serializes creating and dropping partitions.
+    partition_ops: Mutex<()>,
+    /// Per live partition id, the flag its handles check (cleared on drop).
+    live_partitions: Mutex<std::collections::HashMap<u32, Arc<std::sync::atomic::AtomicBool>>>,
 }
 
 /// An open database. Cheap to clone; every clone is the same database,
@@ -183,17 +193,13 @@ impl Db {
     pub fn iter(&self, range: impl Into<KeyRange>) -> Result<DbIter> {
         // The iterator builds its cursor at its first step; until it is
         // dropped, a snapshot keeps compaction from dropping what it reads.
-        let pin = self.snapshot();
-        DbIter::new(self.inner.clone(), range.into(), pin.sequence(), Some(pin))
+        self.inner.iter_engine(self.inner.default_range(range.into()), None)
     }
 
     /// Iterates `range` as of a snapshot sequence (the caller keeps that
     /// snapshot alive), or as of now.
     pub fn iter_opt(&self, range: impl Into<KeyRange>, ro: &ReadOptions) -> Result<DbIter> {
-        match ro.snapshot {
-            Some(seq) => DbIter::new(self.inner.clone(), range.into(), seq, None),
-            None => self.iter(range),
-        }
+        self.inner.iter_engine(self.inner.default_range(range.into()), ro.snapshot)
     }
 
     /// A positionable cursor (seek, next, prev) over `range` at the current point.

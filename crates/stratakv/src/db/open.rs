@@ -68,6 +68,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
     let replayed = replay(&region, &region_path, live_logs, vs.last_sequence, vs.log_number, buffers)?;
 
     remove_orphans(&*fs, dir, &vs);
+    let partitioned = vs.next_partition > 1;
     let eng = Engine::new(EngineParts {
         dir: dir.to_path_buf(),
         opts,
@@ -87,6 +88,9 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         _lock: lock,
         recovery_micros: started.elapsed().as_micros() as u64,
         recovery_anomalies: replayed.anomalies,
+        partitioned: std::sync::atomic::AtomicBool::new(partitioned),
+        partition_ops: Mutex::new(()),
+        live_partitions: Mutex::new(Default::default()),
     });
     {
         let mut w = inner.eng.log.lock();

@@ -1,12 +1,14 @@
 //! The read path: point lookups, and the sources an iterator merges.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use super::DbInner;
 use crate::engine::SuperVersion;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iterator::{InternalIterator, MergingIterator};
-use crate::key::{key_hash, range_prefix, KeyRange, Lookup, SeqNo};
+use crate::key::{internal_key, key_hash, range_prefix, KeyRange, Kind, Lookup, ParsedKey, SeqNo, KIND_FOR_SEEK};
+use crate::version::RangeDels;
 
 impl DbInner {
     /// The value of `key` at `seq`, which a registered snapshot protects.
@@ -18,6 +20,10 @@ impl DbInner {
     /// first, then level 0 and the tables.
     pub(crate) fn get_in(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
         self.eng.counters.gets.fetch_add(1, Ordering::Relaxed);
+        let cover = sv.version.range_dels.covering_seq(key, seq);
+        if cover > 0 {
+            return self.get_covered(sv, key, seq, cover);
+        }
         let hash = key_hash(key);
         for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
             match m.get(key, hash, seq)? {
@@ -45,6 +51,11 @@ impl DbInner {
         let mut rest: Vec<(usize, (&[u8], u64))> = Vec::new();
         'keys: for (i, k) in keys.iter().enumerate() {
             let (key, hash) = (k.as_ref(), key_hash(k.as_ref()));
+            let cover = sv.version.range_dels.covering_seq(key, seq);
+            if cover > 0 {
+                out[i] = self.get_covered(sv, key, seq, cover)?;
+                continue;
+            }
             for m in std::iter::once(&sv.mem).chain(sv.imms.iter()) {
                 match m.get(key, hash, seq)? {
                     Lookup::Found(v) => {
@@ -66,10 +77,30 @@ impl DbInner {
         Ok(out)
     }
 
+    /// The value of `key` at `seq` in `sv` when a range tombstone at
+    /// `cover` covers it: the newest visible entry decides, unless it is
+    /// older than the tombstone. Point lookups do not report sequences, so
+    /// this reads the entry through a merged cursor: slower, and only for
+    /// keys inside a deleted range.
+    fn get_covered(&self, sv: &SuperVersion, key: &[u8], seq: SeqNo, cover: SeqNo) -> Result<Option<Vec<u8>>> {
+        let mut it = MergingIterator::new(self.source_iters_in(sv, &KeyRange::prefix(key))?);
+        it.seek(&internal_key(key, seq, KIND_FOR_SEEK))?;
+        if !it.valid() {
+            return Ok(None);
+        }
+        let p = ParsedKey::parse(it.key()).ok_or_else(|| Error::corruption("<iterator>", 0, "malformed internal key"))?;
+        Ok((p.user_key == key && p.seq >= cover && p.kind == Kind::Put).then(|| it.value().to_vec()))
+    }
+
     /// Cursors over every source that may hold keys of `range`, newest
-    /// first, pinned by the returned superversion.
-    pub(crate) fn source_iters(&self, range: &KeyRange) -> Result<Vec<Box<dyn InternalIterator>>> {
+    /// first, pinned by the current superversion; with its range tombstones.
+    pub(crate) fn source_iters(&self, range: &KeyRange) -> Result<(Vec<Box<dyn InternalIterator>>, Arc<RangeDels>)> {
         let sv = self.eng.sv.load_full();
+        Ok((self.source_iters_in(&sv, range)?, sv.version.range_dels.clone()))
+    }
+
+    /// Cursors over every source of `sv` that may hold keys of `range`.
+    fn source_iters_in(&self, sv: &SuperVersion, range: &KeyRange) -> Result<Vec<Box<dyn InternalIterator>>> {
         let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
         out.push(Box::new(sv.mem.iter()));
         for m in &sv.imms {
@@ -81,8 +112,10 @@ impl DbInner {
         Ok(out)
     }
 
-    /// One cursor over every source that may hold keys of `range`.
-    pub(crate) fn merged_iter(&self, range: &KeyRange) -> Result<MergingIterator> {
-        Ok(MergingIterator::new(self.source_iters(range)?))
+    /// One cursor over every source that may hold keys of `range`, with
+    /// the range tombstones its entries are subject to.
+    pub(crate) fn merged_iter(&self, range: &KeyRange) -> Result<(MergingIterator, Arc<RangeDels>)> {
+        let (iters, dels) = self.source_iters(range)?;
+        Ok((MergingIterator::new(iters), dels))
     }
 }

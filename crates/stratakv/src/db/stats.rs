@@ -24,7 +24,10 @@ impl DbInner {
             .iter()
             .map(|r| LevelStats { level: r.id as usize, files: r.files.len(), bytes: r.bytes() })
             .collect();
-        let manifest = eng.versions.lock().manifest_bytes_written;
+        let (manifest, partitions): (u64, Vec<String>) = {
+            let vs = eng.versions.lock();
+            (vs.manifest_bytes_written, vs.partitions.keys().cloned().collect())
+        };
         let c = &eng.counters;
         let user = c.user_bytes.load(Ordering::Relaxed);
         let tables = c.table_bytes_written.load(Ordering::Relaxed);
@@ -72,6 +75,10 @@ impl DbInner {
             table_index_only_bytes: census.index_bytes,
             table_filter_bytes: census.filter_bytes,
             read_batching: eng.tables.batch_reader().kind(),
+            partitions: std::iter::once(super::DEFAULT_PARTITION.to_string()).chain(partitions).collect(),
+            range_tombstones: version.range_dels.tombs().len() as u64,
+            range_deletes: c.range_deletes.load(Ordering::Relaxed),
+            range_dropped_files: c.range_dropped_files.load(Ordering::Relaxed),
             recovery_micros: self.recovery_micros,
             poisoned,
             ..Stats::default()

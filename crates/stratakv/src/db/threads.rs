@@ -181,6 +181,11 @@ impl DbInner {
         let eng = &self.eng;
         loop {
             let Some(seen) = eng.working_epoch() else { return Ok(None) };
+            // Cheap (a MANIFEST edit) and what frees a dropped partition's
+            // space: done even with automatic compaction off.
+            if let Some(job) = self.pick_range_drop() {
+                return Ok(Some(job));
+            }
             if !eng.opts.disable_auto_compaction {
                 // Level 0's jobs first: what they merge is read before L1,
                 // and leveled picks would find their L1 inputs busy

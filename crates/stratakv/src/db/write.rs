@@ -5,11 +5,48 @@ use std::time::{Duration, Instant};
 
 use super::DbInner;
 use crate::batch::WriteBatch;
+use crate::engine::Commit;
 use crate::error::{Error, Result};
+use crate::version::{RangeTomb, VersionEdit};
 use crate::log::{entry_len, ExtentFailure, NewExtent, Reserved, Towers, HEADER_LEN};
 
 impl DbInner {
     pub(crate) fn write(&self, batch: &WriteBatch, sync: bool) -> Result<()> {
+        self.write_then(batch, sync, None)
+    }
+
+    /// Removes every key in `[start, end)`: a range tombstone at sequence
+    /// S in the MANIFEST. S is a log entry of its own (a point deletion of
+    /// `start`, which the range deletes anyway), so sequences stay
+    /// contiguous for recovery. Before S is published, every earlier write
+    /// is published, the log is durable through S (a MANIFEST naming S
+    /// never outlives a log that lacks it), and the tombstone is installed
+    /// for readers; so no reader at S or later misses it, and none before
+    /// S sees it. If the MANIFEST edit fails, the error is returned with
+    /// only `start` deleted.
+    pub(crate) fn delete_range(&self, start: Vec<u8>, end: Vec<u8>) -> Result<()> {
+        if start >= end {
+            return Ok(());
+        }
+        let mut b = WriteBatch::new();
+        b.delete_raw(&start);
+        let install = |seq: u64| {
+            let mut vs = self.eng.versions.lock();
+            let edit = VersionEdit {
+                range_dels_added: vec![RangeTomb { start: start.clone(), end: end.clone(), seq }],
+                ..Default::default()
+            };
+            self.eng.commit(&mut vs, Commit { edit, ..Default::default() })
+        };
+        self.write_then(&b, false, Some(&install))?;
+        self.eng.counters.range_deletes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Writes `batch`; with `before_publish`, runs it with the batch's last
+    /// sequence once every earlier write is published and the log is
+    /// durable through the batch, and publishes the batch after it.
+    fn write_then(&self, batch: &WriteBatch, sync: bool, before_publish: Option<&dyn Fn(u64) -> Result<()>>) -> Result<()> {
         let eng = &self.eng;
         if let Some(why) = batch.invalid() {
             return Err(Error::InvalidArgument(why.to_string()));
@@ -38,7 +75,7 @@ impl DbInner {
         if !waited.is_zero() {
             eng.counters.throttled_micros.fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
         }
-        let mut r = self.reserve(len, count)?;
+        let mut r = self.reserve(len, count, batch.has_reserved_keys())?;
         let first = r.seq;
         let last = first + count as u64 - 1;
         let filled = r.fill(&eng.region_path, body, count, towers.as_ref());
@@ -48,11 +85,17 @@ impl DbInner {
             eng.poison(e);
         }
         drop(r);
+        let mut hooked = Ok(());
+        if let (Some(hook), true) = (before_publish, filled.is_ok()) {
+            eng.pipeline.wait_visible(first - 1);
+            hooked = eng.sync_log_upto(last).and_then(|_| hook(last));
+        }
         // A failed msync poisons inside sync_log_upto, before the group
         // turns visible: its other members must not acknowledge their writes.
         let syncer = |end: u64| eng.sync_log_upto(end);
         let published = eng.pipeline.publish(first, last, sync && eng.log.needs_msync(), &syncer);
         filled?;
+        hooked?;
         published?;
         if eng.poisoned_flag.load(Ordering::Acquire) {
             // An earlier write in the log failed; ours would not survive recovery.
@@ -116,10 +159,18 @@ impl DbInner {
 
     /// Reserves `len` bytes of log and `count` sequence numbers, switching
     /// memtables and starting log extents as they fill.
-    pub(crate) fn reserve(&self, len: u64, count: u32) -> Result<Reserved> {
+    /// `reserved_keys`: the batch has default-partition keys that begin
+    /// with the partitions' mark, refused (under the write lock, see
+    /// `DbInner::reserve_partition_keys`) once the database has partitions.
+    pub(crate) fn reserve(&self, len: u64, count: u32, reserved_keys: bool) -> Result<Reserved> {
         let eng = &self.eng;
         let start = Instant::now();
         let mut w = eng.log.lock();
+        if reserved_keys && self.partitioned.load(Ordering::Acquire) {
+            return Err(Error::InvalidArgument(
+                "keys beginning with 0xff 0xff belong to partitions in a database that has them".into(),
+            ));
+        }
         loop {
             if w.mem.approximate_bytes() >= eng.opts.write_buffer_size && !w.mem.is_empty() {
                 let imms = eng.state.lock().imms.len();

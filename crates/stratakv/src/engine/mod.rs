@@ -26,7 +26,7 @@ pub(crate) use throttle::Throttle;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -84,6 +84,8 @@ pub(crate) struct Engine {
     pub shutting_down: AtomicBool,
     /// Mirrors `state.poisoned.is_some()` for a lock-free check on the write path.
     pub poisoned_flag: AtomicBool,
+    /// The range tombstones the installed view holds (`Version::range_epoch`).
+    pub range_epoch: AtomicU64,
 }
 
 /// Level 0's rule for how writers must wait in a version.
@@ -170,6 +172,7 @@ impl Engine {
             counters: Counters::default(),
             shutting_down: AtomicBool::new(false),
             poisoned_flag: AtomicBool::new(false),
+            range_epoch: AtomicU64::new(version.range_epoch),
             stall_policy: p.stall_policy,
             opts,
         }
@@ -196,9 +199,21 @@ impl Engine {
     /// version it read (a flush that drops versions older than the newest
     /// visible one builds a new view). Taking the point first would let a
     /// flush in between drop the version the point needs.
+    ///
+    /// A range tombstone is installed in the view before its sequence is
+    /// published (`DbInner::delete_range`), so a point taken after the
+    /// view may be at or past a tombstone the view lacks; then the view is
+    /// taken again (rare: only while a `delete_range` completes).
     pub fn view_now(&self) -> (arc_swap::Guard<Arc<SuperVersion>>, SeqNo) {
-        let sv = self.sv.load();
-        (sv, self.pipeline.visible())
+        loop {
+            let sv = self.sv.load();
+            let seq = self.pipeline.visible();
+            // Read after the point: a tombstone published at or before it
+            // was counted before its publication.
+            if sv.version.range_epoch >= self.range_epoch.load(Ordering::Acquire) {
+                return (sv, seq);
+            }
+        }
     }
 
     /// Oldest sequence any reader may still read at.
@@ -252,6 +267,8 @@ impl Engine {
         self.set_version(&mut st, vs.current());
         st.obsolete.extend(obsolete);
         self.install_sv(&st);
+        // After the view that holds them (see `view_now`).
+        self.range_epoch.store(st.version.range_epoch, Ordering::Release);
         self.notify(&mut st);
     }
 
@@ -289,6 +306,7 @@ impl Engine {
             next_number: next,
             stop: Some(&self.shutting_down),
             pause: None,
+            range_dels: self.state.lock().version.range_dels.clone(),
         }
     }
 

@@ -127,6 +127,10 @@ impl State {
 #[derive(Default)]
 pub(crate) struct Counters {
     pub user_bytes: AtomicU64,
+    /// `delete_range` calls.
+    pub range_deletes: AtomicU64,
+    /// Tables deleted whole because a range tombstone covered them.
+    pub range_dropped_files: AtomicU64,
     pub writes: AtomicU64,
     pub table_bytes_written: AtomicU64,
     pub flushes: AtomicU64,

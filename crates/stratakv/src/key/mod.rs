@@ -11,6 +11,7 @@
 //! the [`Lookup`] answer of one layer, [`KeyRange`] and the optional
 //! [`PrefixExtractor`].
 
+pub(crate) mod partition;
 mod prefix;
 mod range;
 

@@ -58,6 +58,11 @@ pub(crate) struct WriteState {
 }
 
 impl WriteState {
+    /// The sequence the next reservation gets.
+    pub fn next_seq(&self) -> SeqNo {
+        self.next_seq
+    }
+
     /// Id the next memtable will get: every memtable sealed so far has a
     /// smaller one.
     pub fn next_mem_id(&self) -> u64 {

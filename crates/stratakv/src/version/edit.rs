@@ -7,6 +7,7 @@
 
 use crate::coding::{put_bytes, put_varint, Reader};
 
+use super::range_del::RangeTomb;
 use super::FileMeta;
 
 const TAG_LOG_NUMBER: u64 = 1;
@@ -21,6 +22,11 @@ const TAG_MATRIX: u64 = 9;
 const TAG_NEXT_LOG: u64 = 10;
 const TAG_DELETED_RUN_FILE: u64 = 11;
 const TAG_NEW_RUN_FILE: u64 = 12;
+const TAG_RANGE_DEL: u64 = 13;
+const TAG_RANGE_DEL_DONE: u64 = 14;
+const TAG_PARTITION: u64 = 15;
+const TAG_PARTITION_DROPPED: u64 = 16;
+const TAG_NEXT_PARTITION: u64 = 17;
 
 /// A change to the file layout and counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,6 +57,16 @@ pub struct VersionEdit {
     pub run_deleted: Vec<(u64, u64)>,
     /// Files added to runs: (run id, file); a new id starts a new run.
     pub run_added: Vec<(u64, FileMeta)>,
+    /// Range tombstones added (`delete_range`, dropped partitions).
+    pub range_dels_added: Vec<RangeTomb>,
+    /// Range tombstones that hide nothing any more, removed.
+    pub range_dels_removed: Vec<RangeTomb>,
+    /// Partitions created: (name, id).
+    pub partitions_added: Vec<(String, u32)>,
+    /// Partitions dropped, by id (their keys' tombstone is in `range_dels_added`).
+    pub partitions_dropped: Vec<u32>,
+    /// Partition ids below this have been handed out and are never reused.
+    pub next_partition: Option<u32>,
 }
 
 impl VersionEdit {
@@ -105,6 +121,27 @@ impl VersionEdit {
         for (run, f) in &self.run_added {
             field(TAG_NEW_RUN_FILE, &encode_file(*run, f));
         }
+        for (tag, list) in [(TAG_RANGE_DEL, &self.range_dels_added), (TAG_RANGE_DEL_DONE, &self.range_dels_removed)] {
+            for t in list {
+                let mut b = Vec::new();
+                put_bytes(&mut b, &t.start);
+                put_bytes(&mut b, &t.end);
+                put_varint(&mut b, t.seq);
+                field(tag, &b);
+            }
+        }
+        for (name, id) in &self.partitions_added {
+            let mut b = Vec::new();
+            put_bytes(&mut b, name.as_bytes());
+            put_varint(&mut b, *id as u64);
+            field(TAG_PARTITION, &b);
+        }
+        for id in &self.partitions_dropped {
+            field(TAG_PARTITION_DROPPED, &varint(*id as u64));
+        }
+        if let Some(v) = self.next_partition {
+            field(TAG_NEXT_PARTITION, &varint(v as u64));
+        }
         if let Some(m) = &self.l0_record {
             field(TAG_MATRIX, m);
         }
@@ -152,6 +189,25 @@ impl VersionEdit {
                     let run = p.varint().ok_or_else(short)?;
                     e.run_added.push((run, decode_file(&mut p).ok_or_else(short)??));
                 }
+                TAG_RANGE_DEL | TAG_RANGE_DEL_DONE => {
+                    let start = p.len_bytes().ok_or_else(short)?.to_vec();
+                    let end = p.len_bytes().ok_or_else(short)?.to_vec();
+                    let seq = p.varint().ok_or_else(short)?;
+                    let t = RangeTomb { start, end, seq };
+                    if tag == TAG_RANGE_DEL {
+                        e.range_dels_added.push(t);
+                    } else {
+                        e.range_dels_removed.push(t);
+                    }
+                }
+                TAG_PARTITION => {
+                    let name = p.len_bytes().ok_or_else(short)?;
+                    let name = String::from_utf8(name.to_vec()).map_err(|_| short())?;
+                    let id = p.varint32().ok_or_else(short)?;
+                    e.partitions_added.push((name, id));
+                }
+                TAG_PARTITION_DROPPED => e.partitions_dropped.push(p.varint32().ok_or_else(short)?),
+                TAG_NEXT_PARTITION => e.next_partition = Some(p.varint32().ok_or_else(short)?),
                 TAG_MATRIX => e.l0_record = Some(payload.to_vec()),
                 TAG_NEXT_LOG => e.next_log_number = Some(p.varint().ok_or_else(short)?),
                 other => return Err(format!("unknown field tag {other} (written by a newer version?)")),
@@ -239,6 +295,11 @@ mod tests {
                     largest_seq: 4,
                 },
             )],
+            range_dels_added: vec![RangeTomb { start: b"a".to_vec(), end: b"c".to_vec(), seq: 7 }],
+            range_dels_removed: vec![RangeTomb { start: Vec::new(), end: vec![0xff], seq: 3 }],
+            partitions_added: vec![("users".into(), 1)],
+            partitions_dropped: vec![1, 2],
+            next_partition: Some(3),
         };
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
         assert!(VersionEdit::decode(&[99, 0]).is_err());

@@ -11,12 +11,14 @@ mod l0_state;
 mod level_iter;
 pub mod manifest;
 mod multi_get;
+pub mod range_del;
 mod set;
 mod table_cache;
 
 pub use edit::VersionEdit;
 pub(crate) use l0_state::L0State;
 pub use level_iter::LevelIter;
+pub use range_del::{RangeDels, RangeTomb};
 pub use set::VersionSet;
 pub use table_cache::TableCache;
 
@@ -113,12 +115,24 @@ pub struct Version {
     /// Level 0's state outside table files (the matrix's rows), read
     /// before every table.
     pub(crate) l0: Option<Arc<dyn L0State>>,
+    /// Range tombstones every layer's entries are subject to.
+    pub range_dels: Arc<RangeDels>,
+    /// How many range tombstones versions up to this one have added since
+    /// the open: readers check it against the engine's count
+    /// (`Engine::view_now`).
+    pub range_epoch: u64,
 }
 
 impl Version {
     /// A version with no files.
     pub fn empty() -> Version {
-        Version { levels: vec![Vec::new(); NUM_LEVELS], runs: Vec::new(), l0: None }
+        Version {
+            levels: vec![Vec::new(); NUM_LEVELS],
+            runs: Vec::new(),
+            l0: None,
+            range_dels: range_del::no_range_dels(),
+            range_epoch: 0,
+        }
     }
 
     /// This version's tables without level 0's state: what background
@@ -126,7 +140,13 @@ impl Version {
     /// matrix row of that moment, and the PM under it, allocated until it
     /// ends, after the matrix has let go of them.
     pub fn tables_only(&self) -> Arc<Version> {
-        Arc::new(Version { levels: self.levels.clone(), runs: self.runs.clone(), l0: None })
+        Arc::new(Version {
+            levels: self.levels.clone(),
+            runs: self.runs.clone(),
+            l0: None,
+            range_dels: self.range_dels.clone(),
+            range_epoch: self.range_epoch,
+        })
     }
 
     /// Every table of the version: levels and runs.

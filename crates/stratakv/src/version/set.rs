@@ -43,6 +43,10 @@ pub struct VersionSet {
     l0_record: Option<Vec<u8>>,
     /// Per level, where the next compaction starts.
     pub compact_pointers: Vec<Vec<u8>>,
+    /// Live partitions: name -> id (the default partition is not listed).
+    pub partitions: std::collections::BTreeMap<String, u32>,
+    /// The id the next partition gets (ids are never reused).
+    pub next_partition: u32,
     manifest: Option<Box<dyn WritableFile>>,
     manifest_number: u64,
     /// An append or fsync of the MANIFEST failed: its tail is unknown, so
@@ -88,6 +92,8 @@ impl VersionSet {
             l0_kind: None,
             l0_record: None,
             compact_pointers: vec![Vec::new(); NUM_LEVELS],
+            partitions: Default::default(),
+            next_partition: 1,
             manifest: None,
             manifest_number: 0,
             manifest_damaged: false,
@@ -171,6 +177,16 @@ impl VersionSet {
             if let Some(p) = self.compact_pointers.get_mut(*level as usize) {
                 *p = key.clone();
             }
+        }
+        for (name, id) in &e.partitions_added {
+            self.partitions.insert(name.clone(), *id);
+            self.next_partition = self.next_partition.max(id.saturating_add(1));
+        }
+        for id in &e.partitions_dropped {
+            self.partitions.retain(|_, v| v != id);
+        }
+        if let Some(v) = e.next_partition {
+            self.next_partition = self.next_partition.max(v);
         }
         for (_, f) in &e.added {
             self.next_file_number = self.next_file_number.max(f.number + 1);
@@ -299,6 +315,9 @@ impl VersionSet {
             pm_region_id: self.pm_region_id,
             l0_kind: self.l0_kind,
             l0_record: self.current.l0.as_ref().map(|s| s.record()).or_else(|| self.l0_record.clone()),
+            range_dels_added: self.current.range_dels.tombs().to_vec(),
+            partitions_added: self.partitions.iter().map(|(n, id)| (n.clone(), *id)).collect(),
+            next_partition: (self.next_partition > 1).then_some(self.next_partition),
             ..Default::default()
         };
         for (level, p) in self.compact_pointers.iter().enumerate() {
@@ -456,7 +475,15 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, Strin
     for run in &mut runs {
         sort_disjoint(&mut run.files).map_err(|(a, b)| format!("files {a} and {b} overlap in run {}", run.id))?;
     }
-    Ok(Version { levels, runs, l0: base.l0.clone() })
+    let (range_dels, range_epoch) = if edit.range_dels_added.is_empty() && edit.range_dels_removed.is_empty() {
+        (base.range_dels.clone(), base.range_epoch)
+    } else {
+        (
+            Arc::new(base.range_dels.edited(&edit.range_dels_added, &edit.range_dels_removed)),
+            base.range_epoch + edit.range_dels_added.len() as u64,
+        )
+    };
+    Ok(Version { levels, runs, l0: base.l0.clone(), range_dels, range_epoch })
 }
 
 /// Sorts `files` by key; `Err` names two that overlap.

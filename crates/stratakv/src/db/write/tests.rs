@@ -189,7 +189,7 @@ fn a_sync_keeps_an_older_extent_that_a_writer_is_still_filling() {
 
     let mut bx = WriteBatch::new();
     bx.put(b"x", b"value of x");
-    let mut x = inner.reserve(entry_len(bx.rep().len()), bx.count()).unwrap();
+    let mut x = inner.reserve(entry_len(bx.rep().len()), bx.count(), false).unwrap();
     assert_eq!(inner.eng.log.unsynced_extents(), 1, "X's reservation allocated extent A");
 
     // Y does not fit in the rest of A: it allocates B, then waits for X to publish.
