@@ -10,6 +10,9 @@ use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{internal_key, key_hash, range_prefix, KeyRange, Kind, Lookup, ParsedKey, SeqNo, KIND_FOR_SEEK};
 use crate::version::RangeDels;
 
+/// Cursors over the sources of a read, newest first.
+type Sources = Vec<Box<dyn InternalIterator>>;
+
 impl DbInner {
     /// The value of `key` at `seq`, which a registered snapshot protects.
     pub(crate) fn get_at(&self, key: &[u8], seq: SeqNo) -> Result<Option<Vec<u8>>> {
@@ -94,7 +97,7 @@ impl DbInner {
 
     /// Cursors over every source that may hold keys of `range`, newest
     /// first, pinned by the current superversion; with its range tombstones.
-    pub(crate) fn source_iters(&self, range: &KeyRange) -> Result<(Vec<Box<dyn InternalIterator>>, Arc<RangeDels>)> {
+    pub(crate) fn source_iters(&self, range: &KeyRange) -> Result<(Sources, Arc<RangeDels>)> {
         let sv = self.eng.sv.load_full();
         Ok((self.source_iters_in(&sv, range)?, sv.version.range_dels.clone()))
     }
