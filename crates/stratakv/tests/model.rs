@@ -12,7 +12,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
-use stratakv::{Db, FixedPrefix, IndexKind, KeyRange, L0Kind, Options, WriteBatch};
+use stratakv::{Db, FixedPrefix, IndexKind, KeyRange, L0Kind, Options, Partition, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -119,6 +119,7 @@ struct Stats {
     listdb_cache_hits: u64,
     learned_tables: u64,
     binary_tables: u64,
+    partition_drops: u64,
 }
 
 impl Stats {
@@ -148,19 +149,48 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
     let space = [50u32, 500, 5000][rng.gen_range(0..3)];
     let mut db = Db::open(dir.path(), opts.clone()).unwrap();
     let mut model = Model::new();
+    // Partition "p" and its model, while it exists (created and dropped by
+    // the op number, not the random stream, so the cases' operations stay
+    // as they were; its keys come from the ops' own draws).
+    let mut part: Option<(Partition, Model)> = None;
     let mut snaps: Vec<(stratakv::Snapshot, Model)> = Vec::new();
     for op in 0..ops {
         let ctx = || format!("seed {seed} op {op}");
         match rng.gen_range(0..1000) {
             0..=449 => {
                 let (k, v) = (key(&mut rng, space), value(&mut rng));
-                db.put(&k, &v).unwrap();
-                model.insert(k, v);
+                match &mut part {
+                    Some((p, m)) if op % 4 == 1 => {
+                        p.put(&k, &v).unwrap();
+                        m.insert(k, v);
+                    }
+                    _ => {
+                        db.put(&k, &v).unwrap();
+                        model.insert(k, v);
+                    }
+                }
             }
             450..=549 => {
                 let k = key(&mut rng, space);
-                db.delete(&k).unwrap();
-                model.remove(&k);
+                if op % 5 == 0 {
+                    // A range delete from k over the next few keys the model has.
+                    let (p, m) = match &mut part {
+                        Some((p, m)) if op % 2 == 0 => (Some(&*p), m),
+                        _ => (None, &mut model),
+                    };
+                    let end = m.range(k.clone()..).nth(4).map(|(e, _)| e.clone()).unwrap_or_else(|| [k.as_slice(), b"~"].concat());
+                    match p {
+                        Some(p) => p.delete_range(&k, &end).unwrap(),
+                        None => db.delete_range(&k, &end).unwrap(),
+                    }
+                    let doomed: Vec<Vec<u8>> = m.range(k.clone()..end).map(|(k, _)| k.clone()).collect();
+                    for d in doomed {
+                        m.remove(&d);
+                    }
+                } else {
+                    db.delete(&k).unwrap();
+                    model.remove(&k);
+                }
             }
             550..=619 => {
                 let mut b = WriteBatch::new();
@@ -174,6 +204,13 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                         b.delete(&k);
                         model.remove(&k);
                     }
+                }
+                if let Some((p, m)) = &mut part {
+                    // The batch spans partitions.
+                    let k = key(&mut rng, space);
+                    let v = [k.as_slice(), b"@p"].concat();
+                    b.put_in(p, &k, &v);
+                    m.insert(k, v);
                 }
                 db.write(b).unwrap();
             }
@@ -190,6 +227,14 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                     String::from_utf8_lossy(&k),
                     ctx()
                 );
+                if let Some((p, m)) = &part {
+                    assert_eq!(p.get(&k).unwrap(), m.get(&k).cloned(), "partition get at {}", ctx());
+                    if op % 8 == 0 {
+                        let got: Vec<_> = p.iter(..).unwrap().collect();
+                        let want: Vec<_> = m.clone().into_iter().collect();
+                        assert!(got == want, "partition iter at {}", ctx());
+                    }
+                }
                 // Now and then a batched read of the keys around it, present
                 // and absent, repeated and out of order (no random draws, so
                 // the cases' operations stay as they were).
@@ -253,6 +298,20 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
             910..=939 => {
                 stats.flushes += 1;
                 db.flush().unwrap();
+                // Partitions come and go: a dropped one's keys never show
+                // again, in it or in its successor under the same name.
+                if op % 3 == 0 {
+                    match part.take() {
+                        None => part = Some((db.create_partition("p").unwrap(), Model::new())),
+                        Some((p, m)) if op % 2 == 0 => {
+                            db.drop_partition("p").unwrap();
+                            assert!(p.get(b"x").is_err(), "a dropped partition's handle at {}", ctx());
+                            stats.partition_drops += 1;
+                            drop(m);
+                        }
+                        kept => part = kept,
+                    }
+                }
             }
             940..=954 => {
                 stats.compactions += 1;
@@ -263,6 +322,8 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                 stats.reopens += 1;
                 stats.absorb(&db.stats());
                 snaps.clear();
+                // Handles hold the database open.
+                let had = part.take().map(|(_, m)| m);
                 if rng.gen_bool(0.5) {
                     db.close().unwrap();
                 } else {
@@ -291,18 +352,24 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                     };
                 }
                 db = Db::open(dir.path(), opts.clone()).unwrap();
+                part = had.map(|m| (db.partition("p").unwrap(), m));
             }
         }
         stats.ops += 1;
     }
     snaps.clear();
     stats.absorb(&db.stats());
+    let part = part.map(|(_, m)| m);
     // Final full comparison after a reopen.
     db.close().unwrap();
     let db = Db::open(dir.path(), opts).unwrap();
     let got: Vec<_> = db.iter(..).unwrap().collect();
     let want: Vec<_> = model.into_iter().collect();
     assert!(got == want, "final state differs, seed {seed}");
+    if let Some(m) = part {
+        let got: Vec<_> = db.partition("p").unwrap().iter(..).unwrap().collect();
+        assert!(got == m.into_iter().collect::<Vec<_>>(), "final partition state differs, seed {seed}");
+    }
     db.verify_checksums().unwrap();
 }
 
@@ -325,6 +392,7 @@ fn run(l0: L0Kind, base_seed: u64) {
         listdb_cache_hits: 0,
         learned_tables: 0,
         binary_tables: 0,
+        partition_drops: 0,
     };
     let seeds: Vec<u64> = match std::env::var("STRATA_MODEL_SEED").ok().and_then(|s| s.parse().ok()) {
         Some(s) => vec![s],
@@ -335,7 +403,7 @@ fn run(l0: L0Kind, base_seed: u64) {
     }
     println!(
         "model[{}]: cases={} ops={} reopens={} flushes={} compactions={} range_scans={} prefix_skipped_rows={} \
-         columns={} run_merges={} learned_tables={} binary_tables={} mismatches=0",
+         columns={} run_merges={} learned_tables={} binary_tables={} partition_drops={} mismatches=0",
         l0.name(),
         seeds.len(),
         stats.ops,
@@ -347,8 +415,12 @@ fn run(l0: L0Kind, base_seed: u64) {
         stats.columns,
         stats.run_merges,
         stats.learned_tables,
-        stats.binary_tables
+        stats.binary_tables,
+        stats.partition_drops
     );
+    if seeds.len() > 1 {
+        assert!(stats.partition_drops > 0, "no partition was ever dropped");
+    }
     // Both index kinds must have been read, wherever there are tables.
     if l0 != L0Kind::PmOnly && seeds.len() > 1 {
         assert!(stats.learned_tables > 0 && stats.binary_tables > 0, "one table index kind never ran");

@@ -52,7 +52,7 @@ impl Snapshot {
     /// Iterates `range` as of the snapshot.
     pub fn iter(&self, range: impl Into<KeyRange>) -> Result<DbIter> {
         let pin = Snapshot::pin(&self.db, self.seq);
-        DbIter::new(self.db.clone(), range.into(), self.seq, Some(pin))
+        DbIter::new(self.db.clone(), self.db.default_range(range.into()), self.seq, Some(pin))
     }
 
     fn pin(db: &Arc<DbInner>, seq: SeqNo) -> Snapshot {
