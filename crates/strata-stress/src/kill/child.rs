@@ -89,7 +89,17 @@ pub fn engine_options(l0: L0Kind, pm_dir: Option<PathBuf>) -> Options {
     o
 }
 
+/// The partition that holds every kill-mode key whose index is 2 mod 3,
+/// so that batches span two partitions.
+pub const KILL_PARTITION: &str = "kill-p";
+
+/// Whether key index `k` lives in [`KILL_PARTITION`].
+pub fn in_partition(k: u64) -> bool {
+    k % 3 == 2
+}
+
 fn writer(db: Db, exp: Arc<ExpectedFile>, spec: Spec, t: u64, acked: Arc<AtomicU64>) -> anyhow::Result<()> {
+    let part = db.partition_or_create(KILL_PARTITION).context("opening the kill partition")?;
     let mut rng = StdRng::seed_from_u64(spec.seed ^ (spec.round << 20) ^ t);
     let per = exp.keys() / spec.threads.max(1);
     let mut counter = 0u64;
@@ -109,12 +119,19 @@ fn writer(db: Db, exp: Arc<ExpectedFile>, spec: Spec, t: u64, acked: Arc<AtomicU
         for (i, k) in keys.iter().enumerate() {
             let key = super::key_of(*k);
             // In a batch only the first key may be a delete.
+            let p = in_partition(*k).then_some(&part);
             if delete && i == 0 {
                 exp.set_pending(*k, id | DELETE)?;
-                b.delete(key);
+                match p {
+                    Some(p) => b.delete_in(p, key),
+                    None => b.delete(key),
+                };
             } else {
                 exp.set_pending(*k, id)?;
-                b.put(key, value_of(*k, id));
+                match p {
+                    Some(p) => b.put_in(p, key, value_of(*k, id)),
+                    None => b.put(key, value_of(*k, id)),
+                };
             }
         }
         db.write_opt(&b, &WriteOptions { sync: rng.gen_bool(0.5) }).context("write failed")?;
@@ -137,6 +154,10 @@ pub fn main(spec: &str) -> anyhow::Result<()> {
     let _ = std::io::stdout().flush();
     let acked = Arc::new(AtomicU64::new(0));
     let mut hs = Vec::new();
+    {
+        let (db, state) = (db.clone(), spec.state.clone());
+        hs.push(std::thread::spawn(move || super::scratch::run(db, &state)));
+    }
     for t in 0..spec.threads.max(1) {
         let (db, exp, spec, acked) = (db.clone(), exp.clone(), spec.clone(), acked.clone());
         hs.push(std::thread::spawn(move || writer(db, exp, spec, t, acked)));

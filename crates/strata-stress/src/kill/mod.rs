@@ -22,6 +22,7 @@
 
 pub mod child;
 pub mod expected;
+pub mod scratch;
 pub mod server;
 pub mod verify;
 
@@ -211,6 +212,10 @@ fn engine_round(
     if let Err(v) = verify::check_and_resolve(&exp, &got, rep)? {
         return Ok(Err(format!("{}: {v}", t.name)));
     }
+    if let Err(v) = scratch::check_and_resolve(&db, &t.state)? {
+        return Ok(Err(format!("{}: {v}", t.name)));
+    }
+    rep.add("scratch_partitions_checked", 1);
     if let Err(e) = db.verify_checksums() {
         return Ok(Err(format!("{}: check after recovery failed: {e}", t.name)));
     }

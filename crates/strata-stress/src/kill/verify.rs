@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use stratakv::Db;
 
 use super::expected::{allowed, id_of, ExpectedFile, DELETE};
+use super::child::{in_partition, KILL_PARTITION};
 use super::key_of;
 use crate::report::Report;
 
@@ -97,15 +98,27 @@ pub fn check_and_resolve(
     Ok(Ok(()))
 }
 
-/// Reads every kill-mode key of an open database.
+/// Reads every kill-mode key of an open database: the default partition
+/// and [`KILL_PARTITION`] (absent if the writer was killed before
+/// creating it), each key in the partition its index says.
 pub fn read_engine(db: &Db) -> Result<BTreeMap<u64, Vec<u8>>, String> {
     let mut out = BTreeMap::new();
-    let all = crate::read_all(db).map_err(|e| format!("reading the recovered database failed: {e}"))?;
-    for (k, v) in all {
+    let failed = |e: stratakv::Error| format!("reading the recovered database failed: {e}");
+    let mut all: Vec<(bool, Vec<u8>, Vec<u8>)> =
+        crate::read_all(db).map_err(failed)?.into_iter().map(|(k, v)| (false, k, v)).collect();
+    if db.list_partitions().iter().any(|p| p == KILL_PARTITION) {
+        let p = db.partition(KILL_PARTITION).map_err(failed)?;
+        let mut it = p.iter(..).map_err(failed)?;
+        while let Some((k, v)) = it.try_next().map_err(failed)? {
+            all.push((true, k, v));
+        }
+    }
+    for (partitioned, k, v) in all {
         match index_of(&k) {
-            Some(i) => {
+            Some(i) if in_partition(i) == partitioned => {
                 out.insert(i, v);
             }
+            Some(i) => return Err(format!("key index {i} is in the wrong partition")),
             None => return Err(format!("unknown key {:?} in the database", String::from_utf8_lossy(&k))),
         }
     }

@@ -16,20 +16,19 @@ impl DbInner {
     }
 
     /// Removes every key in `[start, end)`: a range tombstone at sequence
-    /// S in the MANIFEST. S is a log entry of its own (a point deletion of
-    /// `start`, which the range deletes anyway), so sequences stay
-    /// contiguous for recovery. Before S is published, every earlier write
-    /// is published, the log is durable through S (a MANIFEST naming S
-    /// never outlives a log that lacks it), and the tombstone is installed
-    /// for readers; so no reader at S or later misses it, and none before
-    /// S sees it. If the MANIFEST edit fails, the error is returned with
-    /// only `start` deleted.
+    /// S in the MANIFEST. S is a log entry of its own with no records (a
+    /// placeholder), so sequences stay contiguous for recovery and a crash
+    /// before the MANIFEST edit deletes nothing. Before S is published,
+    /// every earlier write is published, the log is durable through S (a
+    /// MANIFEST naming S never outlives a log that lacks it, so no write
+    /// after a recovery gets a sequence the tombstone would hide), and the
+    /// tombstone is installed for readers; so no reader at S or later
+    /// misses it, and none before S sees it.
     pub(crate) fn delete_range(&self, start: Vec<u8>, end: Vec<u8>) -> Result<()> {
         if start >= end {
             return Ok(());
         }
-        let mut b = WriteBatch::new();
-        b.delete_raw(&start);
+        let b = WriteBatch::new();
         let install = |seq: u64| {
             let mut vs = self.eng.versions.lock();
             let edit = VersionEdit {
@@ -52,7 +51,10 @@ impl DbInner {
             return Err(Error::InvalidArgument(why.to_string()));
         }
         eng.check_writable()?;
-        if batch.is_empty() {
+        // An empty batch with work before its publication is a placeholder
+        // entry: no records, one sequence number.
+        let placeholder = batch.is_empty() && before_publish.is_some();
+        if batch.is_empty() && !placeholder {
             return Ok(());
         }
         let body = batch.rep();
@@ -60,7 +62,8 @@ impl DbInner {
             return Err(Error::InvalidArgument(format!("batch of {} bytes is too large", body.len())));
         }
         // pm-only: the entry carries a PM skiplist node per record.
-        let towers = eng.opts.entry_towers().then(|| Towers::choose(batch.count(), eng.opts.pm_regions));
+        let towers =
+            (eng.opts.entry_towers() && !placeholder).then(|| Towers::choose(batch.count(), eng.opts.pm_regions));
         let len = entry_len(towers.as_ref().map_or(0, Towers::bytes) + body.len());
         let data_bytes = eng.region.slot_count().saturating_sub(2) * eng.region.slot_bytes();
         if len > data_bytes / 2 {
@@ -70,14 +73,15 @@ impl DbInner {
             )));
         }
         let count = batch.count();
+        let seqs = count.max(1);
         self.make_room()?;
         let waited = eng.throttle.wait(len);
         if !waited.is_zero() {
             eng.counters.throttled_micros.fetch_add(waited.as_micros() as u64, Ordering::Relaxed);
         }
-        let mut r = self.reserve(len, count, batch.has_reserved_keys())?;
+        let mut r = self.reserve(len, seqs, batch.has_reserved_keys())?;
         let first = r.seq;
-        let last = first + count as u64 - 1;
+        let last = first + seqs as u64 - 1;
         let filled = r.fill(&eng.region_path, body, count, towers.as_ref());
         if let Err(e) = &filled {
             // The log now has a hole at our entry: nothing after it may be

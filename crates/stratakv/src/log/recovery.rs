@@ -131,7 +131,11 @@ pub fn scan_extent<'a>(
         let records: Vec<Record<'a>> = Records::new(body, body_off)
             .collect::<std::result::Result<_, u64>>()
             .map_err(|at| Error::corruption(region_path, at, "log entry passes its checksum but does not decode"))?;
-        if records.len() != count as usize || count == 0 {
+        // An entry of no records takes one sequence number and holds
+        // nothing else: a range tombstone's, whose tombstone is in the
+        // MANIFEST (`DbInner::delete_range`).
+        let placeholder = count == 0 && body.is_empty() && links == 0;
+        if records.len() != count as usize || (count == 0 && !placeholder) {
             return Err(Error::corruption(
                 region_path,
                 entry_off,
@@ -141,7 +145,7 @@ pub fn scan_extent<'a>(
         let nodes =
             if links == 0 { Vec::new() } else { entry_nodes(region, region_path, entry_off, links, seq, &records)? };
         let padded = (total + 7) & !7;
-        *next_seq = Some(seq + count as u64);
+        *next_seq = Some(seq + (count as u64).max(1));
         f(RecoveredEntry { seq, len: padded, records, nodes })?;
         pos += padded;
     }

@@ -71,3 +71,38 @@ fn without_clearing_the_stale_commit_word_the_same_kill_looks_like_corruption() 
     assert_eq!(accepted, 0);
     assert!(matches!(end, ScanEnd::Torn { valid_after: true, .. }), "{end:?}");
 }
+
+/// A placeholder entry (no records: a range tombstone's sequence number)
+/// takes one sequence and the log goes on after it; an entry that claims
+/// records it lacks is still corruption.
+#[test]
+fn a_placeholder_entry_takes_one_sequence_number() {
+    let region = region();
+    let mut w = region.allocate(EXTENT_KIND_LOG, 1, 9).unwrap();
+    let a = body(1);
+    let mut s = w.reserve(entry_len(a.len())).unwrap();
+    write_entry(&mut s, 9, 1, 1, &a, None).unwrap();
+    let mut s = w.reserve(entry_len(0)).unwrap();
+    write_entry(&mut s, 9, 2, 0, &[], None).unwrap();
+    let b = body(2);
+    let mut s = w.reserve(entry_len(b.len())).unwrap();
+    write_entry(&mut s, 9, 3, 1, &b, None).unwrap();
+    let ext = w.extent().clone();
+    let mut next = Some(1);
+    let mut seen = Vec::new();
+    let end = scan_extent(&ext, 9, &mut next, Path::new("sim.pm"), |e| {
+        seen.push((e.seq, e.records.len()));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, vec![(1, 1), (2, 0), (3, 1)]);
+    assert_eq!(next, Some(4));
+    assert_eq!(end, ScanEnd::Clean);
+
+    let mut w = region.allocate(EXTENT_KIND_LOG, 1, 10).unwrap();
+    let mut s = w.reserve(entry_len(a.len())).unwrap();
+    write_entry(&mut s, 10, 1, 0, &a, None).unwrap();
+    let ext = w.extent().clone();
+    let mut next = Some(1);
+    assert!(scan_extent(&ext, 10, &mut next, Path::new("sim.pm"), |_| Ok(())).is_err());
+}
