@@ -152,9 +152,9 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
             Op::Sync => "sync",
         };
         match op {
-            Op::Write { updates, sync } => {
+            Op::Write { updates, sync, how } => {
                 expected.begin(op_no, &updates);
-                match db.write_opt(&to_batch(&updates), &WriteOptions { sync }) {
+                match crate::workload::write(&db, &updates, sync, &how) {
                     Ok(()) => {
                         if poisoned_before {
                             return Err(format!("a poisoned database acknowledged write {op_no}"));

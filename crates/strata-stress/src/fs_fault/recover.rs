@@ -14,7 +14,7 @@ use stratakv::{Db, Options, WriteOptions};
 
 use crate::oracle::Expected;
 use crate::pm_crash::check::DIR;
-use crate::read_all;
+use crate::workload::read_all;
 use crate::report::Report;
 
 /// Opens `(pm image, file system)` without faults and checks it. Returns

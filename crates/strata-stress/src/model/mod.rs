@@ -21,7 +21,7 @@ use stratakv::{Db, KeyRange, L0Kind, ReadOptions};
 
 use crate::oracle::show;
 use crate::report::Report;
-use crate::workload::{to_batch, Gen, Op};
+use crate::workload::{partition_key, Gen, How, Op, PARTITION, PARTITION_KEY};
 use crate::RunCfg;
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -91,6 +91,8 @@ fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) 
     let ctx = |e: String| format!("{e} [{name}]");
     let mut db = Db::open(dir.path(), opts.clone()).map_err(|e| ctx(format!("open failed: {e}")))?;
     let mut model = Map::new();
+    // Partition `p`'s keys, by their oracle names.
+    let mut pmodel = Map::new();
     let mut gen = Gen::new([50u32, 500, 3000][rng.gen_range(0..3)], [200usize, 3000, 20_000][rng.gen_range(0..3)]);
     gen.mix.reopen = 1;
     gen.mix.compact = 2;
@@ -105,17 +107,27 @@ fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) 
         rep.add("ops", 1);
         match rng.gen_range(0..100) {
             0..=54 => match gen.next(&mut rng) {
-                Op::Write { updates, sync } => {
-                    db.write_opt(&to_batch(&updates), &stratakv::WriteOptions { sync })
-                        .map_err(err("write", at))
-                        .map_err(ctx)?;
+                Op::Write { updates, sync, how } => {
+                    crate::workload::write(&db, &updates, sync, &how).map_err(err("write", at)).map_err(ctx)?;
                     for (k, v) in updates {
+                        // The partition's keys have a model of their own.
+                        let m = if partition_key(&k).is_some() { &mut pmodel } else { &mut model };
                         match v {
-                            Some(v) => model.insert(k, v),
-                            None => model.remove(&k),
+                            Some(v) => m.insert(k, v),
+                            None => m.remove(&k),
                         };
                     }
-                    rep.add("writes", 1);
+                    rep.add(
+                        match how {
+                            How::Batch => "writes",
+                            How::DeleteRange { .. } => "range_deletes",
+                            How::DropPartition => "partition_drops",
+                        },
+                        1,
+                    );
+                    if at % 16 == 0 {
+                        check_partition(&db, &pmodel).map_err(|e| ctx(format!("partition at op {at}: {e}")))?;
+                    }
                 }
                 Op::Flush => {
                     db.flush().map_err(err("flush", at)).map_err(ctx)?;
@@ -218,6 +230,7 @@ fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) 
     let it = db.iter(..).map_err(|e| ctx(e.to_string()))?;
     let want: Vec<_> = model.into_iter().collect();
     check_iter(it, &want, false).map_err(|e| ctx(format!("final contents: {e}")))?;
+    check_partition(&db, &pmodel).map_err(|e| ctx(format!("final partition contents: {e}")))?;
     db.verify_checksums().map_err(|e| ctx(format!("check failed: {e}")))?;
     rep.add(
         match l0 {
@@ -230,6 +243,26 @@ fn run_case(seed: u64, deadline: Instant, shm: Option<&Path>, rep: &mut Report) 
     );
     let s = db.stats();
     rep.max("max_levels", s.nonempty_levels as u64);
+    Ok(())
+}
+
+/// Compares partition `p` whole with its model (absent = empty).
+fn check_partition(db: &Db, pmodel: &Map) -> Result<(), String> {
+    let got: Vec<(Vec<u8>, Vec<u8>)> = if db.list_partitions().iter().any(|p| p == PARTITION) {
+        let p = db.partition(PARTITION).map_err(|e| e.to_string())?;
+        let mut it = p.iter(..).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        while let Some((k, v)) = it.try_next().map_err(|e| e.to_string())? {
+            out.push(([PARTITION_KEY, k.as_slice()].concat(), v));
+        }
+        out
+    } else {
+        Vec::new()
+    };
+    let want: Vec<(Vec<u8>, Vec<u8>)> = pmodel.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    if got != want {
+        return Err(format!("{} entries, want {}", got.len(), want.len()));
+    }
     Ok(())
 }
 

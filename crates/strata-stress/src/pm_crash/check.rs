@@ -27,7 +27,7 @@ use super::capture::Capture;
 use crate::oracle::{diff, Kvs, Model, Window};
 
 type Taken = Arc<Mutex<Option<(CrashState, Option<FsSnapshot>)>>>;
-use crate::read_all;
+use crate::workload::read_all;
 
 /// Where the database lives inside the in-memory file system.
 pub const DIR: &str = "/db";

@@ -27,11 +27,11 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_pmem::SimPm;
 use stratakv::fs::MemFs;
-use stratakv::{Db, L0Kind, Options, WriteOptions};
+use stratakv::{Db, L0Kind, Options};
 
 use crate::oracle::History;
 use crate::report::{Report, Value};
-use crate::workload::{to_batch, Gen, Op};
+use crate::workload::{Gen, Op};
 use crate::RunCfg;
 use capture::{Capture, Progress, Rates};
 use check::{check_point, Budget, DIR};
@@ -221,10 +221,10 @@ fn drive(
             break;
         }
         match gen.next(rng) {
-            Op::Write { updates, sync } => {
+            Op::Write { updates, sync, how } => {
                 history.write().push(&updates);
                 progress.issued.fetch_add(1, Ordering::SeqCst);
-                db.write_opt(&to_batch(&updates), &WriteOptions { sync }).map_err(|e| format!("write failed: {e}"))?;
+                crate::workload::write(&db, &updates, sync, &how).map_err(|e| format!("write failed: {e}"))?;
                 progress.acked.fetch_add(1, Ordering::SeqCst);
             }
             Op::Flush => {
@@ -254,7 +254,7 @@ fn drive(
     db.close().map_err(|e| format!("close failed: {e}"))?;
     // The clean state: everything acknowledged, nothing else.
     let db = open(progress)?;
-    let got = crate::read_all(&db).map_err(|e| format!("read after reopen failed: {e}"))?;
+    let got = crate::workload::read_all(&db).map_err(|e| format!("read after reopen failed: {e}"))?;
     let h = history.read();
     h.check(&got, h.len(), h.len()).map_err(|e| format!("after a clean reopen: {e}"))?;
     db.verify_checksums().map_err(|e| format!("check failed: {e}"))?;

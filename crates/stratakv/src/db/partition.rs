@@ -70,7 +70,7 @@ impl Db {
                 next_partition: Some(id + 1),
                 ..Default::default()
             };
-            inner.eng.commit(&mut vs, Commit { edit, ..Default::default() })?;
+            inner.eng.surface(inner.eng.commit(&mut vs, Commit { edit, ..Default::default() }))?;
             id
         };
         Ok(self.handle(name, id))
@@ -108,6 +108,10 @@ impl Db {
         let inner = &self.inner;
         inner.eng.check_writable()?;
         let _one = inner.partition_ops.lock();
+        // The drop is durable once its MANIFEST edit is: every write before
+        // it must be too, or a power loss could keep the drop and lose an
+        // acknowledged write that came before it (not a point in time).
+        inner.eng.sync_log()?;
         let mut vs = inner.eng.versions.lock();
         let Some(id) = vs.partitions.get(name).copied() else {
             return Err(Error::InvalidArgument(format!("no partition {name:?}")));
@@ -118,7 +122,8 @@ impl Db {
             range_dels_added: vec![RangeTomb { start, end, seq: DROPPED }],
             ..Default::default()
         };
-        inner.eng.commit(&mut vs, Commit { edit, ..Default::default() })?;
+        // A failed MANIFEST write leaves durable state unknown: poison.
+        inner.eng.surface(inner.eng.commit(&mut vs, Commit { edit, ..Default::default() }))?;
         drop(vs);
         if let Some(flag) = inner.live_partitions.lock().remove(&id) {
             flag.store(false, Ordering::Release);

@@ -25,6 +25,7 @@ impl DbInner {
     /// tombstone is installed for readers; so no reader at S or later
     /// misses it, and none before S sees it.
     pub(crate) fn delete_range(&self, start: Vec<u8>, end: Vec<u8>) -> Result<()> {
+        self.eng.check_writable()?;
         if start >= end {
             return Ok(());
         }
@@ -35,7 +36,9 @@ impl DbInner {
                 range_dels_added: vec![RangeTomb { start: start.clone(), end: end.clone(), seq }],
                 ..Default::default()
             };
-            self.eng.commit(&mut vs, Commit { edit, ..Default::default() })
+            // A failed MANIFEST write leaves durable state unknown (the
+            // record may be there): poison, as background work does.
+            self.eng.surface(self.eng.commit(&mut vs, Commit { edit, ..Default::default() }))
         };
         self.write_then(&b, false, Some(&install))?;
         self.eng.counters.range_deletes.fetch_add(1, Ordering::Relaxed);

@@ -54,10 +54,13 @@ impl SingleLevelL0 {
                 ));
             }
         }
+        // A compaction drops what a range tombstone hides from every
+        // reader, with its tree entry; older tables may still hold the key.
+        let oldest = eng.oldest_snapshot();
         for f in v.files(0).iter().filter(|f| !indexing.contains(&f.number)) {
             let t = eng.tables.get(f.number)?;
-            for_each_newest(&t, |uk, _, h| {
-                if tree.get(uk)?.is_none() {
+            for_each_newest(&t, |uk, _, seq, h| {
+                if tree.get(uk)?.is_none() && !v.range_dels.hides(uk, seq, oldest) {
                     return Err(Error::corruption(
                         t.path(),
                         h.offset,

@@ -29,7 +29,10 @@ pub(super) struct Indexed {
 
 /// Calls `f(user key, newest kind, block)` for the first (newest) entry of
 /// every user key of table `t`, in key order.
-pub(super) fn for_each_newest(t: &Table, mut f: impl FnMut(&[u8], Kind, BlockHandle) -> Result<()>) -> Result<()> {
+pub(super) fn for_each_newest(
+    t: &Table,
+    mut f: impl FnMut(&[u8], Kind, crate::key::SeqNo, BlockHandle) -> Result<()>,
+) -> Result<()> {
     let mut last: Option<Vec<u8>> = None;
     for h in t.block_handles() {
         let mut it = BlockIter::new(t.read_block_with(h, false)?);
@@ -37,7 +40,7 @@ pub(super) fn for_each_newest(t: &Table, mut f: impl FnMut(&[u8], Kind, BlockHan
         while it.valid() {
             let p = ParsedKey::parse(it.key()).ok_or_else(|| Error::corruption(t.path(), h.offset, "malformed key"))?;
             if last.as_deref() != Some(p.user_key) {
-                f(p.user_key, p.kind, h)?;
+                f(p.user_key, p.kind, p.seq, h)?;
                 last = Some(p.user_key.to_vec());
             }
             it.next()?;
@@ -57,7 +60,7 @@ pub(super) fn index_table(tree: &PmTree, t: &Table, number: u64, mode: Mode<'_>)
     let mut out = Indexed::default();
     let mut batch = tree.batch();
     let mut n = 0usize;
-    for_each_newest(t, |uk, kind, h| {
+    for_each_newest(t, |uk, kind, _, h| {
         n += 1;
         if n.is_multiple_of(BATCH_KEYS) {
             batch.pause();
@@ -96,7 +99,7 @@ pub(super) fn index_table(tree: &PmTree, t: &Table, number: u64, mode: Mode<'_>)
 pub(super) fn unindex_table(tree: &PmTree, t: &Table, number: u64) -> Result<()> {
     let mut batch = tree.batch();
     let mut n = 0usize;
-    for_each_newest(t, |uk, _, _| {
+    for_each_newest(t, |uk, _, _, _| {
         n += 1;
         if n.is_multiple_of(BATCH_KEYS) {
             batch.pause();
