@@ -1,5 +1,5 @@
-//! Per-connection state: protocol version, authentication, name, MULTI
-//! queue, WATCHed stripes.
+//! Per-connection state: protocol version, authentication, name, selected
+//! database, MULTI queue, WATCHed stripes.
 
 use std::sync::atomic::Ordering;
 
@@ -67,6 +67,8 @@ pub struct Session {
     /// A blocking command waiting for data; the connection runs nothing
     /// else meanwhile.
     pub blocked: Option<Blocked>,
+    /// The selected database (SELECT).
+    pub db: usize,
 }
 
 impl Session {
@@ -86,6 +88,7 @@ impl Session {
             watched: Vec::new(),
             watch_deadline: None,
             blocked: None,
+            db: 0,
         }
     }
 

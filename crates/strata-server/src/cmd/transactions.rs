@@ -1,6 +1,6 @@
 //! MULTI/EXEC/DISCARD/WATCH: queued commands run under the locks of all
 //! their keys in one transaction, committed as one atomic engine write
-//! batch. WATCH remembers the versions of the watched keys' lock stripes;
+//! batch (one per database, if SELECT in the block changes databases). WATCH remembers the versions of the watched keys' lock stripes;
 //! EXEC aborts (null reply) if any changed. A write to another key of the
 //! same stripe also aborts it: a false alarm the client retries, never a
 //! missed change.
@@ -34,7 +34,7 @@ pub(crate) fn watch(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
     if sess.multi.is_some() {
         return Reply::err("ERR WATCH inside MULTI is not allowed");
     }
-    let mut txn = Txn::new(shared.store.as_ref(), now_ms());
+    let mut txn = Txn::new(shared.store_of(sess.db), now_ms());
     for k in args.iter().skip(1) {
         let stripe = stripe_of(k);
         if !sess.watched.iter().any(|(s, _)| *s == stripe) {
@@ -79,11 +79,16 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
         if watched.iter().any(|&(s, v)| shared.locks.version(s) != v) || deadline.is_some_and(|d| d <= now) {
             return Reply::NilArray;
         }
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now), shared, proto: sess.proto, retry: false };
+        let mut ctx = Ctx::new(shared, sess.db, sess.proto, now);
         let mut replies = Vec::with_capacity(cmds.len());
         for (spec, args) in cmds {
             replies.push(match spec.run {
-                Run::Session(f) => f(shared, sess, args),
+                Run::Session(f) => {
+                    let r = f(shared, sess, args);
+                    // SELECT: the commands after it act on its database.
+                    ctx.select(sess.db);
+                    r
+                }
                 Run::Data(f) => f(&mut ctx, args).unwrap_or_else(CmdError::into_reply),
             });
         }
