@@ -47,7 +47,7 @@ fn sweep_db(shared: &Shared, db: usize, limit: usize) -> StoreResult<usize> {
             _ => ctx.txn.delete(ik.clone()),
         }
         // Expiry deletions need no acknowledgement: they are not waited on.
-        let r = commit(ctx, Reply::ok(), &[&key], false);
+        let r = commit(ctx, Reply::ok(), &[&key]);
         if let Reply::Error(e) = r {
             return Err(crate::store::StoreError(e));
         }

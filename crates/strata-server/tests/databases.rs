@@ -172,6 +172,41 @@ fn multi_move_copy_and_swapdb() {
     );
 }
 
+/// Redis's multi.tcl "FLUSHDB/FLUSHALL is able to touch the watched keys"
+/// and "... does not touch non affected keys", and a flush of another
+/// database leaves a WATCH alone.
+#[test]
+fn flushes_touch_the_watched_keys_that_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    let aborted = b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*-1\r\n";
+    let passed = b"+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n";
+    roundtrip(&mut s, b"SET x 30\r\nWATCH x\r\nFLUSHDB\r\nMULTI\r\nPING\r\nEXEC\r\n", aborted);
+    roundtrip(
+        &mut s,
+        b"DEL x\r\nWATCH x\r\nFLUSHDB\r\nMULTI\r\nPING\r\nEXEC\r\n",
+        &[b":0\r\n".as_slice(), passed].concat(),
+    );
+    roundtrip(&mut s, b"SET x 30\r\nWATCH x\r\nFLUSHALL\r\nMULTI\r\nPING\r\nEXEC\r\n", aborted);
+    roundtrip(
+        &mut s,
+        b"DEL x\r\nWATCH x\r\nFLUSHALL\r\nMULTI\r\nPING\r\nEXEC\r\n",
+        &[b":0\r\n".as_slice(), passed].concat(),
+    );
+    roundtrip(
+        &mut s,
+        b"SET x 30\r\nWATCH x\r\nSELECT 3\r\nSET y 1\r\nFLUSHDB\r\nSELECT 0\r\nMULTI\r\nPING\r\nEXEC\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*1\r\n+PONG\r\n",
+    );
+    // A key watched in db 3, flushed there.
+    roundtrip(
+        &mut s,
+        b"SELECT 3\r\nSET y 1\r\nWATCH y\r\nSELECT 0\r\nFLUSHALL\r\nMULTI\r\nPING\r\nEXEC\r\n",
+        b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+QUEUED\r\n*-1\r\n",
+    );
+}
+
 #[test]
 fn keys_expire_in_every_database() {
     let dir = tempfile::tempdir().unwrap();

@@ -256,7 +256,7 @@ fn run_blocking(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::Data
             if sess.blocked.take().is_some() {
                 shared.stats.blocked_clients.fetch_sub(1, Ordering::AcqRel);
             }
-            Some(commit(ctx, r.unwrap_or_else(CmdError::into_reply), &keys, false))
+            Some(commit(ctx, r.unwrap_or_else(CmdError::into_reply), &keys))
         }
     }
 }
@@ -356,7 +356,7 @@ fn run_group(
         let mut ctx = Ctx::new(shared, db, proto, now_ms());
         let replies: Vec<Reply> =
             group.iter().map(|(_, f, args)| f(&mut ctx, args).unwrap_or_else(CmdError::into_reply)).collect();
-        let r = commit(ctx, Reply::Nil, &keys, false);
+        let r = commit(ctx, Reply::Nil, &keys);
         (replies, r.is_error().then_some(r))
     };
     match failed {
@@ -389,14 +389,14 @@ fn run_data(shared: &Shared, db: usize, proto: u8, spec: &Spec, f: table::DataFn
     let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
     let mut ctx = Ctx::new(shared, db, proto, now_ms());
     let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
-    commit(ctx, reply, &keys, matches!(spec.keys, Keys::Global))
+    commit(ctx, reply, &keys)
 }
 
 /// Commits a context's transaction (call with the key locks held); the
 /// reply becomes an error if the write fails (nothing of it was applied).
 /// With `--durability sync` the reply may be sent only after
 /// [`Shared::wait_durable_all`].
-pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool) -> Reply {
+pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
     let shared = ctx.shared;
     let durable = shared.replies_wait_for_sync();
     let mut txns = ctx.others;
@@ -404,7 +404,7 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool)
     // One database's transaction after another: each is atomic (one batch,
     // or one clear then one batch), a MULTI over several is not across a
     // crash.
-    let (mut dirty, mut cleared) = (false, false);
+    let mut dirty = false;
     for (db, txn) in txns {
         let was_cleared = txn.was_cleared();
         let was_dirty = txn.is_dirty();
@@ -413,7 +413,7 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool)
             Ok((d, _pending)) => d,
             Err(e) => {
                 if dirty {
-                    shared.locks.bump(keys, all_keys || cleared);
+                    shared.locks.bump(keys, false);
                 }
                 return Reply::err(format!("ERR {e}"));
             }
@@ -427,11 +427,16 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool)
             counts.expires.fetch_add(d.expires, Ordering::Relaxed);
         }
         shared.stats.expired_keys.fetch_add(expired, Ordering::Relaxed);
+        if was_cleared {
+            // Under the locks of every stripe (a flush is `Keys::Global`):
+            // WATCHes of keys this database held see it at EXEC.
+            counts.flushes.fetch_add(1, Ordering::AcqRel);
+        }
         dirty |= was_dirty;
-        cleared |= was_cleared;
     }
     if dirty {
-        shared.locks.bump(keys, all_keys || cleared);
+        // A flush touches stripes through the database's flush count.
+        shared.locks.bump(keys, false);
     }
     reply
 }

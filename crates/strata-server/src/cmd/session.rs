@@ -64,6 +64,9 @@ pub struct Session {
     /// with a TTL at WATCH time: EXEC aborts once it has passed, as Redis 7
     /// does for a watched key that expired.
     pub watch_deadline: Option<u64>,
+    /// Databases that held a WATCHed key, and their flush counts then:
+    /// EXEC aborts if one was flushed since.
+    pub watched_flushes: Vec<(usize, u64)>,
     /// A blocking command waiting for data; the connection runs nothing
     /// else meanwhile.
     pub blocked: Option<Blocked>,
@@ -87,6 +90,7 @@ impl Session {
             addr,
             watched: Vec::new(),
             watch_deadline: None,
+            watched_flushes: Vec::new(),
             blocked: None,
             db: 0,
         }
@@ -96,5 +100,6 @@ impl Session {
     pub fn unwatch(&mut self) {
         self.watched.clear();
         self.watch_deadline = None;
+        self.watched_flushes.clear();
     }
 }

@@ -38,6 +38,9 @@ pub struct Database {
     pub keys: AtomicI64,
     /// Keys with an expiry.
     pub expires: AtomicI64,
+    /// FLUSHDB/FLUSHALL of it so far (WATCH): a flush touches every key
+    /// without bumping every lock stripe.
+    pub flushes: AtomicU64,
 }
 
 /// State shared by every connection.
@@ -75,7 +78,8 @@ impl Shared {
     pub fn new(store: Arc<dyn Backend>, config: Config) -> Result<Shared, StoreError> {
         let (shutdown, _) = tokio::sync::watch::channel(false);
         let store_always_durable = config.appendfsync == Some(crate::store::aof::FsyncPolicy::Always);
-        let db = |store| Database { store, keys: AtomicI64::new(0), expires: AtomicI64::new(0) };
+        let db =
+            |store| Database { store, keys: AtomicI64::new(0), expires: AtomicI64::new(0), flushes: AtomicU64::new(0) };
         let mut dbs = vec![db(store.clone())];
         dbs.extend(store.databases(config.databases)?.into_iter().map(db));
         let shared = Shared {
