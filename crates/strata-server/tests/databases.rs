@@ -54,6 +54,9 @@ fn select_isolates_databases() {
     );
     roundtrip(&mut s, b"CONFIG GET databases\r\n", b"*2\r\n$9\r\ndatabases\r\n$2\r\n16\r\n");
     assert_eq!(keyspace(&mut s), ["db0:keys=1,expires=0,avg_ttl=0", "db3:keys=3,expires=0,avg_ttl=0"]);
+    s.write_all(b"CLIENT INFO\r\n").unwrap();
+    let info = String::from_utf8(read_bulk(&mut s)).unwrap();
+    assert!(info.contains(" db=3 "), "{info}");
     // Another connection starts in db 0; RESET goes back to it.
     let mut t = connect(srv.port);
     roundtrip(&mut t, b"GET k\r\nSELECT 3\r\nRESET\r\nGET k\r\n", b"$4\r\nzero\r\n+OK\r\n+RESET\r\n$4\r\nzero\r\n");

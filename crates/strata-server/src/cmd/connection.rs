@@ -154,10 +154,11 @@ fn set_name(sess: &mut Session, name: &[u8]) -> Result<(), Reply> {
 
 fn client_line(sess: &Session) -> String {
     format!(
-        "id={} addr={} name={} db=0 resp={} lib-name={} lib-ver={}\n",
+        "id={} addr={} name={} db={} resp={} lib-name={} lib-ver={}\n",
         sess.id,
         sess.addr,
         sess.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
+        sess.db,
         sess.proto,
         sess.lib.0.as_deref().unwrap_or(""),
         sess.lib.1.as_deref().unwrap_or("")

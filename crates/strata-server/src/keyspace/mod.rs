@@ -380,6 +380,26 @@ mod tests {
         assert_eq!(prefix_end(b"\xff"), None);
     }
 
+    /// Databases 1.. are engine partitions, whose keys begin with 0xff
+    /// 0xff; once one exists the engine refuses such keys in db 0. Every
+    /// key the encoding writes begins with its tag byte, never 0xff.
+    #[test]
+    fn no_encoded_key_begins_with_the_partition_mark() {
+        let k = b"\xff\xff\xff";
+        let keys = [
+            meta_key(k),
+            member_key(b'H', k, k),
+            list_key(k, u64::MAX),
+            zindex_key(k, f64::INFINITY, k),
+            expire_index_key(u64::MAX, k),
+            meta_bucket_start(u64::from(u32::MAX)),
+            VERSION_KEY.to_vec(),
+        ];
+        for key in keys {
+            assert!(matches!(key.first(), Some(b'm' | b'H' | b'S' | b'Z' | b'z' | b'L' | b'e' | b'!')), "{key:02x?}");
+        }
+    }
+
     #[test]
     fn meta_keys() {
         let mk = meta_key(b"hello");
