@@ -86,6 +86,11 @@ pub struct Flags {
     /// Largest unparsed query buffer per client (e.g. 1gb). Default 1 GiB.
     #[arg(long = "client-query-buffer-limit")]
     pub client_query_buffer_limit: Option<String>,
+    /// Databases SELECT can choose (Redis's `databases`; default 16 with
+    /// `--storage engine`, where db 0 is the engine's default partition and
+    /// db n a partition "dbn"; `--storage memory` has db 0 only).
+    #[arg(long)]
+    pub databases: Option<u64>,
 }
 
 /// Event loops when not configured.
@@ -100,6 +105,10 @@ pub const DEFAULT_WRITE_BUFFER: u64 = 8 << 20;
 /// competing), nice 10 cut SET/INCR/HSET/MSET p99 by 10-30% against 0,
 /// with throughput the same or higher.
 pub const DEFAULT_BACKGROUND_NICE: u32 = 10;
+/// Databases of `--storage engine` unless `databases` says otherwise (Redis's default).
+pub const DEFAULT_DATABASES: u64 = 16;
+/// Most databases `databases` may ask for.
+pub const MAX_DATABASES: u64 = 1 << 16;
 
 /// Where the server keeps data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,6 +158,8 @@ pub struct Config {
     pub background_nice: u32,
     /// Request limits.
     pub limits: Limits,
+    /// Databases SELECT can choose: 0..databases.
+    pub databases: usize,
 }
 
 /// Parses `512mb`, `1gb`, `4096`, `64k` (Redis memory units).
@@ -217,6 +228,7 @@ impl Config {
             "client-query-buffer-limit",
             "event-loops",
             "background-nice",
+            "databases",
         ];
         if let Some(bad) = file.keys().find(|k| !known.contains(&k.as_str())) {
             bail!("unknown configuration setting '{bad}'");
@@ -301,6 +313,14 @@ impl Config {
         if background_nice > 19 {
             bail!("background-nice must be between 0 and 19");
         }
+        let databases = num(pick(f.databases.map(|n| n.to_string()), "databases"), "databases")?;
+        let databases = match (storage, databases) {
+            (_, Some(0)) => bail!("databases must be at least 1"),
+            (StorageMode::Engine, Some(n)) if n > MAX_DATABASES => bail!("databases must be at most {MAX_DATABASES}"),
+            (StorageMode::Engine, n) => n.unwrap_or(DEFAULT_DATABASES) as usize,
+            (StorageMode::Memory, None | Some(1)) => 1,
+            (StorageMode::Memory, Some(_)) => bail!("--storage memory has one database (db 0): databases must be 1"),
+        };
         let mut limits = Limits::default();
         if let Some(b) = bytes(pick(f.proto_max_bulk_len, "proto-max-bulk-len"), "proto-max-bulk-len")? {
             limits.max_bulk_len = b as usize;
@@ -329,6 +349,7 @@ impl Config {
             event_loops: event_loops as usize,
             background_nice: background_nice as u32,
             limits,
+            databases,
         })
     }
 
@@ -346,7 +367,7 @@ impl Config {
             ("timeout", self.timeout.to_string()),
             ("event-loops", self.event_loops.to_string()),
             ("background-nice", self.background_nice.to_string()),
-            ("databases", "1".into()),
+            ("databases", self.databases.to_string()),
             ("maxmemory", "0".into()),
             ("maxmemory-policy", "noeviction".into()),
             ("proto-max-bulk-len", self.limits.max_bulk_len.to_string()),
@@ -413,6 +434,16 @@ mod tests {
         assert!(Config::from_flags(sync(Some("everysec"))).is_err());
         assert!(Config::from_flags(sync(Some("no"))).is_err());
         assert!(Config::from_flags(sync(None)).is_err());
+    }
+
+    #[test]
+    fn databases_default_to_16_on_the_engine_and_1_in_memory() {
+        assert_eq!(Config::from_flags(Flags::default()).unwrap().databases, 16);
+        assert_eq!(Config::from_flags(Flags { databases: Some(4), ..Flags::default() }).unwrap().databases, 4);
+        assert!(Config::from_flags(Flags { databases: Some(0), ..Flags::default() }).is_err());
+        let mem = |n: Option<u64>| Flags { storage: Some("memory".into()), databases: n, ..Flags::default() };
+        assert_eq!(Config::from_flags(mem(None)).unwrap().databases, 1);
+        assert!(Config::from_flags(mem(Some(2))).is_err());
     }
 
     #[test]

@@ -8,25 +8,35 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::cmd::{commit, Ctx, Shared};
-use crate::keyspace::{expire_index_key, now_ms, parse_expire_index, Txn};
+use crate::keyspace::{expire_index_key, now_ms, parse_expire_index};
 use crate::resp::Reply;
 use crate::store::StoreResult;
 
 /// Keys looked at per sweep round.
 const PER_ROUND: usize = 256;
 
-/// Removes up to `limit` expired keys; returns how many index entries
-/// it handled (expired keys and stale entries).
+/// Removes up to `limit` expired keys of each database; returns how many
+/// index entries it handled in the busiest one (expired keys and stale
+/// entries).
 pub fn sweep_once(shared: &Shared, limit: usize) -> StoreResult<usize> {
+    let mut most = 0;
+    for db in 0..shared.dbs.len() {
+        most = most.max(sweep_db(shared, db, limit)?);
+    }
+    Ok(most)
+}
+
+/// [`sweep_once`] for database `db`.
+fn sweep_db(shared: &Shared, db: usize, limit: usize) -> StoreResult<usize> {
     let now = now_ms();
     let end = expire_index_key(now.saturating_add(1), b"");
-    let due = shared.store.scan(b"e", Some(&end), limit)?;
+    let due = shared.store_of(db).scan(b"e", Some(&end), limit)?;
     let n = due.len();
     for (ik, _) in due {
         let Some((ms, key)) = parse_expire_index(&ik) else { continue };
         let key = key.to_vec();
         let _lock = shared.locks.lock(&[&key]);
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now), shared, proto: 2, retry: false };
+        let mut ctx = Ctx::new(shared, db, 2, now);
         match ctx.txn.raw_meta(&key)? {
             Some(m) if m.expire_ms == ms && m.expired(now) => {
                 ctx.txn.delete_key(&key, &m)?;
@@ -37,7 +47,7 @@ pub fn sweep_once(shared: &Shared, limit: usize) -> StoreResult<usize> {
             _ => ctx.txn.delete(ik.clone()),
         }
         // Expiry deletions need no acknowledgement: they are not waited on.
-        let r = commit(ctx, Reply::ok(), &[&key], false);
+        let r = commit(ctx, Reply::ok(), &[&key]);
         if let Reply::Error(e) = r {
             return Err(crate::store::StoreError(e));
         }

@@ -5,7 +5,7 @@
 //!               [--durability sync|default] [--storage engine|memory]
 //!               [--appendfsync always|everysec|no] [--snapshot-seconds N]
 //!               [--requirepass PW] [--maxclients N] [--timeout SECS] [--event-loops N]
-//!               [--config FILE]
+//!               [--databases N] [--config FILE]
 //! ```
 
 use std::process::ExitCode;

@@ -107,11 +107,24 @@ pub(crate) fn hello(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
     ])
 }
 
-pub(crate) fn select(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
-    match crate::numbers::parse_i64(arg(args, 1)) {
-        None => Reply::err("ERR value is not an integer or out of range"),
-        Some(0) => Reply::ok(),
-        Some(_) => Reply::err("ERR DB index is out of range"),
+/// SELECT n: later commands of the connection act on database n.
+pub(crate) fn select(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    match db_index(shared, arg(args, 1)) {
+        Ok(n) => {
+            sess.db = n;
+            Reply::ok()
+        }
+        Err(e) => Reply::err(e),
+    }
+}
+
+/// A database index argument (SELECT, MOVE, COPY ... DB), or Redis's
+/// error text: the index is a 32-bit integer, then checked against
+/// `databases`.
+pub(crate) fn db_index(shared: &Shared, a: &[u8]) -> Result<usize, &'static str> {
+    match crate::numbers::parse_i64(a).and_then(|n| i32::try_from(n).ok()) {
+        None => Err("ERR value is not an integer or out of range"),
+        Some(n) => usize::try_from(n).ok().filter(|&n| n < shared.dbs.len()).ok_or("ERR DB index is out of range"),
     }
 }
 
@@ -126,6 +139,7 @@ pub(crate) fn reset(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     sess.unwatch();
     sess.proto = 2;
     sess.name = None;
+    sess.db = 0;
     sess.authed = shared.config.requirepass.is_none();
     Reply::Simple("RESET")
 }
@@ -140,10 +154,11 @@ fn set_name(sess: &mut Session, name: &[u8]) -> Result<(), Reply> {
 
 fn client_line(sess: &Session) -> String {
     format!(
-        "id={} addr={} name={} db=0 resp={} lib-name={} lib-ver={}\n",
+        "id={} addr={} name={} db={} resp={} lib-name={} lib-ver={}\n",
         sess.id,
         sess.addr,
         sess.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
+        sess.db,
         sess.proto,
         sess.lib.0.as_deref().unwrap_or(""),
         sess.lib.1.as_deref().unwrap_or("")

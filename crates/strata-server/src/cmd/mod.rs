@@ -87,8 +87,14 @@ pub type CmdResult = Result<Reply, CmdError>;
 
 /// What a data command works with.
 pub struct Ctx<'a> {
-    /// The transaction all reads and writes go through.
+    /// The transaction all reads and writes of the selected database go
+    /// through.
     pub txn: Txn<'a>,
+    /// The selected database (`txn`'s).
+    pub db: usize,
+    /// Transactions over other databases this context touched (SELECT in
+    /// MULTI, MOVE, FLUSHALL), committed with `txn`.
+    others: Vec<(usize, Txn<'a>)>,
     /// Shared server state.
     pub shared: &'a Shared,
     /// The client's protocol version.
@@ -97,6 +103,45 @@ pub struct Ctx<'a> {
     /// hold another type are passed over (Redis wakes a blocked client
     /// only for a key of the type it waits on), not an error.
     pub retry: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context over database `db` at time `now`.
+    pub fn new(shared: &'a Shared, db: usize, proto: u8, now: u64) -> Ctx<'a> {
+        Ctx { txn: Txn::new(shared.store_of(db), now), db, others: Vec::new(), shared, proto, retry: false }
+    }
+
+    /// The transaction over database `db` (the selected one's is `txn`).
+    pub(crate) fn txn_of(&mut self, db: usize) -> &mut Txn<'a> {
+        if db == self.db {
+            return &mut self.txn;
+        }
+        let at = match self.others.iter().position(|(d, _)| *d == db) {
+            Some(i) => i,
+            None => {
+                self.others.push((db, Txn::new(self.shared.store_of(db), self.txn.now_ms)));
+                self.others.len() - 1
+            }
+        };
+        match self.others.get_mut(at) {
+            Some((_, t)) => t,
+            None => &mut self.txn, // not reached: `at` was just found or pushed
+        }
+    }
+
+    /// Makes `db` the selected database (SELECT inside MULTI).
+    pub(crate) fn select(&mut self, db: usize) {
+        if db == self.db {
+            return;
+        }
+        let next = match self.others.iter().position(|(d, _)| *d == db) {
+            Some(i) => self.others.swap_remove(i).1,
+            None => Txn::new(self.shared.store_of(db), self.txn.now_ms),
+        };
+        let prev = std::mem::replace(&mut self.txn, next);
+        self.others.push((self.db, prev));
+        self.db = db;
+    }
 }
 
 /// `-ERR wrong number of arguments for 'x' command`.
@@ -167,7 +212,7 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
     Some(match spec.run {
         Run::Session(f) => f(shared, sess, args),
         Run::Data(f) if BLOCKING.contains(&spec.name) => return run_blocking(shared, sess, spec, f, args),
-        Run::Data(f) => run_data(shared, sess.proto, spec, f, args),
+        Run::Data(f) => run_data(shared, sess.db, sess.proto, spec, f, args),
     })
 }
 
@@ -180,12 +225,8 @@ const BLOCKING: &[&str] = &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", 
 fn run_blocking(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Option<Reply> {
     let keys = keys_of(spec, args);
     let _locks = shared.locks.lock(&keys);
-    let mut ctx = Ctx {
-        txn: Txn::new(shared.store.as_ref(), now_ms()),
-        shared,
-        proto: sess.proto,
-        retry: sess.blocked.is_some(),
-    };
+    let mut ctx = Ctx::new(shared, sess.db, sess.proto, now_ms());
+    ctx.retry = sess.blocked.is_some();
     match f(&mut ctx, args) {
         Err(CmdError::WouldBlock { timeout, nil }) => {
             // Read under the locks: any later write to a key moves them on.
@@ -215,7 +256,7 @@ fn run_blocking(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::Data
             if sess.blocked.take().is_some() {
                 shared.stats.blocked_clients.fetch_sub(1, Ordering::AcqRel);
             }
-            Some(commit(ctx, r.unwrap_or_else(CmdError::into_reply), &keys, false))
+            Some(commit(ctx, r.unwrap_or_else(CmdError::into_reply), &keys))
         }
     }
 }
@@ -270,7 +311,7 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
             group.push((spec, f, args));
             joins = reqs.peek().and_then(|a| groupable(sess, a));
             if joins.is_none() || group.len() >= MAX_GROUP {
-                replies += run_group(shared, sess.proto, std::mem::take(&mut group), out);
+                replies += run_group(shared, sess.db, sess.proto, std::mem::take(&mut group), out);
             }
             continue;
         }
@@ -297,6 +338,7 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
 /// number of replies appended.
 fn run_group(
     shared: &Shared,
+    db: usize,
     proto: u8,
     group: Vec<(&'static Spec, table::DataFn, Vec<Bytes>)>,
     out: &mut Vec<u8>,
@@ -307,14 +349,14 @@ fn run_group(
     // cache misses now, so they overlap instead of coming one by one.
     if keys.len() > 1 {
         let metas: Vec<Vec<u8>> = keys.iter().map(|k| crate::keyspace::meta_key(k)).collect();
-        shared.store.prefetch(&metas);
+        shared.store_of(db).prefetch(&metas);
     }
     let (replies, failed) = {
         let _locks = shared.locks.lock(&keys);
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto, retry: false };
+        let mut ctx = Ctx::new(shared, db, proto, now_ms());
         let replies: Vec<Reply> =
             group.iter().map(|(_, f, args)| f(&mut ctx, args).unwrap_or_else(CmdError::into_reply)).collect();
-        let r = commit(ctx, Reply::Nil, &keys, false);
+        let r = commit(ctx, Reply::Nil, &keys);
         (replies, r.is_error().then_some(r))
     };
     match failed {
@@ -323,7 +365,7 @@ fn run_group(
         // one by one, so only that command fails, as it would in Redis.
         Some(_) => {
             for (spec, f, args) in &group {
-                run_data(shared, proto, spec, *f, args).encode(proto, out);
+                run_data(shared, db, proto, spec, *f, args).encode(proto, out);
             }
         }
         None => replies.iter().for_each(|r| r.encode(proto, out)),
@@ -342,41 +384,61 @@ pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
     }
 }
 
-fn run_data(shared: &Shared, proto: u8, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Reply {
+fn run_data(shared: &Shared, db: usize, proto: u8, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Reply {
     let keys = keys_of(spec, args);
     let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
-    let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now_ms()), shared, proto, retry: false };
+    let mut ctx = Ctx::new(shared, db, proto, now_ms());
     let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
-    commit(ctx, reply, &keys, matches!(spec.keys, Keys::Global))
+    commit(ctx, reply, &keys)
 }
 
 /// Commits a context's transaction (call with the key locks held); the
 /// reply becomes an error if the write fails (nothing of it was applied).
 /// With `--durability sync` the reply may be sent only after
 /// [`Shared::wait_durable_all`].
-pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]], all_keys: bool) -> Reply {
+pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
     let shared = ctx.shared;
-    let cleared = ctx.txn.was_cleared();
-    let dirty = ctx.txn.is_dirty();
-    let expired = ctx.txn.expired;
     let durable = shared.replies_wait_for_sync();
-    match ctx.txn.commit(durable) {
-        Ok((d, _pending)) => {
-            if cleared {
-                shared.keys.store(d.keys, Ordering::Relaxed);
-                shared.expires.store(d.expires, Ordering::Relaxed);
-            } else {
-                shared.keys.fetch_add(d.keys, Ordering::Relaxed);
-                shared.expires.fetch_add(d.expires, Ordering::Relaxed);
+    let mut txns = ctx.others;
+    txns.push((ctx.db, ctx.txn));
+    // One database's transaction after another: each is atomic (one batch,
+    // or one clear then one batch), a MULTI over several is not across a
+    // crash.
+    let mut dirty = false;
+    for (db, txn) in txns {
+        let was_cleared = txn.was_cleared();
+        let was_dirty = txn.is_dirty();
+        let expired = txn.expired;
+        let d = match txn.commit(durable) {
+            Ok((d, _pending)) => d,
+            Err(e) => {
+                if dirty {
+                    shared.locks.bump(keys, false);
+                }
+                return Reply::err(format!("ERR {e}"));
             }
-            shared.stats.expired_keys.fetch_add(expired, Ordering::Relaxed);
-            if dirty {
-                shared.locks.bump(keys, all_keys || cleared);
-            }
-            reply
+        };
+        let counts = shared.db(db);
+        if was_cleared {
+            counts.keys.store(d.keys, Ordering::Relaxed);
+            counts.expires.store(d.expires, Ordering::Relaxed);
+        } else {
+            counts.keys.fetch_add(d.keys, Ordering::Relaxed);
+            counts.expires.fetch_add(d.expires, Ordering::Relaxed);
         }
-        Err(e) => Reply::err(format!("ERR {e}")),
+        shared.stats.expired_keys.fetch_add(expired, Ordering::Relaxed);
+        if was_cleared {
+            // Under the locks of every stripe (a flush is `Keys::Global`):
+            // WATCHes of keys this database held see it at EXEC.
+            counts.flushes.fetch_add(1, Ordering::AcqRel);
+        }
+        dirty |= was_dirty;
     }
+    if dirty {
+        // A flush touches stripes through the database's flush count.
+        shared.locks.bump(keys, false);
+    }
+    reply
 }
 
 /// Loads `key`'s meta for reading and checks its type.

@@ -1,5 +1,5 @@
-//! Commands that move or copy a whole key: RENAME, RENAMENX, COPY, and
-//! RANDOMKEY (which picks one). A key's members are entries of their own
+//! Commands that move or copy a whole key: RENAME, RENAMENX, COPY, MOVE
+//! (to another database), and RANDOMKEY (which picks one). A key's members are entries of their own
 //! under the key's name, so moving a collection rewrites each of them,
 //! in the command's one transaction (atomic, also across a crash).
 
@@ -11,11 +11,19 @@ use crate::keyspace::{member_prefix, meta_bucket_start, user_key_of_meta, Meta};
 use crate::resp::Reply;
 
 /// Writes a copy of `src` (with meta `meta`, expiry included) as `dst`,
-/// first removing whatever `dst` holds.
+/// first removing whatever `dst` holds; in the selected database.
 fn copy_key(ctx: &mut Ctx<'_>, src: &[u8], meta: &Meta, dst: &[u8]) -> Result<(), CmdError> {
-    let old = ctx.txn.meta_for_write(dst)?;
+    let db = ctx.db;
+    copy_key_to(ctx, src, meta, (db, dst))
+}
+
+/// [`copy_key`] from the selected database to key `dst.1` of database
+/// `dst.0`.
+fn copy_key_to(ctx: &mut Ctx<'_>, src: &[u8], meta: &Meta, dst: (usize, &[u8])) -> Result<(), CmdError> {
+    let (db, dst) = dst;
+    let old = ctx.txn_of(db).meta_for_write(dst)?;
     if let Some(o) = &old {
-        ctx.txn.delete_key(dst, o)?;
+        ctx.txn_of(db).delete_key(dst, o)?;
     }
     for &tag in meta.member_tags() {
         let from = member_prefix(tag, src);
@@ -23,11 +31,40 @@ fn copy_key(ctx: &mut Ctx<'_>, src: &[u8], meta: &Meta, dst: &[u8]) -> Result<()
         for (k, v) in ctx.txn.scan_prefix(&from)? {
             let mut nk = to.clone();
             nk.extend_from_slice(k.get(from.len()..).unwrap_or_default());
-            ctx.txn.put(nk, v);
+            ctx.txn_of(db).put(nk, v);
         }
     }
-    ctx.txn.put_meta(dst, None, meta);
+    ctx.txn_of(db).put_meta(dst, None, meta);
     Ok(())
+}
+
+/// A database index argument of a data command, with Redis's errors.
+fn db_arg(ctx: &Ctx<'_>, a: &[u8]) -> Result<usize, CmdError> {
+    super::connection::db_index(ctx.shared, a).map_err(|e| CmdError::Msg(e.into()))
+}
+
+/// MOVE key db: moves `key` to database `db` unless it exists there.
+pub(crate) fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let key = arg(args, 1);
+    let db = db_arg(ctx, arg(args, 2))?;
+    if db == ctx.db {
+        return Err(CmdError::Msg("ERR source and destination objects are the same".into()));
+    }
+    let Some(meta) = ctx.txn.meta_for_write(key)? else { return Ok(Reply::Int(0)) };
+    if ctx.txn_of(db).meta_for_write(key)?.is_some() {
+        return Ok(Reply::Int(0));
+    }
+    copy_key_to(ctx, key, &meta, (db, key))?;
+    ctx.txn.delete_key(key, &meta)?;
+    Ok(Reply::Int(1))
+}
+
+/// SWAPDB: refused (see README, "Where it differs"): swapping two
+/// databases' partitions is not one atomic step in the engine.
+pub(crate) fn swapdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    db_arg(ctx, arg(args, 1))?;
+    db_arg(ctx, arg(args, 2))?;
+    Err(CmdError::Msg("ERR SWAPDB is not supported by strata-server".into()))
 }
 
 fn rename_impl(ctx: &mut Ctx<'_>, args: &[Bytes], nx: bool) -> Result<Option<bool>, CmdError> {
@@ -59,6 +96,7 @@ pub(crate) fn renamenx(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 pub(crate) fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (src, dst) = (arg(args, 1), arg(args, 2));
     let mut replace = false;
+    let mut db = ctx.db;
     let mut i = 3;
     while i < args.len() {
         let a = arg(args, i);
@@ -66,24 +104,20 @@ pub(crate) fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             replace = true;
         } else if is(a, "db") && i + 1 < args.len() {
             i += 1;
-            match crate::numbers::parse_i64(arg(args, i)) {
-                Some(0) => {}
-                Some(_) => return Err(CmdError::Msg("ERR DB index is out of range".into())),
-                None => return Err(CmdError::NotInt),
-            }
+            db = db_arg(ctx, arg(args, i))?;
         } else {
             return Err(CmdError::Syntax);
         }
         i += 1;
     }
-    if src == dst {
+    if src == dst && db == ctx.db {
         return Err(CmdError::Msg("ERR source and destination objects are the same".into()));
     }
     let Some(meta) = ctx.txn.meta(src)? else { return Ok(Reply::Int(0)) };
-    if !replace && ctx.txn.meta_for_write(dst)?.is_some() {
+    if !replace && ctx.txn_of(db).meta_for_write(dst)?.is_some() {
         return Ok(Reply::Int(0));
     }
-    copy_key(ctx, src, &meta, dst)?;
+    copy_key_to(ctx, src, &meta, (db, dst))?;
     Ok(Reply::Int(1))
 }
 

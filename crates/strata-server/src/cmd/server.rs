@@ -1,5 +1,5 @@
 //! Server commands: CONFIG, INFO, DBSIZE, COMMAND, TIME, SAVE/BGSAVE,
-//! LASTSAVE, SHUTDOWN, FLUSHDB/FLUSHALL.
+//! LASTSAVE, SHUTDOWN, FLUSHDB, FLUSHALL.
 
 use std::sync::atomic::Ordering;
 
@@ -168,11 +168,13 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
         section(&mut out, "Replication", &[kv("role", "master".into()), kv("connected_slaves", "0".into())]);
     }
     if want("keyspace") {
-        let keys = shared.keys.load(Ordering::Relaxed).max(0);
-        let expires = shared.expires.load(Ordering::Relaxed).max(0);
         let mut f = Vec::new();
-        if keys > 0 {
-            f.push(kv("db0", format!("keys={keys},expires={expires},avg_ttl=0")));
+        for (n, db) in shared.dbs.iter().enumerate() {
+            let keys = db.keys.load(Ordering::Relaxed).max(0);
+            let expires = db.expires.load(Ordering::Relaxed).max(0);
+            if keys > 0 {
+                f.push((format!("db{n}"), format!("keys={keys},expires={expires},avg_ttl=0")));
+            }
         }
         section(&mut out, "Keyspace", &f);
     }
@@ -185,8 +187,8 @@ pub(crate) fn info(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
     Reply::bulk(info_text(shared, &wanted))
 }
 
-pub(crate) fn dbsize(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
-    Reply::Int(shared.keys.load(Ordering::Relaxed).max(0))
+pub(crate) fn dbsize(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
+    Reply::Int(shared.db(sess.db).keys.load(Ordering::Relaxed).max(0))
 }
 
 pub(crate) fn command(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
@@ -311,12 +313,28 @@ pub(crate) fn shutdown(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> R
     Reply::ok()
 }
 
-pub(crate) fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+fn flush_args(args: &[Bytes]) -> Result<(), super::CmdError> {
     match args.get(1) {
-        None => {}
-        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => {}
-        Some(_) => return Err(super::CmdError::Syntax),
+        None => Ok(()),
+        Some(a) if args.len() == 2 && (is(a, "async") || is(a, "sync")) => Ok(()),
+        Some(_) => Err(super::CmdError::Syntax),
     }
+}
+
+/// FLUSHDB: empties the selected database (engine: db 0 with one range
+/// tombstone, db n by dropping its partition; see `store::engine`).
+pub(crate) fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    flush_args(args)?;
     ctx.txn.clear_all();
+    Ok(Reply::ok())
+}
+
+/// FLUSHALL: empties every database (each one atomically, one after
+/// another: a crash in between leaves the later ones as they were).
+pub(crate) fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    flush_args(args)?;
+    for db in 0..ctx.shared.dbs.len() {
+        ctx.txn_of(db).clear_all();
+    }
     Ok(Reply::ok())
 }

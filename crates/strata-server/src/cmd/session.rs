@@ -1,5 +1,5 @@
-//! Per-connection state: protocol version, authentication, name, MULTI
-//! queue, WATCHed stripes.
+//! Per-connection state: protocol version, authentication, name, selected
+//! database, MULTI queue, WATCHed stripes.
 
 use std::sync::atomic::Ordering;
 
@@ -64,9 +64,14 @@ pub struct Session {
     /// with a TTL at WATCH time: EXEC aborts once it has passed, as Redis 7
     /// does for a watched key that expired.
     pub watch_deadline: Option<u64>,
+    /// Databases that held a WATCHed key, and their flush counts then:
+    /// EXEC aborts if one was flushed since.
+    pub watched_flushes: Vec<(usize, u64)>,
     /// A blocking command waiting for data; the connection runs nothing
     /// else meanwhile.
     pub blocked: Option<Blocked>,
+    /// The selected database (SELECT).
+    pub db: usize,
 }
 
 impl Session {
@@ -85,7 +90,9 @@ impl Session {
             addr,
             watched: Vec::new(),
             watch_deadline: None,
+            watched_flushes: Vec::new(),
             blocked: None,
+            db: 0,
         }
     }
 
@@ -93,5 +100,6 @@ impl Session {
     pub fn unwatch(&mut self) {
         self.watched.clear();
         self.watch_deadline = None;
+        self.watched_flushes.clear();
     }
 }

@@ -1,5 +1,5 @@
-//! State shared by every connection: the store, key locks, key counts,
-//! INFO counters, and the shutdown signal.
+//! State shared by every connection: the store and its databases, key
+//! locks, key counts, INFO counters, and the shutdown signal.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -30,18 +30,31 @@ pub struct ServerStats {
     pub next_client_id: AtomicU64,
 }
 
-/// State shared by every connection.
-pub struct Shared {
-    /// Where the keyspace lives.
+/// One database (SELECT n): its keyspace and key counts.
+pub struct Database {
+    /// Where its keyspace lives.
     pub store: Arc<dyn Backend>,
-    /// Per-key locks.
-    pub locks: KeyLocks,
-    /// The configuration.
-    pub config: Config,
     /// Top-level keys (DBSIZE).
     pub keys: AtomicI64,
     /// Keys with an expiry.
     pub expires: AtomicI64,
+    /// FLUSHDB/FLUSHALL of it so far (WATCH): a flush touches every key
+    /// without bumping every lock stripe.
+    pub flushes: AtomicU64,
+}
+
+/// State shared by every connection.
+pub struct Shared {
+    /// The store: database 0, and what saving, durability, INFO and
+    /// shutdown go through for all of them.
+    pub store: Arc<dyn Backend>,
+    /// The databases SELECT chooses from; `dbs[0]` is `store`.
+    pub dbs: Vec<Database>,
+    /// Per-key locks (shared by the databases: the same key in two
+    /// databases shares a stripe, which costs a false WATCH alarm at worst).
+    pub locks: KeyLocks,
+    /// The configuration.
+    pub config: Config,
     /// INFO counters.
     pub stats: ServerStats,
     /// Start time (uptime).
@@ -60,16 +73,20 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Builds the shared state and counts the keys already stored.
+    /// Builds the shared state (databases 0..`config.databases`, as many
+    /// as the store has) and counts the keys already stored.
     pub fn new(store: Arc<dyn Backend>, config: Config) -> Result<Shared, StoreError> {
         let (shutdown, _) = tokio::sync::watch::channel(false);
         let store_always_durable = config.appendfsync == Some(crate::store::aof::FsyncPolicy::Always);
+        let db =
+            |store| Database { store, keys: AtomicI64::new(0), expires: AtomicI64::new(0), flushes: AtomicU64::new(0) };
+        let mut dbs = vec![db(store.clone())];
+        dbs.extend(store.databases(config.databases)?.into_iter().map(db));
         let shared = Shared {
             store,
+            dbs,
             locks: KeyLocks::default(),
             config,
-            keys: AtomicI64::new(0),
-            expires: AtomicI64::new(0),
             stats: ServerStats::default(),
             started: Instant::now(),
             shutdown,
@@ -103,10 +120,17 @@ impl Shared {
     }
 
     fn count_keys(&self) -> Result<(), StoreError> {
+        for db in &self.dbs {
+            Self::count_keys_of(db)?;
+        }
+        Ok(())
+    }
+
+    fn count_keys_of(db: &Database) -> Result<(), StoreError> {
         let (mut keys, mut expires) = (0i64, 0i64);
         let mut cursor = b"m".to_vec();
         loop {
-            let chunk = self.store.scan(&cursor, Some(b"n"), 4096)?;
+            let chunk = db.store.scan(&cursor, Some(b"n"), 4096)?;
             for (_, v) in &chunk {
                 keys += 1;
                 if Meta::decode(v).is_some_and(|m| m.expire_ms != 0) {
@@ -121,9 +145,30 @@ impl Shared {
                 _ => break,
             }
         }
-        self.keys.store(keys, Ordering::Relaxed);
-        self.expires.store(expires, Ordering::Relaxed);
+        db.keys.store(keys, Ordering::Relaxed);
+        db.expires.store(expires, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Database `n` (the session's, checked by SELECT; database 0 if out
+    /// of range).
+    pub fn db(&self, n: usize) -> &Database {
+        match self.dbs.get(n) {
+            Some(d) => d,
+            None => self.db0(),
+        }
+    }
+
+    /// Database 0.
+    fn db0(&self) -> &Database {
+        // `new` puts database 0 first; a `Shared` never has none.
+        let Some(d) = self.dbs.first() else { unreachable!("database 0 always exists") };
+        d
+    }
+
+    /// The store of database `n`.
+    pub fn store_of(&self, n: usize) -> &dyn Backend {
+        self.db(n).store.as_ref()
     }
 
     /// Asks the server to stop.

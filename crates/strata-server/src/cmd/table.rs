@@ -90,7 +90,8 @@ static COMMANDS: &[Spec] = &[
     sess("shutdown", -1, s::shutdown),
     sess("function", -2, f::function),
     data("flushdb", -1, Global, s::flushdb),
-    data("flushall", -1, Global, s::flushdb),
+    data("flushall", -1, Global, s::flushall),
+    data("swapdb", 3, Global, rn::swapdb),
     // keys
     data("del", -2, All, k::del),
     data("unlink", -2, All, k::del),
@@ -112,6 +113,7 @@ static COMMANDS: &[Spec] = &[
     data("rename", 3, All, rn::rename),
     data("renamenx", 3, All, rn::renamenx),
     data("copy", -3, All, rn::copy),
+    data("move", 3, First, rn::move_),
     data("randomkey", 1, Keys::None, rn::randomkey),
     data("sscan", -3, First, cs::sscan),
     data("hscan", -3, First, cs::hscan),

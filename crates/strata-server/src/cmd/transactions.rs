@@ -1,9 +1,14 @@
 //! MULTI/EXEC/DISCARD/WATCH: queued commands run under the locks of all
 //! their keys in one transaction, committed as one atomic engine write
-//! batch. WATCH remembers the versions of the watched keys' lock stripes;
-//! EXEC aborts (null reply) if any changed. A write to another key of the
-//! same stripe also aborts it: a false alarm the client retries, never a
-//! missed change.
+//! batch (one per database, if SELECT in the block changes databases).
+//! WATCH remembers the versions of the watched keys' lock stripes; EXEC
+//! aborts (null reply) if any changed. A write to another key of the same
+//! stripe also aborts it: a false alarm the client retries, never a missed
+//! change. FLUSHDB/FLUSHALL count flushes per database instead of touching
+//! every stripe: EXEC aborts if a database that held a watched key (when
+//! it was watched) was flushed since, as Redis does.
+
+use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
@@ -34,18 +39,27 @@ pub(crate) fn watch(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
     if sess.multi.is_some() {
         return Reply::err("ERR WATCH inside MULTI is not allowed");
     }
-    let mut txn = Txn::new(shared.store.as_ref(), now_ms());
+    let mut txn = Txn::new(shared.store_of(sess.db), now_ms());
+    let db = shared.db(sess.db);
     for k in args.iter().skip(1) {
         let stripe = stripe_of(k);
         if !sess.watched.iter().any(|(s, _)| *s == stripe) {
             sess.watched.push((stripe, shared.locks.version(stripe)));
         }
-        // Expiring is a change nobody writes: remember when it happens.
+        // Read before the key: a flush after this read is seen at EXEC.
+        let flushes = db.flushes.load(Ordering::Acquire);
         match txn.meta(k) {
-            Ok(Some(m)) if m.expire_ms != 0 => {
-                sess.watch_deadline = Some(sess.watch_deadline.map_or(m.expire_ms, |d| d.min(m.expire_ms)));
+            Ok(Some(m)) => {
+                // Expiring is a change nobody writes: remember when it happens.
+                if m.expire_ms != 0 {
+                    sess.watch_deadline = Some(sess.watch_deadline.map_or(m.expire_ms, |d| d.min(m.expire_ms)));
+                }
+                // A flush touches the watched keys that exist (Redis).
+                if !sess.watched_flushes.iter().any(|(d, _)| *d == sess.db) {
+                    sess.watched_flushes.push((sess.db, flushes));
+                }
             }
-            Ok(_) => {}
+            Ok(None) => {}
             Err(e) => return CmdError::Store(e).into_reply(),
         }
     }
@@ -60,6 +74,7 @@ pub(crate) fn unwatch(_: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
 pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     let Some(queue) = sess.multi.take() else { return Reply::err("ERR EXEC without MULTI") };
     let watched = std::mem::take(&mut sess.watched);
+    let watched_flushes = std::mem::take(&mut sess.watched_flushes);
     let deadline = sess.watch_deadline.take();
     if std::mem::take(&mut sess.multi_failed) {
         return Reply::err("EXECABORT Transaction discarded because of previous errors.");
@@ -76,17 +91,23 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
             shared.locks.lock_stripes(stripes)
         };
         let now = now_ms();
-        if watched.iter().any(|&(s, v)| shared.locks.version(s) != v) || deadline.is_some_and(|d| d <= now) {
+        let flushed = watched_flushes.iter().any(|&(d, n)| shared.db(d).flushes.load(Ordering::Acquire) != n);
+        if flushed || watched.iter().any(|&(s, v)| shared.locks.version(s) != v) || deadline.is_some_and(|d| d <= now) {
             return Reply::NilArray;
         }
-        let mut ctx = Ctx { txn: Txn::new(shared.store.as_ref(), now), shared, proto: sess.proto, retry: false };
+        let mut ctx = Ctx::new(shared, sess.db, sess.proto, now);
         let mut replies = Vec::with_capacity(cmds.len());
         for (spec, args) in cmds {
             replies.push(match spec.run {
-                Run::Session(f) => f(shared, sess, args),
+                Run::Session(f) => {
+                    let r = f(shared, sess, args);
+                    // SELECT: the commands after it act on its database.
+                    ctx.select(sess.db);
+                    r
+                }
                 Run::Data(f) => f(&mut ctx, args).unwrap_or_else(CmdError::into_reply),
             });
         }
-        commit(ctx, Reply::Array(replies), &keys, global)
+        commit(ctx, Reply::Array(replies), &keys)
     }
 }

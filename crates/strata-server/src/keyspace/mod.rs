@@ -230,15 +230,23 @@ pub struct MemberPrefix;
 
 impl stratakv::PrefixExtractor for MemberPrefix {
     fn prefix<'a>(&self, k: &'a [u8]) -> Option<&'a [u8]> {
+        // Databases 1.. are engine partitions, whose keys the engine stores
+        // behind `0xff 0xff id(4)`: their groups are that plus the group.
+        let skip = if k.starts_with(&[0xff, 0xff]) { PARTITION_PREFIX_LEN } else { 0 };
+        let m = k.get(skip..)?;
         // Every key that begins with `tag | klen | key` has the same tag and
         // length field, so it has this same prefix (the extractor contract).
-        if !matches!(k.first(), Some(b'H' | b'S' | b'Z' | b'z' | b'L')) {
+        if !matches!(m.first(), Some(b'H' | b'S' | b'Z' | b'z' | b'L')) {
             return None;
         }
-        let klen = u32::from_be_bytes(k.get(1..5)?.try_into().ok()?) as usize;
-        k.get(..5usize.checked_add(klen)?)
+        let klen = u32::from_be_bytes(m.get(1..5)?.try_into().ok()?) as usize;
+        k.get(..(skip + 5).checked_add(klen)?)
     }
 }
+
+/// Bytes the engine puts in front of a partition's keys (FORMAT.md,
+/// "Partitions"): `0xff 0xff` and the partition id.
+pub const PARTITION_PREFIX_LEN: usize = 6;
 
 /// Prefix of every member entry with tag `tag` of `key`.
 pub fn member_prefix(tag: u8, key: &[u8]) -> Vec<u8> {
@@ -353,6 +361,12 @@ mod tests {
         }
         assert_eq!(x.prefix(&meta_key(b"user:1")), None);
         assert_eq!(x.prefix(VERSION_KEY), None);
+        // In a partition (a database other than 0), behind its prefix.
+        let mut pk = vec![0xff, 0xff, 0, 0, 0, 3];
+        pk.extend_from_slice(&member_key(b'H', b"user:1", b"field"));
+        assert_eq!(x.prefix(&pk), Some(&pk[..6 + member_prefix(b'H', b"user:1").len()]));
+        assert_eq!(x.prefix(&[0xff, 0xff, 0, 0, 0, 3, b'm', 1]), None);
+        assert_eq!(x.prefix(&[0xff, 0xff, 0]), None);
         // Truncated or lying length fields name no group.
         assert_eq!(x.prefix(b"H\0\0"), None);
         assert_eq!(x.prefix(b"H\0\0\0\x09short"), None);
@@ -364,6 +378,26 @@ mod tests {
         assert_ne!(member_key(b'H', b"a", b"bc"), member_key(b'H', b"ab", b"c"));
         assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
         assert_eq!(prefix_end(b"\xff"), None);
+    }
+
+    /// Databases 1.. are engine partitions, whose keys begin with 0xff
+    /// 0xff; once one exists the engine refuses such keys in db 0. Every
+    /// key the encoding writes begins with its tag byte, never 0xff.
+    #[test]
+    fn no_encoded_key_begins_with_the_partition_mark() {
+        let k = b"\xff\xff\xff";
+        let keys = [
+            meta_key(k),
+            member_key(b'H', k, k),
+            list_key(k, u64::MAX),
+            zindex_key(k, f64::INFINITY, k),
+            expire_index_key(u64::MAX, k),
+            meta_bucket_start(u64::from(u32::MAX)),
+            VERSION_KEY.to_vec(),
+        ];
+        for key in keys {
+            assert!(matches!(key.first(), Some(b'm' | b'H' | b'S' | b'Z' | b'z' | b'L' | b'e' | b'!')), "{key:02x?}");
+        }
     }
 
     #[test]

@@ -1,20 +1,27 @@
 //! The StrataKV engine as the server's store (`--storage engine`): data
 //! lives in the engine's PM log, PM/SSD tables; reads and writes go
-//! straight to it.
+//! straight to it. Database 0 (SELECT) is the engine's default partition,
+//! so data from before databases stays in db 0; database n is partition
+//! "dbn", created by its first write, so FLUSHDB of it drops the
+//! partition (one MANIFEST edit: O(1), atomic across a crash).
 
 use std::ops::Bound;
 use std::path::Path;
-
-use stratakv::MAX_KEY_LEN;
-use stratakv::{Db, KeyRange, Options, WriteBatch, WriteOptions};
-
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use stratakv::MAX_KEY_LEN;
+use stratakv::{Db, KeyRange, Options, Partition, WriteBatch, WriteOptions, DEFAULT_PARTITION};
 
 use super::group::GroupSync;
 use super::{Backend, Op, Pending, ShutdownSave, StoreError, StoreResult};
 
-/// A [`Backend`] over an open [`Db`].
-pub struct EngineStore {
+use crate::keyspace::PARTITION_PREFIX_LEN;
+
+/// What every database's store shares: the engine, its group sync, and
+/// whether a sync failed.
+struct Core {
     db: Db,
     group: GroupSync,
     /// A sync failed: durability of later writes is unknown (fsyncgate), so
@@ -22,12 +29,100 @@ pub struct EngineStore {
     failed: AtomicBool,
 }
 
+/// Which keys of the engine a store is.
+enum Slot {
+    /// Database 0: the default partition (the `Db`'s own keys).
+    Default,
+    /// Database n > 0: partition `name`, `None` until its first write
+    /// creates it and after FLUSHDB drops it (reads then find nothing).
+    Named { name: String, part: RwLock<Option<Partition>> },
+}
+
+/// A [`Backend`] over an open [`Db`]: one database of the server.
+pub struct EngineStore {
+    core: Arc<Core>,
+    slot: Slot,
+}
+
+/// The partition that holds database `n > 0`.
+pub fn partition_name(n: usize) -> String {
+    format!("db{n}")
+}
+
 impl EngineStore {
     /// Opens (creating if needed) the engine in `dir` with `opts` (the
     /// server gives it `keyspace::MemberPrefix` as its prefix extractor, so
-    /// collection scans get the engine's prefix filters).
+    /// collection scans get the engine's prefix filters); the store is
+    /// database 0 ([`Backend::databases`] gives the others).
     pub fn open(dir: &Path, opts: Options) -> StoreResult<EngineStore> {
-        Ok(EngineStore { db: Db::open(dir, opts)?, group: GroupSync::default(), failed: AtomicBool::new(false) })
+        let core = Core { db: Db::open(dir, opts)?, group: GroupSync::default(), failed: AtomicBool::new(false) };
+        Ok(EngineStore { core: Arc::new(core), slot: Slot::Default })
+    }
+
+    /// The longest key this store holds.
+    fn key_limit(&self) -> usize {
+        match self.slot {
+            Slot::Default => MAX_KEY_LEN,
+            Slot::Named { .. } => MAX_KEY_LEN.saturating_sub(PARTITION_PREFIX_LEN),
+        }
+    }
+
+    fn check_writable(&self) -> StoreResult<()> {
+        if self.core.failed.load(Ordering::Acquire) {
+            return Err(StoreError("refusing writes after a failed sync of the PM log (restart the server)".into()));
+        }
+        Ok(())
+    }
+
+    /// Database n's partition, created if it does not exist yet; held
+    /// (read-locked) so that no FLUSHDB drops it meanwhile.
+    fn created<'a>(
+        &self,
+        name: &str,
+        part: &'a RwLock<Option<Partition>>,
+    ) -> StoreResult<RwLockReadGuard<'a, Option<Partition>>> {
+        let g = part.read();
+        if g.is_some() {
+            return Ok(g);
+        }
+        drop(g);
+        let mut w = part.write();
+        if w.is_none() {
+            *w = Some(self.core.db.partition_or_create(name)?);
+        }
+        Ok(RwLockWriteGuard::downgrade(w))
+    }
+
+    /// Applies `batch` (built for this store's partition), group-synced
+    /// if `durable`.
+    fn apply(&self, batch: &WriteBatch, durable: bool) -> StoreResult<Pending> {
+        // Durable writes are applied without sync here and made durable by
+        // one shared msync in `wait_durable` (once per event-loop pass). The
+        // ticket exists before the write is visible, so a reader that sees it
+        // waits for it; no sync claims it before it is applied.
+        if !durable {
+            self.core.db.write_opt(batch, &WriteOptions { sync: false })?;
+            return Ok(Pending(None));
+        }
+        let ticket = self.core.group.begin();
+        let res = self.core.db.write_opt(batch, &WriteOptions { sync: false });
+        self.core.group.end(ticket);
+        res?;
+        Ok(Pending(Some(ticket)))
+    }
+}
+
+/// Adds `ops` to `batch`, in partition `p` (`None`: the default one).
+fn fill(batch: &mut WriteBatch, ops: &[Op], p: Option<&Partition>, limit: usize) {
+    for (k, v) in ops {
+        match (v, p) {
+            // Nothing to delete: no key over the limit is ever stored.
+            (None, _) if k.len() > limit => continue,
+            (Some(v), None) => batch.put(k, v),
+            (None, None) => batch.delete(k),
+            (Some(v), Some(p)) => batch.put_in(p, k, v),
+            (None, Some(p)) => batch.delete_in(p, k),
+        };
     }
 }
 
@@ -35,34 +130,61 @@ impl Backend for EngineStore {
     fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         // The engine stores no key over its limit, so such a key is absent
         // (Redis answers reads of any key; only writes can be refused).
-        if key.len() > MAX_KEY_LEN {
+        if key.len() > self.key_limit() {
             return Ok(None);
         }
-        Ok(self.db.get(key)?)
+        match &self.slot {
+            Slot::Default => Ok(self.core.db.get(key)?),
+            Slot::Named { part, .. } => match part.read().as_ref() {
+                Some(p) => Ok(p.get(key)?),
+                None => Ok(None),
+            },
+        }
     }
 
     fn multi_get(&self, keys: &[Vec<u8>]) -> StoreResult<Vec<Option<Vec<u8>>>> {
         // Keys over the engine's limit are absent, as in `get`.
-        let fits: Vec<&Vec<u8>> = keys.iter().filter(|k| k.len() <= MAX_KEY_LEN).collect();
-        let mut found = self.db.multi_get(&fits)?.into_iter();
-        Ok(keys.iter().map(|k| if k.len() <= MAX_KEY_LEN { found.next().flatten() } else { None }).collect())
+        let limit = self.key_limit();
+        let fits: Vec<&Vec<u8>> = keys.iter().filter(|k| k.len() <= limit).collect();
+        let found = match &self.slot {
+            Slot::Default => self.core.db.multi_get(&fits)?,
+            Slot::Named { part, .. } => match part.read().as_ref() {
+                Some(p) => p.multi_get(&fits)?,
+                None => Vec::new(),
+            },
+        };
+        let mut found = found.into_iter();
+        Ok(keys.iter().map(|k| if k.len() <= limit { found.next().flatten() } else { None }).collect())
     }
 
     fn prefetch(&self, keys: &[Vec<u8>]) {
-        self.db.prefetch(keys);
+        // A hint: the engine takes it for its own (default partition) keys.
+        if matches!(self.slot, Slot::Default) {
+            self.core.db.prefetch(keys);
+        }
     }
 
     fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
         // The keyspace scans a key's own prefix range: if the prefix is
         // already over the limit, no stored key can lie in it.
-        if start.len() > MAX_KEY_LEN {
+        if start.len() > self.key_limit() {
             return Ok(Vec::new());
         }
         let range = KeyRange {
             start: Bound::Included(start.to_vec()),
             end: end.map(|e| Bound::Excluded(e.to_vec())).unwrap_or(Bound::Unbounded),
         };
-        let mut it = self.db.iter(range)?;
+        let guard;
+        let mut it = match &self.slot {
+            Slot::Default => self.core.db.iter(range)?,
+            Slot::Named { part, .. } => {
+                guard = part.read();
+                match guard.as_ref() {
+                    Some(p) => p.iter(range)?,
+                    None => return Ok(Vec::new()),
+                }
+            }
+        };
         let mut out = Vec::with_capacity(limit.min(1024));
         while out.len() < limit {
             match it.try_next()? {
@@ -74,54 +196,89 @@ impl Backend for EngineStore {
     }
 
     fn write(&self, ops: Vec<Op>, durable: bool) -> StoreResult<Pending> {
-        if self.failed.load(Ordering::Acquire) {
-            return Err(StoreError("refusing writes after a failed sync of the PM log (restart the server)".into()));
-        }
+        self.check_writable()?;
         let mut batch = WriteBatch::new();
-        for (k, v) in &ops {
-            match v {
-                Some(v) => batch.put(k, v),
-                // Nothing to delete: no key over the limit is ever stored.
-                None if k.len() > MAX_KEY_LEN => continue,
-                None => batch.delete(k),
-            };
+        match &self.slot {
+            Slot::Default => {
+                fill(&mut batch, &ops, None, MAX_KEY_LEN);
+                self.apply(&batch, durable)
+            }
+            Slot::Named { name, part } => {
+                // Held until the write is applied: no FLUSHDB drops the
+                // partition under it (the key locks keep it out anyway).
+                let g = self.created(name, part)?;
+                fill(&mut batch, &ops, g.as_ref(), self.key_limit());
+                if g.is_none() {
+                    return Err(StoreError(format!("partition {name} is missing")));
+                }
+                self.apply(&batch, durable)
+            }
         }
-        // Durable writes are applied without sync here and made durable by
-        // one shared msync in `wait_durable` (once per event-loop pass). The
-        // ticket exists before the write is visible, so a reader that sees it
-        // waits for it; no sync claims it before it is applied.
-        if !durable {
-            self.db.write_opt(&batch, &WriteOptions { sync: false })?;
-            return Ok(Pending(None));
+    }
+
+    /// FLUSHDB: db 0 empties the default partition with one range
+    /// tombstone, db n drops its partition (a MANIFEST edit each: O(1) and
+    /// atomic across a crash; the space goes as compaction and the
+    /// background table deletion reach it); then `then` is written. `keep`
+    /// (the keyspace version) is in db 0 only: db n does not write it.
+    fn clear(&self, keep: &[u8], then: Vec<Op>, durable: bool) -> StoreResult<Pending> {
+        self.check_writable()?;
+        match &self.slot {
+            Slot::Default => {
+                self.core.db.partition(DEFAULT_PARTITION)?.clear()?;
+            }
+            Slot::Named { name, part } => {
+                let mut w = part.write();
+                if w.is_some() || self.core.db.partition(name).is_ok() {
+                    self.core.db.drop_partition(name)?;
+                }
+                *w = None;
+            }
         }
-        let ticket = self.group.begin();
-        let res = self.db.write_opt(&batch, &WriteOptions { sync: false });
-        self.group.end(ticket);
-        res?;
-        Ok(Pending(Some(ticket)))
+        let then: Vec<Op> = match self.slot {
+            Slot::Default => then,
+            Slot::Named { .. } => then.into_iter().filter(|(k, _)| k != keep).collect(),
+        };
+        if then.is_empty() {
+            return Ok(Pending::default());
+        }
+        self.write(then, durable)
+    }
+
+    fn databases(&self, n: usize) -> StoreResult<Vec<Arc<dyn Backend>>> {
+        let mut out: Vec<Arc<dyn Backend>> = Vec::new();
+        for i in 1..n {
+            let name = partition_name(i);
+            let part = self.core.db.partition(&name).ok();
+            out.push(Arc::new(EngineStore {
+                core: self.core.clone(),
+                slot: Slot::Named { name, part: RwLock::new(part) },
+            }));
+        }
+        Ok(out)
     }
 
     fn last_ticket(&self) -> Pending {
-        Pending(Some(self.group.last_applied()))
+        Pending(Some(self.core.group.last_applied()))
     }
 
     fn wait_durable(&self, pending: Pending) -> StoreResult<()> {
         let Some(ticket) = pending.0 else { return Ok(()) };
-        self.group.wait(ticket, || {
-            self.db.sync().map_err(|e| {
-                self.failed.store(true, Ordering::Release);
+        self.core.group.wait(ticket, || {
+            self.core.db.sync().map_err(|e| {
+                self.core.failed.store(true, Ordering::Release);
                 StoreError::from(e)
             })
         })
     }
 
     fn save(&self) -> StoreResult<()> {
-        self.db.sync()?;
-        Ok(self.db.flush()?)
+        self.core.db.sync()?;
+        Ok(self.core.db.flush()?)
     }
 
     fn info(&self) -> Vec<(String, String)> {
-        let s = self.db.stats();
+        let s = self.core.db.stats();
         let mut v = vec![
             ("storage".to_string(), "engine".to_string()),
             ("engine_l0".into(), s.l0.to_string()),
@@ -155,12 +312,58 @@ impl Backend for EngineStore {
     }
 
     fn used_memory(&self) -> u64 {
-        let s = self.db.stats();
+        let s = self.core.db.stats();
         s.memtable_bytes + s.block_cache_bytes + s.table_index_bytes + s.matrix_dram_bytes
     }
 
     fn shutdown(&self, _save: ShutdownSave) -> StoreResult<()> {
         // The engine is the data, not a copy of it: every mode syncs it.
-        self.db.sync().map_err(StoreError::from)
+        self.core.db.sync().map_err(StoreError::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(k: &str, v: &str) -> Op {
+        (k.as_bytes().to_vec(), Some(v.as_bytes().to_vec()))
+    }
+
+    /// Database n's partition appears with its first write and goes with
+    /// FLUSHDB (dropped, not emptied key by key); db 0's clear keeps the
+    /// other databases, and `keep` is written in db 0 only.
+    #[test]
+    fn databases_are_partitions_created_lazily_and_dropped_by_clear() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options { pm_size: 128 << 20, ..Options::default() };
+        let db0 = EngineStore::open(dir.path(), opts).unwrap();
+        let dbs = db0.databases(4).unwrap();
+        assert_eq!(dbs.len(), 3);
+        let db2 = &dbs[1];
+        let parts = || db0.core.db.list_partitions();
+        assert_eq!(db2.get(b"k").unwrap(), None);
+        assert_eq!(db2.scan(b"", None, 10).unwrap(), Vec::new());
+        assert_eq!(parts(), ["default"], "reads create nothing");
+        let _ = db0.write(vec![put("k", "zero")], false).unwrap();
+        let _ = db2.write(vec![put("k", "two"), put("m", "x")], false).unwrap();
+        assert_eq!(parts(), ["default", "db2"]);
+        assert_eq!(db2.get(b"k").unwrap(), Some(b"two".to_vec()));
+        assert_eq!(db0.get(b"k").unwrap(), Some(b"zero".to_vec()));
+        assert_eq!(db0.scan(b"", None, 10).unwrap().len(), 1, "db 0 does not see db 2's keys");
+        let _ = db2.clear(b"!version", vec![put("!version", "1")], false).unwrap();
+        assert_eq!(parts(), ["default"]);
+        assert_eq!(db2.get(b"k").unwrap(), None);
+        let _ = db2.write(vec![put("n", "1")], false).unwrap();
+        assert_eq!(db2.scan(b"", None, 10).unwrap(), vec![(b"n".to_vec(), b"1".to_vec())]);
+        let _ = db0.clear(b"!version", vec![put("!version", "1")], false).unwrap();
+        assert_eq!(db0.scan(b"", None, 10).unwrap(), vec![(b"!version".to_vec(), b"1".to_vec())]);
+        assert_eq!(db2.get(b"n").unwrap(), Some(b"1".to_vec()));
+        // Reopened, the databases find their partitions again.
+        drop((dbs, db0));
+        let db0 = EngineStore::open(dir.path(), Options { pm_size: 128 << 20, ..Options::default() }).unwrap();
+        let dbs = db0.databases(4).unwrap();
+        assert_eq!(dbs[1].get(b"n").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(dbs[0].get(b"n").unwrap(), None);
     }
 }

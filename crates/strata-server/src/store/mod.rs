@@ -121,6 +121,14 @@ pub trait Backend: Send + Sync {
         Ok(last)
     }
 
+    /// Stores for databases 1..`n` (SELECT), each a keyspace of its own
+    /// that shares this store's durability, saving and shutdown; this
+    /// store is database 0. By default none: the store has db 0 only.
+    fn databases(&self, n: usize) -> StoreResult<Vec<std::sync::Arc<dyn Backend>>> {
+        let _ = n;
+        Ok(Vec::new())
+    }
+
     /// Writes a point-in-time copy now (SAVE/BGSAVE); engine: flushes.
     fn save(&self) -> StoreResult<()>;
 

@@ -10,7 +10,9 @@ def test_connection_commands(r):
     assert r.echo("hi") == b"hi"
     assert r.execute_command("SELECT", 0) in (True, b"OK", "OK")
     with pytest.raises(redis.ResponseError, match="DB index is out of range"):
-        r.execute_command("SELECT", 1)
+        r.execute_command("SELECT", 16)
+    with pytest.raises(redis.ResponseError, match="DB index is out of range"):
+        r.execute_command("SELECT", -1)
     assert r.client_setname("tester")
     assert r.client_getname() in (b"tester", "tester")
     assert isinstance(r.client_id(), int)

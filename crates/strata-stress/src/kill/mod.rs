@@ -15,13 +15,15 @@
 //!
 //! Server rounds (when a `strata-server` binary is found: `STRATA_SERVER_BIN`,
 //! or next to this binary): the same against `strata-server --durability
-//! sync`, with the clients (and their expected state) in this process.
+//! sync`, with the clients (and their expected state) in this process, and
+//! a FLUSHDB of database 3 (a partition drop) among their writes.
 //!
 //! SIGKILL cannot catch a missing flush or fsync (the kernel keeps what was
 //! stored): modes pm-crash and fs-fault do that.
 
 pub mod child;
 pub mod expected;
+pub mod flushdb;
 pub mod scratch;
 pub mod server;
 pub mod verify;

@@ -2,7 +2,8 @@
 //! this process write with SET, DEL and MSET (one atomic batch), tracking
 //! committed and pending values per key; the server is killed with SIGKILL
 //! under load (and sometimes during its startup recovery), restarted, and
-//! every key is read back with MGET and checked.
+//! every key is read back with MGET and checked. One more client writes
+//! database 3 and FLUSHDBs it meanwhile (see `flushdb`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::TcpListener;
@@ -18,6 +19,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use super::expected::{allowed, id_of, value_of, DELETE};
+use super::flushdb::{self, FlushModel};
 use super::key_of;
 use crate::report::Report;
 use crate::resp_client::{Client, Reply};
@@ -80,6 +82,8 @@ pub struct ServerTarget {
     dir: PathBuf,
     /// Per key: (committed id, pending id).
     exp: Arc<Mutex<Vec<(u64, u64)>>>,
+    /// Database 3, written and flushed by one more client.
+    flush: Arc<Mutex<FlushModel>>,
 }
 
 fn server_log_tail(dir: &Path) -> String {
@@ -92,7 +96,8 @@ impl ServerTarget {
     /// A server target with data in `dir`.
     pub fn new(bin: PathBuf, dir: PathBuf, keys: u64) -> anyhow::Result<ServerTarget> {
         std::fs::create_dir_all(&dir)?;
-        Ok(ServerTarget { bin, dir, exp: Arc::new(Mutex::new(vec![(0, 0); keys as usize])) })
+        let exp = Arc::new(Mutex::new(vec![(0, 0); keys as usize]));
+        Ok(ServerTarget { bin, dir, exp, flush: Arc::default() })
     }
 
     fn start(&self, port: u16) -> anyhow::Result<Child> {
@@ -131,6 +136,11 @@ impl ServerTarget {
             let seed = rng.gen::<u64>();
             let addr = format!("127.0.0.1:{port}");
             hs.push(std::thread::spawn(move || client(addr, exp, stop, acked, round, c, clients as u64, seed)));
+        }
+        {
+            let (model, stop, seed) = (self.flush.clone(), stop.clone(), rng.gen::<u64>());
+            let addr = format!("127.0.0.1:{port}");
+            hs.push(std::thread::spawn(move || flushdb::client(addr, model, stop, round, seed)));
         }
         std::thread::sleep(Duration::from_millis(rng.gen_range(150..1000)));
         let _ = srv.kill();
@@ -214,6 +224,12 @@ impl ServerTarget {
             problems.truncate(6);
             return Ok(Err(format!("after restarting strata-server: {}", problems.join("; "))));
         }
+        let mut flush = self.flush.lock();
+        if let Err(e) = flush.verify(&mut c)? {
+            return Ok(Err(format!("after restarting strata-server: {e}")));
+        }
+        rep.add("server_flushdb_checks", 1);
+        rep.add("server_flushdbs_acked", flush.take_flushes());
         for (key, e) in exp.iter_mut().enumerate() {
             if e.1 != 0 {
                 e.0 = match got.get(&(key as u64)).copied().flatten() {
