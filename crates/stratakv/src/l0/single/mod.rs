@@ -373,6 +373,11 @@ impl Level0 for SingleLevelL0 {
         self.check_tree(eng, &v, &skip)
     }
 
+    #[cfg(test)]
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn stats(&self, v: &Version, stats: &mut Stats) {
         stats.l0 = self.name();
         if let Some(s) = single_in(v) {
