@@ -283,6 +283,11 @@ pub(crate) mod tests_support {
     pub fn engine_of(db: &Db) -> &Engine {
         &db.inner.eng
     }
+
+    /// The level 0 of `db`.
+    pub fn l0_of(db: &Db) -> &dyn crate::l0::Level0 {
+        &*db.inner.l0
+    }
 }
 
 #[cfg(test)]

@@ -129,6 +129,10 @@ pub(crate) trait Level0: Send + Sync {
 
     /// Fills level 0's part of `stats` for version `v`.
     fn stats(&self, v: &Version, stats: &mut Stats);
+
+    /// The kind itself, for unit tests that drive its jobs directly.
+    #[cfg(test)]
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// Writes sealed memtable `imm` as tables (none if it is empty), dropping

@@ -101,6 +101,11 @@ impl Level0 for TablesL0 {
         Ok(0)
     }
 
+    #[cfg(test)]
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn stats(&self, _v: &Version, stats: &mut Stats) {
         stats.l0 = self.name();
     }

@@ -288,6 +288,11 @@ impl Level0 for MatrixL0 {
         Ok(1)
     }
 
+    #[cfg(test)]
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn stats(&self, v: &Version, stats: &mut Stats) {
         stats.l0 = self.name();
         self.with_matrix(v, |m| {

@@ -2,8 +2,13 @@
 //! extents whose live entries fill less than half of them are emptied by
 //! moving their live nodes into fresh relocation extents
 //! ([`crate::pmlist::clean`]); the emptied extents then leave the state
-//! and are freed. Without it, random overwrites leave nearly every log
-//! extent holding a few live nodes, and PM use grows with every pass.
+//! and are freed once no reader of an older version is left. Without it,
+//! random overwrites leave nearly every log extent holding a few live
+//! nodes, and PM use grows with every pass.
+//!
+//! The fresh extents start an era, as a flush's log extents do (see
+//! [`super::state::Era`]): a reader of an older version may walk onto the
+//! copies, and a later cleaning may empty those extents in turn.
 //!
 //! Order: the relocation extents are allocated and recorded in the
 //! MANIFEST before any link points into them; the moves persist each
@@ -118,6 +123,18 @@ impl PmOnlyL0 {
             let mut next = Self::state_of(&vs.current())?;
             next.l1_relocs.extend(fresh.iter().map(|e| e.head().number));
             next.next_reloc = next_reloc;
+            // The fresh extents start an era, as a flush's log extents do:
+            // a reader of an older version (a cursor standing on a node
+            // about to move) walks onto the copies, and a later cleaning
+            // may empty these extents again; they must stay leased until
+            // that reader is gone, not only while a version's state names
+            // them. Followed under the versions lock, on the newest era.
+            {
+                let shared = self.shared()?;
+                let mut era = shared.era.lock();
+                *era = era.follow(fresh.to_vec());
+                next.era = era.clone();
+            }
             let next = self.reshape(next, &[], fresh);
             let space = next.space.clone();
             eng.commit(&mut vs, Commit { l0: Some(Arc::new(next)), ..Default::default() })?;

@@ -32,6 +32,8 @@ mod clean;
 mod live;
 mod record;
 mod state;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -515,6 +517,11 @@ impl Level0 for PmOnlyL0 {
             st.space.walk(list, |n| st.space.value_of(n).map(|_| ()))?;
         }
         Ok(())
+    }
+
+    #[cfg(test)]
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn stats(&self, v: &Version, stats: &mut Stats) {

@@ -68,10 +68,12 @@ impl Shared {
 /// Leases on the extents added to the lists after a version was made.
 ///
 /// Readers of an old version walk the live L1 list, which may by now hold
-/// nodes of lists linked after their version: each version holds the era
-/// it was made in, each era the next one, and each era the extents added
-/// in it, so a reader keeps every extent it can meet leased until it is
-/// done (epoch-based reclamation, with the eras as epochs).
+/// nodes of lists linked after their version, and copies log cleaning
+/// made since (in relocation extents that a later cleaning may empty
+/// again): each version holds the era it was made in, each era the next
+/// one, and each era the extents added in it (by a flush or a cleaning),
+/// so a reader keeps every extent it can meet leased until it is done
+/// (epoch-based reclamation, with the eras as epochs).
 #[derive(Debug, Default)]
 pub(crate) struct Era {
     /// Held only for the leases.

@@ -99,7 +99,12 @@ impl SingleLevelL0 {
         let v = eng.version();
         let s = single_in(&v)
             .ok_or_else(|| Error::corruption(&eng.dir, 0, "single-level database without its tree state"))?;
-        Ok(Arc::new(SingleState { tree: s.tree.clone(), rec: s.rec.clone(), marked: s.marked, reads: s.reads.clone() }))
+        Ok(Arc::new(SingleState {
+            tree: s.tree.clone(),
+            rec: s.rec.clone(),
+            marked: s.marked.clone(),
+            reads: s.reads.clone(),
+        }))
     }
 
     /// Finishes the compaction the current state records as pending (one a
@@ -207,6 +212,11 @@ impl SingleLevelL0 {
 impl SingleState {
     /// A copy to change and install as the next state.
     pub(super) fn clone_state(&self) -> SingleState {
-        SingleState { tree: self.tree.clone(), rec: self.rec.clone(), marked: self.marked, reads: self.reads.clone() }
+        SingleState {
+            tree: self.tree.clone(),
+            rec: self.rec.clone(),
+            marked: self.marked.clone(),
+            reads: self.reads.clone(),
+        }
     }
 }

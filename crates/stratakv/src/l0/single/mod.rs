@@ -30,6 +30,8 @@ mod record;
 mod scan;
 mod select;
 mod state;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,11 +103,11 @@ impl SingleLevelL0 {
         self.tree.lock().clone().ok_or(Error::Closed)
     }
 
-    /// Forgets marks on `gone` tables; returns how many marks remain.
-    fn unmark(&self, gone: &HashSet<u64>) -> usize {
+    /// Forgets marks on `gone` tables; returns the marks that remain.
+    fn unmark(&self, gone: &HashSet<u64>) -> Arc<HashSet<u64>> {
         let mut m = self.reads.marked.lock();
         m.retain(|n| !gone.contains(n));
-        m.len()
+        Arc::new(m.clone())
     }
 
     /// Indexes again the tables of a flush a crash interrupted (the
@@ -143,15 +145,13 @@ impl SingleLevelL0 {
         s
     }
 
-    /// Every candidate in `v`: low live ratio, or marked by a leaf scan.
+    /// Every candidate in `v`: low live ratio, or marked by a leaf scan
+    /// or a range query (the marks as they are now).
     fn candidates(&self, v: &Version) -> HashSet<u64> {
+        let Some(s) = single_in(v) else { return HashSet::new() };
         let indexing = self.indexing(v);
-        let live: HashSet<u64> = numbers(v.files(0)).into_iter().filter(|n| !indexing.contains(n)).collect();
-        let mut c: HashSet<u64> =
-            single_in(v).map(|s| s.low_live(self.live_percent)).unwrap_or_default().into_iter().collect();
-        c.extend(self.reads.marked.lock().iter().copied());
-        c.retain(|n| live.contains(n));
-        c
+        let marks = self.reads.marked.lock().clone();
+        s.candidates_in(v.files(0), self.live_percent, &marks, &indexing)
     }
 
     /// One round-robin scan of `scan_keys` keys of the tree's leaves from
@@ -189,6 +189,13 @@ impl SingleLevelL0 {
     }
 }
 
+/// How writers must wait in `v`: by the candidates its state counts (the
+/// marks as of the state; see [`SingleState::candidates_in`]).
+fn stall_in(v: &Version, live_percent: u32, slowdown_at: usize, stop_at: usize) -> Stall {
+    let n = single_in(v).map_or(0, |s| s.candidates_in(v.files(0), live_percent, &s.marked, &HashSet::new()).len());
+    Stall { stop: n >= stop_at, slow: n >= slowdown_at }
+}
+
 impl Level0 for SingleLevelL0 {
     fn name(&self) -> &'static str {
         "single-level"
@@ -217,7 +224,7 @@ impl Level0 for SingleLevelL0 {
         *self.tree.lock() = Some(tree.clone());
         *self.recovered_flushing.lock() = rec.flushing.clone();
         let rec = Record { anchor: tree.anchor(), ..rec };
-        Ok(Some(Arc::new(SingleState { tree, rec, marked: 0, reads: self.reads.clone() })))
+        Ok(Some(Arc::new(SingleState { tree, rec, marked: Arc::default(), reads: self.reads.clone() })))
     }
 
     fn flush(&self, eng: &Engine, imm: &Arc<Memtable>) -> Result<()> {
@@ -262,7 +269,7 @@ impl Level0 for SingleLevelL0 {
                 }
                 st.rec.counts.insert(n, KeyCounts { total: done.alive, alive: done.alive });
             }
-            st.marked = self.reads.marked.lock().len();
+            st.marked = Arc::new(self.reads.marked.lock().clone());
             st.rec.flushing.clear();
             let edit = VersionEdit {
                 log_number: Some(imm.next_log()),
@@ -283,10 +290,7 @@ impl Level0 for SingleLevelL0 {
     /// Writers slow down, then stop, as candidates pile up (SLM-DB: 15, 35).
     fn stall_policy(&self) -> StallPolicy {
         let (live_percent, slowdown_at, stop_at) = (self.live_percent, self.slowdown_at, self.stop_at);
-        Box::new(move |v: &Version| {
-            let n = single_in(v).map(|s| s.low_live(live_percent).len() + s.marked).unwrap_or(0);
-            Stall { stop: n >= stop_at, slow: n >= slowdown_at }
-        })
+        Box::new(move |v: &Version| stall_in(v, live_percent, slowdown_at, stop_at))
     }
 
     fn l1_target_bytes(&self) -> u64 {
@@ -311,14 +315,25 @@ impl Level0 for SingleLevelL0 {
         if eng.opts.disable_auto_compaction {
             return Ok(None);
         }
+        // While this version stops writers, only a compaction lets them
+        // go: one is due whatever the trigger, and with no overlapping
+        // pair among the candidates, any of them will do (even a lone one:
+        // merging it drops its dead keys and its mark). Deciding this from
+        // the same count as the stall policy is what keeps a stop from
+        // outliving the work that would end it (seed 31385 of the model
+        // mode: 33 candidates, 6 of them both mostly dead and marked, were
+        // counted as 39 >= 35 by the policy and as 33 < 35 here, so no
+        // compaction was forced and none ran).
+        let stopped = stall_in(&v, self.live_percent, self.slowdown_at, self.stop_at).stop;
         let cands = self.candidates(&v);
-        if cands.len() <= self.trigger {
+        if cands.len() <= self.trigger && !stopped {
             return Ok(None);
         }
         let mut st = eng.state.lock();
         let free: HashSet<u64> = cands.into_iter().filter(|n| !st.busy.contains(n)).collect();
-        let picked = select::pick(v.files(0), &free, self.max_tables, free.len() >= self.stop_at);
-        if picked.len() <= 1 {
+        let forced = stopped || free.len() >= self.stop_at;
+        let picked = select::pick(v.files(0), &free, self.max_tables, forced);
+        if picked.is_empty() || (picked.len() == 1 && !forced) {
             return Ok(None);
         }
         st.mark_busy(picked.iter());
@@ -371,6 +386,11 @@ impl Level0 for SingleLevelL0 {
             skip.extend(p.inputs.iter().copied());
         }
         self.check_tree(eng, &v, &skip)
+    }
+
+    #[cfg(test)]
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn stats(&self, v: &Version, stats: &mut Stats) {

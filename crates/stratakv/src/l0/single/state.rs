@@ -45,15 +45,17 @@ pub(crate) struct SingleState {
     pub tree: Arc<PmTree>,
     /// Anchor, counts, pending compaction.
     pub rec: Record,
-    /// Tables the leaf scans marked as candidates, when this state was made.
-    pub marked: usize,
+    /// Tables the leaf scans and range queries had marked as candidates
+    /// when this state was made (the stall policy may take no lock, so it
+    /// counts these rather than the live marks).
+    pub marked: Arc<HashSet<u64>>,
     /// Shared counters.
     pub reads: Arc<ReadCounters>,
 }
 
 impl std::fmt::Debug for SingleState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SingleState").field("rec", &self.rec).field("marked", &self.marked).finish()
+        f.debug_struct("SingleState").field("rec", &self.rec).field("marked", &self.marked.len()).finish()
     }
 }
 
@@ -73,6 +75,28 @@ impl SingleState {
             .filter(|(_, c)| c.total > 0 && c.alive * 100 <= c.total * live_percent as u64)
             .map(|(n, _)| *n)
             .collect()
+    }
+
+    /// The compaction candidates among `files` (the version's tables): those
+    /// whose live keys fell to `live_percent` of their total, and those in
+    /// `marks`, less the tables still being indexed (`flushing`, and
+    /// `indexing`). A set, so a table both mostly dead and marked counts
+    /// once: the stall policy and the compaction picker both count this
+    /// way, so writers are never stopped for candidates the picker does
+    /// not see.
+    pub fn candidates_in(
+        &self,
+        files: &[Arc<FileMeta>],
+        live_percent: u32,
+        marks: &HashSet<u64>,
+        indexing: &HashSet<u64>,
+    ) -> HashSet<u64> {
+        let live: HashSet<u64> =
+            numbers(files).into_iter().filter(|n| !indexing.contains(n) && !self.rec.flushing.contains(n)).collect();
+        let mut c: HashSet<u64> = self.low_live(live_percent).into_iter().collect();
+        c.extend(marks.iter().copied());
+        c.retain(|n| live.contains(n));
+        c
     }
 
     /// Reads the newest version of `ukey` in block `h` of table `file`:
