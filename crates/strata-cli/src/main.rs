@@ -20,7 +20,7 @@ use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
 use stratakv::tooling::InternalIterator;
 use stratakv::tooling::ParsedKey;
-use stratakv::{Db, KeyRange, Options, WriteOptions};
+use stratakv::{Db, KeyRange, Options, Partition, WriteOptions};
 
 #[derive(Parser, Debug)]
 #[command(name = "strata", version, about = "Command-line access to a StrataKV data directory")]
@@ -34,6 +34,10 @@ struct Cli {
     /// Keys and values on the command line and in output are hex-encoded.
     #[arg(long)]
     hex: bool,
+    /// The partition put/get/delete/scan/delete-range/compact work on
+    /// (`put` creates it if it does not exist).
+    #[arg(long, default_value = stratakv::DEFAULT_PARTITION)]
+    partition: String,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -64,7 +68,14 @@ enum Cmd {
         #[arg(long)]
         reverse: bool,
     },
-    /// Prints levels, files, bytes and PM usage.
+    /// Removes every key in [FROM, TO) with one range tombstone (synced).
+    DeleteRange { from: String, to: String },
+    /// Lists, creates or drops partitions.
+    Partition {
+        #[command(subcommand)]
+        what: PartitionCmd,
+    },
+    /// Prints levels, files, bytes, PM usage and the partitions.
     Stats,
     /// Verifies every checksum of every file; non-zero exit on corruption.
     Check,
@@ -75,6 +86,16 @@ enum Cmd {
         #[command(subcommand)]
         what: Dump,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum PartitionCmd {
+    /// Prints the partitions' names, "default" first.
+    List,
+    /// Creates partition NAME.
+    Create { name: String },
+    /// Drops partition NAME with every key in it (O(1): one MANIFEST edit).
+    Drop { name: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -133,17 +154,24 @@ fn open_existing(cli: &Cli) -> anyhow::Result<Db> {
     Db::open(&cli.dir, options(cli, false)).with_context(|| format!("opening {}", cli.dir.display()))
 }
 
+/// The partition `--partition` names, in `db`.
+fn partition(cli: &Cli, db: &Db) -> anyhow::Result<Partition> {
+    db.partition(&cli.partition).with_context(|| format!("no partition {:?} (strata partition list)", cli.partition))
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let sync = WriteOptions { sync: true };
     match &cli.cmd {
         Cmd::Put { key, value } => {
             let db = Db::open(&cli.dir, options(&cli, true))?;
-            db.put_opt(decode(&cli, key)?, decode(&cli, value)?, &sync)?;
+            let p = db.partition_or_create(&cli.partition)?;
+            p.put_opt(decode(&cli, key)?, decode(&cli, value)?, &sync)?;
+            drop(p);
             db.close()?;
         }
         Cmd::Get { key } => {
             let db = open_existing(&cli)?;
-            match db.get(decode(&cli, key)?)? {
+            match partition(&cli, &db)?.get(decode(&cli, key)?)? {
                 Some(v) => {
                     let mut out = std::io::stdout().lock();
                     emit(&mut out, &cli, &v)?;
@@ -154,7 +182,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Cmd::Delete { key } => {
             let db = open_existing(&cli)?;
-            db.delete_opt(decode(&cli, key)?, &sync)?;
+            partition(&cli, &db)?.delete_opt(decode(&cli, key)?, &sync)?;
+            db.close()?;
+        }
+        Cmd::DeleteRange { from, to } => {
+            let db = open_existing(&cli)?;
+            // Durable on return: its tombstone is in the (fsynced) MANIFEST.
+            partition(&cli, &db)?.delete_range(decode(&cli, from)?, decode(&cli, to)?)?;
+            db.close()?;
+        }
+        Cmd::Partition { what } => {
+            let db = Db::open(&cli.dir, options(&cli, matches!(what, PartitionCmd::Create { .. })))
+                .with_context(|| format!("opening {}", cli.dir.display()))?;
+            match what {
+                PartitionCmd::List => {
+                    for name in db.list_partitions() {
+                        println!("{name}");
+                    }
+                }
+                PartitionCmd::Create { name } => drop(db.create_partition(name)?),
+                PartitionCmd::Drop { name } => db.drop_partition(name)?,
+            }
             db.close()?;
         }
         Cmd::Scan { from, to, limit, keys_only, reverse } => {
@@ -167,7 +215,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Some(t) => std::ops::Bound::Excluded(decode(&cli, t)?),
                 None => std::ops::Bound::Unbounded,
             };
-            let mut it = db.iter(KeyRange { start, end })?;
+            let mut it = partition(&cli, &db)?.iter(KeyRange { start, end })?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             let limit = limit.unwrap_or(usize::MAX);
             let items: Box<dyn Iterator<Item = (Vec<u8>, Vec<u8>)>> =
@@ -203,7 +251,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Cmd::Compact => {
             let db = open_existing(&cli)?;
-            db.compact_range(..)?;
+            partition(&cli, &db)?.compact_range(..)?;
             print!("{}", db.stats());
         }
         Cmd::Dump { what } => dump(&cli, what)?,

@@ -42,6 +42,30 @@ fn put_get_delete_scan_stats_check() {
 }
 
 #[test]
+fn partitions_and_range_deletes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    assert!(strata(&dir, &["put", "k", "default"]).status.success());
+    let o = strata(&dir, &["--partition", "users", "put", "k", "in users"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(strata(&dir, &["--partition", "users", "put", "m", "2"]).status.success());
+    assert_eq!(stdout(&strata(&dir, &["get", "k"])), "default\n");
+    assert_eq!(stdout(&strata(&dir, &["--partition", "users", "get", "k"])), "in users\n");
+    assert_eq!(stdout(&strata(&dir, &["--partition", "users", "scan"])), "k\tin users\nm\t2\n");
+    assert_eq!(stdout(&strata(&dir, &["scan"])), "k\tdefault\n", "the default partition shows only its own keys");
+    assert_eq!(stdout(&strata(&dir, &["partition", "list"])), "default\nusers\n");
+    let s = stdout(&strata(&dir, &["stats"]));
+    assert!(s.contains("partitions:           default, users"), "{s}");
+    assert!(strata(&dir, &["--partition", "users", "delete-range", "a", "l"]).status.success());
+    assert_eq!(stdout(&strata(&dir, &["--partition", "users", "scan"])), "m\t2\n");
+    assert!(strata(&dir, &["partition", "drop", "users"]).status.success());
+    assert_eq!(strata(&dir, &["--partition", "users", "get", "m"]).status.code(), Some(2), "no such partition");
+    assert!(strata(&dir, &["partition", "create", "logs"]).status.success());
+    assert_eq!(stdout(&strata(&dir, &["partition", "list"])), "default\nlogs\n");
+    assert!(strata(&dir, &["check"]).status.success());
+}
+
+#[test]
 fn check_reports_corruption_with_file_and_offset() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
