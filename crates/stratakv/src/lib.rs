@@ -46,7 +46,7 @@ pub mod tooling;
 mod test_util;
 
 pub use batch::WriteBatch;
-pub use db::{Cursor, Db, DbIter, Partition, Snapshot, DEFAULT_PARTITION, REGION_FILE};
+pub use db::{Cursor, Db, DbIter, Partition, RangePartition, Snapshot, DEFAULT_PARTITION, REGION_FILE};
 pub use error::{Error, Result};
 pub use key::{FixedPrefix, KeyRange, PrefixExtractor, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use options::{L0Kind, Options, ReadOptions, WriteOptions};

@@ -108,6 +108,11 @@ pub struct Options {
     /// Read tables with O_DIRECT, bypassing the page cache (blocks then
     /// come from the block cache or the device). Default: false.
     pub use_direct_reads: bool,
+    /// Split the key space into range partitions (TridentKV): a range
+    /// holding more than this many bytes of tables splits at a key, the
+    /// split points are kept in the MANIFEST, and tables never span one,
+    /// so `Db::drop_range_partition` deletes whole tables. 0 (default): off.
+    pub partition_split_bytes: u64,
 
     // --- fine tuning ---
     /// Size of a PM slot (the unit of log extents) for a new region; a
@@ -255,6 +260,7 @@ impl Default for Options {
             compression: Compression::None,
             table_index: IndexKind::Binary,
             use_direct_reads: false,
+            partition_split_bytes: 0,
             pm_slot_bytes: 0,
             block_size: 4096,
             block_restart_interval: 16,

@@ -128,3 +128,40 @@ fn partitions_need_the_reserved_keys_free() {
     p.put("k", "mine").unwrap();
     assert_eq!(p.get("k").unwrap().as_deref(), Some(&b"mine"[..]));
 }
+
+#[test]
+fn range_partitions_split_as_they_grow_and_drop_whole_tables() {
+    for l0 in [L0Kind::Sstable, L0Kind::Matrix] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Options { l0, partition_split_bytes: 256 << 10, ..opts(l0) };
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        let value = vec![b'v'; 200];
+        for round in 0..4u32 {
+            for i in 0..6000u32 {
+                db.put(key(i * 7 % 6000), [&value[..], &round.to_be_bytes()].concat()).unwrap();
+            }
+            db.flush().unwrap();
+            db.wait_for_compactions().unwrap();
+        }
+        db.compact_range(..).unwrap();
+        db.wait_for_compactions().unwrap();
+        let ranges = db.range_partitions();
+        assert!(ranges.len() >= 3, "{l0:?}: {} ranges", ranges.len());
+        assert_eq!(db.stats().range_partitions, ranges.len() as u64);
+        // Drop the range holding the middle key: its keys go, the rest stay.
+        let mid = key(3000);
+        let r = ranges.iter().find(|r| r.start <= mid && r.end.as_ref().is_none_or(|e| mid < *e)).unwrap().clone();
+        db.drop_range_partition(&mid).unwrap();
+        db.wait_for_compactions().unwrap();
+        for i in (0..6000).step_by(97) {
+            let k = key(i);
+            let inside = r.start <= k && r.end.as_ref().is_none_or(|e| k < *e);
+            assert_eq!(db.get(&k).unwrap().is_none(), inside, "{l0:?} key {i}");
+        }
+        assert!(db.stats().range_dropped_files > 0, "{l0:?}: the range's tables are deleted whole");
+        drop(db);
+        let db = Db::open(dir.path(), o).unwrap();
+        assert_eq!(db.range_partitions().len(), ranges.len(), "{l0:?}: the router is in the MANIFEST");
+        db.verify_checksums().unwrap();
+    }
+}

@@ -107,6 +107,8 @@ pub struct BuildCtx<'a> {
     pub pause: Option<&'a (dyn Fn() -> bool + Sync)>,
     /// Range tombstones: an entry one hides from every reader is dropped.
     pub range_dels: Arc<RangeDels>,
+    /// Range-partition split points (sorted): no output spans one.
+    pub splits: Arc<Vec<Vec<u8>>>,
 }
 
 /// Longest single pause of a merge that `BuildCtx::pause` holds back.
@@ -183,7 +185,7 @@ fn build_tables_inner(
             let big = b.estimated_size() >= ctx.target_file_size || gp_overlap > gp_limit;
             // A table never spans two partitions, so dropping one leaves
             // whole tables to delete and none to rewrite.
-            if new_user_key && (big || partition_of(last) != partition_of(uk)) {
+            if new_user_key && (big || partition_of(last) != partition_of(uk) || crosses(&ctx.splits, last, uk)) {
                 if let Some((n, b)) = cur.take() {
                     outputs.push(finish_table(n, b)?);
                 }
@@ -209,6 +211,13 @@ fn build_tables_inner(
         ctx.fs.sync_dir(ctx.dir).map_err(|e| Error::io(ctx.dir, "fsync dir", e))?;
     }
     Ok(outputs)
+}
+
+/// Whether a split point lies in `(last, next]`: the table holding `last`
+/// must end before `next`.
+fn crosses(splits: &[Vec<u8>], last: &[u8], next: &[u8]) -> bool {
+    !splits.is_empty()
+        && splits.partition_point(|s| s.as_slice() <= last) != splits.partition_point(|s| s.as_slice() <= next)
 }
 
 /// Whether a range tombstone hides the entry `ikey` from every reader

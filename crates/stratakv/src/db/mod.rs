@@ -17,6 +17,7 @@ mod iter;
 mod open;
 mod partition;
 mod range_drop;
+mod range_split;
 mod read;
 mod snapshot;
 mod stats;
@@ -26,6 +27,7 @@ mod write;
 pub use iter::{Cursor, DbIter};
 pub use open::REGION_FILE;
 pub use partition::{Partition, DEFAULT_PARTITION};
+pub use range_split::RangePartition;
 pub use snapshot::Snapshot;
 
 use std::path::Path;

@@ -77,6 +77,7 @@ impl DbInner {
             read_batching: eng.tables.batch_reader().kind(),
             partitions: std::iter::once(super::DEFAULT_PARTITION.to_string()).chain(partitions).collect(),
             range_tombstones: version.range_dels.tombs().len() as u64,
+            range_partitions: version.splits.len() as u64 + 1,
             range_deletes: c.range_deletes.load(Ordering::Relaxed),
             range_dropped_files: c.range_dropped_files.load(Ordering::Relaxed),
             recovery_micros: self.recovery_micros,

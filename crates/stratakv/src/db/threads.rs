@@ -183,7 +183,7 @@ impl DbInner {
             let Some(seen) = eng.working_epoch() else { return Ok(None) };
             // Cheap (a MANIFEST edit) and what frees a dropped partition's
             // space: done even with automatic compaction off.
-            if let Some(job) = self.pick_range_drop() {
+            if let Some(job) = self.pick_range_drop().or_else(|| self.pick_split()) {
                 return Ok(Some(job));
             }
             if !eng.opts.disable_auto_compaction {

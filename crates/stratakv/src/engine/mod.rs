@@ -298,6 +298,7 @@ impl Engine {
     /// Where and how a merge writes tables of about `target` bytes, with
     /// file numbers from `next`.
     pub fn build_ctx<'a>(&'a self, next: &'a dyn Fn() -> u64, target: u64) -> BuildCtx<'a> {
+        let v = self.version();
         BuildCtx {
             fs: &*self.fs,
             dir: &self.dir,
@@ -306,7 +307,8 @@ impl Engine {
             next_number: next,
             stop: Some(&self.shutting_down),
             pause: None,
-            range_dels: self.state.lock().version.range_dels.clone(),
+            range_dels: v.range_dels.clone(),
+            splits: v.splits.clone(),
         }
     }
 

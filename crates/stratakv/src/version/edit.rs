@@ -27,6 +27,7 @@ const TAG_RANGE_DEL_DONE: u64 = 14;
 const TAG_PARTITION: u64 = 15;
 const TAG_PARTITION_DROPPED: u64 = 16;
 const TAG_NEXT_PARTITION: u64 = 17;
+const TAG_SPLIT_POINT: u64 = 18;
 
 /// A change to the file layout and counters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -67,6 +68,8 @@ pub struct VersionEdit {
     pub partitions_dropped: Vec<u32>,
     /// Partition ids below this have been handed out and are never reused.
     pub next_partition: Option<u32>,
+    /// Range-partition split points added (`Options::partition_split_bytes`).
+    pub split_points: Vec<Vec<u8>>,
 }
 
 impl VersionEdit {
@@ -142,6 +145,9 @@ impl VersionEdit {
         if let Some(v) = self.next_partition {
             field(TAG_NEXT_PARTITION, &varint(v as u64));
         }
+        for k in &self.split_points {
+            field(TAG_SPLIT_POINT, k);
+        }
         if let Some(m) = &self.l0_record {
             field(TAG_MATRIX, m);
         }
@@ -208,6 +214,7 @@ impl VersionEdit {
                 }
                 TAG_PARTITION_DROPPED => e.partitions_dropped.push(p.varint32().ok_or_else(short)?),
                 TAG_NEXT_PARTITION => e.next_partition = Some(p.varint32().ok_or_else(short)?),
+                TAG_SPLIT_POINT => e.split_points.push(payload.to_vec()),
                 TAG_MATRIX => e.l0_record = Some(payload.to_vec()),
                 TAG_NEXT_LOG => e.next_log_number = Some(p.varint().ok_or_else(short)?),
                 other => return Err(format!("unknown field tag {other} (written by a newer version?)")),
@@ -300,6 +307,7 @@ mod tests {
             partitions_added: vec![("users".into(), 1)],
             partitions_dropped: vec![1, 2],
             next_partition: Some(3),
+            split_points: vec![b"m".to_vec(), Vec::new()],
         };
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
         assert!(VersionEdit::decode(&[99, 0]).is_err());

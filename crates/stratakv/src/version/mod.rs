@@ -121,6 +121,8 @@ pub struct Version {
     /// the open: readers check it against the engine's count
     /// (`Engine::view_now`).
     pub range_epoch: u64,
+    /// Range-partition split points, sorted: no table spans one.
+    pub splits: Arc<Vec<Vec<u8>>>,
 }
 
 impl Version {
@@ -132,6 +134,7 @@ impl Version {
             l0: None,
             range_dels: range_del::no_range_dels(),
             range_epoch: 0,
+            splits: Arc::new(Vec::new()),
         }
     }
 
@@ -146,6 +149,7 @@ impl Version {
             l0: None,
             range_dels: self.range_dels.clone(),
             range_epoch: self.range_epoch,
+            splits: self.splits.clone(),
         })
     }
 

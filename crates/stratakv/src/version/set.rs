@@ -318,6 +318,7 @@ impl VersionSet {
             range_dels_added: self.current.range_dels.tombs().to_vec(),
             partitions_added: self.partitions.iter().map(|(n, id)| (n.clone(), *id)).collect(),
             next_partition: (self.next_partition > 1).then_some(self.next_partition),
+            split_points: self.current.splits.to_vec(),
             ..Default::default()
         };
         for (level, p) in self.compact_pointers.iter().enumerate() {
@@ -483,7 +484,15 @@ pub(crate) fn apply(base: &Version, edit: &VersionEdit) -> Result<Version, Strin
             base.range_epoch + edit.range_dels_added.len() as u64,
         )
     };
-    Ok(Version { levels, runs, l0: base.l0.clone(), range_dels, range_epoch })
+    let splits = if edit.split_points.is_empty() {
+        base.splits.clone()
+    } else {
+        let mut s: Vec<Vec<u8>> = base.splits.iter().chain(edit.split_points.iter()).cloned().collect();
+        s.sort();
+        s.dedup();
+        Arc::new(s)
+    };
+    Ok(Version { levels, runs, l0: base.l0.clone(), range_dels, range_epoch, splits })
 }
 
 /// Sorts `files` by key; `Err` names two that overlap.
