@@ -96,7 +96,7 @@ class ParseTest(unittest.TestCase):
 
     def test_suites_and_variants(self):
         s = compare.suites()
-        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "slm", "listdb", "trident", "crosscheck"})
+        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "slm", "listdb", "trident", "qad", "crosscheck"})
         slm = s["slm"][0]
         self.assertGreaterEqual(slm.num * (16 + slm.value_size), 4 * 2**30)
         self.assertEqual(slm.value_size, 1024)
@@ -657,6 +657,161 @@ class TridentRunTest(unittest.TestCase):
         self.assertIn("| multireadrandom (batch 32) | multireadrandom | strata/sstable index=learned | 60,000 |", md)
         self.assertNotIn("Issue 26 targets", md)
 
+
+class QadTest(unittest.TestCase):
+    """The qad suite: its groups, defaults, a run through run_suite and
+    run_step with the processes faked, and its report."""
+
+    def setUp(self):
+        import tempfile
+
+        self.tmp = tempfile.TemporaryDirectory()
+        self.real = {k: getattr(compare, k) for k in ("run_process", "cpu_floors")}
+
+    def tearDown(self):
+        for k, v in self.real.items():
+            setattr(compare, k, v)
+        self.tmp.cleanup()
+
+    def test_qad_suite(self):
+        groups = compare.suites()["qad"]
+        self.assertEqual(len(groups), 3)
+        for g, method in zip(groups, ("drop", "range", "point")):
+            self.assertEqual((g.num, g.value_size), (2_000_000, 1024))
+            self.assertIn(f"QAD {method}:", g.title)
+            layout = "--partitions=16" if method == "drop" else "--key_ranges=16"
+            self.assertEqual(g.extra, ["--threads=1", layout])
+            fill, warm, before, after = g.steps
+            self.assertEqual(fill.benchmarks, "fillrandom,waitforcompaction,stats,levelstats")
+            self.assertEqual((warm.benchmarks, warm.flags), ("readrandom", ["--reads=200000", "--seed=7", "--read_keys=survivors"]))
+            self.assertEqual(before.benchmarks, "readrandom,seekrandom")
+            self.assertEqual(after.benchmarks, f"deletehalf_{method},readrandom,seekrandom")
+            # Same reads before and after: the survivors, one seed (not the fill's).
+            for st in (before, after):
+                self.assertEqual(st.flags, ["--reads=200000", "--seek_nexts=0", "--seed=7", "--read_keys=survivors"])
+        small = compare.suites(5000, 100_000)["qad"][0]
+        self.assertEqual((small.num, small.steps[2].flags[0]), (5000, "--reads=5000"))
+
+    def test_qad_defaults(self):
+        A = type("A", (), {"profiles": None, "pm": None, "cache_size": None, "peers": None})
+        compare.suite_defaults(A, "qad", False)
+        self.assertEqual((A.profiles, A.pm, A.cache_size, A.peers), ("matrix", "data", 64 << 20, "rocksdb"))
+        self.assertEqual([v.label for v in compare.variants(A)], ["rocksdb", "strata/matrix"])
+
+    def test_qad_run_and_report(self):
+        import json
+
+        runs = []
+        # ops/s per (engine, method, benchmark, after the delete?)
+        rates = {"strata": {"readrandom": (100_000, 98_000), "seekrandom": (50_000, 49_000)},
+                 "rocksdb": {"readrandom": (60_000, 40_000), "seekrandom": (30_000, 31_000)}}
+        times = {"drop": (0.3, 0.1), "range": (2.0, 0.5), "point": (900.0, 12.0)}
+
+        def fake_process(cmd, env=None, timeout=None):
+            cmd = [str(c) for c in cmd]
+            flags = dict(c[2:].split("=", 1) for c in cmd[1:] if c.startswith("--") and "=" in c)
+            who = flags.get("engine", "strata")
+            benches = flags["benchmarks"].split(",")
+            runs.append((who, benches, cmd))
+            after = benches[0].startswith("deletehalf_")
+            lines, doc = [], []
+            for b in benches:
+                if b in ("waitforcompaction", "stats", "levelstats"):
+                    continue
+                if b.startswith("deletehalf_"):
+                    m = b.split("_")[1]
+                    total, longest = times[m]
+                    if who == "rocksdb":
+                        total, longest = total * 10, longest * 10
+                    lines.append(f"{b} : 1.000 micros/op 8 ops/sec {total / 1e3:.3f} seconds 8 operations; (x)")
+                    doc.append({"benchmark": b, "delete": {"method": m, "parts": 8, "total_ms": total, "longest_ms": longest,
+                                                           "keys_deleted": 630 if m == "point" else None,
+                                                           "range_tombstones": 8 if who == "strata" and m != "point" else None}})
+                    continue
+                n = rates[who][b][1 if after else 0] if b != "fillrandom" else 1000
+                lines.append(f"{b:<12} : 1.000 micros/op {n} ops/sec 1.000 seconds {n} operations; (1 of 1 found)")
+                doc.append({"benchmark": b})
+            Path(flags["json"]).write_text(json.dumps({"engine": who, "engine_version": "v", "engine_build": "b",
+                                                        "benchmarks": doc}))
+            return compare.Run(cmd, 0, 1.0, "\n".join(lines) + "\n", 0, 0, 0)
+
+        def no_floors(*_a):
+            raise AssertionError("qad runs no cpufloor")
+
+        compare.run_process, compare.cpu_floors = fake_process, no_floors
+        a = dict(suite="qad", num=1000, reads=None, profiles=None, pm=None, cache_size=None, peers=None, index_types=None,
+                 strata_bin="/x/strata-bench", rocksdb_bin="/x/rocks-bench", workdir=str(Path(self.tmp.name) / "w"), reps=1,
+                 only=None, keep_dirs=False, keep_json=False, bloom_bits=10, write_buffer_size=64 << 20)
+        args = type("Args", (), a)
+        data, vs, _ = compare.run_suite(args)
+        self.assertEqual(len(runs), 24)  # 3 methods x 2 engines x 4 steps
+        for who, benches, cmd in runs:
+            self.assertIn("--cache_size=67108864", cmd)
+            if benches[0].startswith("deletehalf_"):
+                self.assertIn("--read_keys=survivors", cmd)
+                self.assertIn("--use_existing_db=1", cmd)
+            group = next(c for c in cmd if c.startswith("--db=")).rsplit("/", 1)[1][:2]  # g0: drop, g1: range, g2: point
+            self.assertIn("--partitions=16" if group == "g0" else "--key_ranges=16", cmd)
+        after = data["groups"][0]["runs"][1]["steps"][3]["result"]["benchmarks"]
+        self.assertEqual([b["benchmark"] for b in after], ["deletehalf_drop", "readrandom", "seekrandom"])
+        self.assertEqual(after[0]["delete"]["longest_ms"], 0.1)
+
+        md = compare.markdown(data, vs, args, "test machine")
+        self.assertIn("## Issue 29 item 5 targets: query after delete", md)
+        self.assertIn("| warm-up: readrandom (not a figure) | readrandom | strata/matrix | 100,000 |", md)
+        rows = {(x.split(" | ")[0], x.split(" | ")[1]): x.split(" | ") for x in md.splitlines() if x.startswith("| strata/matrix | ")}
+        drop = rows[("| strata/matrix", "drop")]
+        self.assertEqual(drop[2:5], ["0.98 ✓", "0.98 ✓", "0.30 / 0.10 (< 10 ms each) ✓"])
+        self.assertEqual(drop[5:], ["2.45× rocksdb ✓", "1.58× rocksdb ✓ |"])
+        point = rows[("| strata/matrix", "point")]
+        self.assertEqual(point[2:5], ["0.98 (no bar)", "0.98 (no bar)", "900.00 / 12.00"])
+        self.assertIn("| drop | rocksdb | 3.00 | 1.00 | 8 partitions | 60,000 | 40,000 | 0.67 | 30,000 | 31,000 | 1.03 | – |", md)
+        self.assertIn("| point | strata/matrix | 900.00 | 12.00 | 630 keys |", md)
+        self.assertIn("| range | strata/matrix | 2.00 | 0.50 | 8 ranges |", md)
+
+    def test_qad_targets_fail_and_missing(self):
+        qad = compare.load_sibling("qad")
+
+        class T:
+            pm = "data"
+            profiles = "matrix"
+            peers = "rocksdb"
+
+        vs = compare.variants(T)
+        res = lambda ops: [{"ops_per_sec": ops}]  # noqa: E731
+        rows = {(qad.BEFORE, "readrandom"): {"rocksdb": res(100), "strata/matrix": res(100)},
+                (qad.BEFORE, "seekrandom"): {"strata/matrix": res(100)},
+                (qad.AFTER, "deletehalf_drop"): {"strata/matrix": [{"delete": {"total_ms": 30.0, "longest_ms": 12.5}}]},
+                (qad.AFTER, "readrandom"): {"rocksdb": res(100), "strata/matrix": res(90)},
+                (qad.AFTER, "seekrandom"): {"strata/matrix": res(96)}}
+        text = "\n".join(qad.targets([({"title": "t"}, rows)], vs))
+        row = next(x for x in text.splitlines() if x.startswith("| strata/matrix | drop")).split(" | ")
+        self.assertEqual(row[2:], ["0.90 ✗", "0.96 ✓", "30.00 / 12.50 (< 10 ms each) ✗", "0.90× rocksdb ✗", "– |"])
+        self.assertIn("through a small block cache", text)
+
+
+    def test_qad_after_before_pairs_each_repetition(self):
+        qad = compare.load_sibling("qad")
+
+        class T:
+            pm = "data"
+            profiles = "matrix"
+            peers = "rocksdb"
+
+        vs = compare.variants(T)
+        res = lambda *ops: [{"ops_per_sec": x} for x in ops]  # noqa: E731
+        # Medians 40 before, 30 after (0.75), but each repetition keeps 0.94, 0.71, 0.98 of its own rate.
+        rows = {(qad.BEFORE, "readrandom"): {"strata/matrix": res(32, 41, 44)},
+                (qad.BEFORE, "seekrandom"): {"strata/matrix": res(10, 10)},
+                (qad.AFTER, "deletehalf_drop"): {"strata/matrix": [{"delete": {"total_ms": 3.0, "longest_ms": 1.0}}] * 3},
+                (qad.AFTER, "readrandom"): {"strata/matrix": res(30.08, 29.11, 43.12)},
+                (qad.AFTER, "seekrandom"): {"strata/matrix": res(9)}}  # a failed repetition: medians instead
+        f = qad.figures(rows, "strata/matrix")
+        self.assertEqual([round(x, 2) for x in f["read_reps"]], [0.94, 0.71, 0.98])
+        self.assertAlmostEqual(f["read_kept"], 0.94)
+        self.assertEqual((f["seek_kept"], f["seek_reps"]), (0.9, []))
+        row = next(x for x in qad.targets([({"title": "t"}, rows)], vs) if x.startswith("| strata/matrix | drop")).split(" | ")
+        self.assertEqual(row[2:4], ["0.94 (0.94, 0.71, 0.98) ✗", "0.90 ✗"])
 
 class EngineRecordTest(unittest.TestCase):
     def test_strata_bench_json(self):

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Context, Result};
-use stratakv::{Compression, Db, IndexKind, L0Kind, Options, WriteBatch, WriteOptions};
+use anyhow::{anyhow, bail, Context, Result};
+use stratakv::{Compression, Db, IndexKind, L0Kind, Options, Partition, WriteBatch, WriteOptions};
 
 use crate::flags::Flags;
 
@@ -187,11 +187,86 @@ pub trait Engine: Send + Sync {
     fn close(&self) -> Result<()>;
     /// The directory of the PM region file, if the engine has one.
     fn pm_dir(&self) -> Option<PathBuf>;
+
+    // Partitions (`--partitions`: StrataKV partitions, RocksDB column
+    // families) and range deletes. `part` is 0 .. --partitions, always 0
+    // without partitions (the engine's own key space). Engines without
+    // them run part 0 through the methods above and refuse the rest.
+
+    /// [`Engine::put`] into partition `part`.
+    fn put_in(&self, part: usize, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        only_part_zero(self, part)?;
+        self.put(key, value, sync)
+    }
+    /// [`Engine::write`] of a batch whose updates name their partitions.
+    fn write_in(&self, ops: &[(usize, BatchOp<'_>)], sync: bool) -> Result<()> {
+        for (part, _) in ops {
+            only_part_zero(self, *part)?;
+        }
+        let plain: Vec<BatchOp<'_>> = ops.iter().map(|(_, op)| *op).collect();
+        self.write(&plain, sync)
+    }
+    /// [`Engine::get_visit`] in partition `part` (a dropped one holds nothing).
+    fn get_visit_in(&self, part: usize, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        only_part_zero(self, part)?;
+        self.get_visit(key, visit)
+    }
+    /// [`Engine::scan`] forwards from `start` within partition `part`.
+    fn scan_in(&self, part: usize, start: &[u8], visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
+        only_part_zero(self, part)?;
+        self.scan(Some(start), false, visit)
+    }
+    /// Removes every key of partition `part` in `[start, end)` with one
+    /// range tombstone (StrataKV's delete_range, RocksDB's DeleteRange).
+    fn delete_range_in(&self, _part: usize, _start: &[u8], _end: &[u8]) -> Result<()> {
+        Err(anyhow!("{} has no range delete in strata-bench", self.name()))
+    }
+    /// Drops partition `part` with its keys (StrataKV's drop_partition,
+    /// RocksDB's DropColumnFamily); later calls naming it fail.
+    fn drop_partition(&mut self, _part: usize) -> Result<()> {
+        Err(anyhow!("{} has no partitions in strata-bench", self.name()))
+    }
+    /// Range tombstones live and tables deleted whole under them, where the
+    /// engine counts them.
+    fn range_counts(&self) -> Option<(u64, u64)> {
+        None
+    }
+}
+
+fn only_part_zero<E: Engine + ?Sized>(e: &E, part: usize) -> Result<()> {
+    if part == 0 {
+        Ok(())
+    } else {
+        Err(anyhow!("{} has no partition {part} (--partitions is not supported by it)", e.name()))
+    }
+}
+
+/// The name of partition (column family) `part` in every engine.
+pub fn partition_name(part: usize) -> String {
+    format!("p{part:04}")
+}
+
+/// Which of partitions `0..n` to open: all of them, to be created, when
+/// the first is not among `existing` (a new database); else those that
+/// exist (the others were dropped). Fails if the database has partitions
+/// other than these.
+pub fn partitions_to_open(existing: &[String], n: usize) -> Result<Vec<Option<String>>> {
+    let names: Vec<String> = (0..n).map(partition_name).collect();
+    if n <= 1 {
+        return Ok(Vec::new());
+    }
+    if let Some(other) = existing.iter().find(|e| e.as_str() != "default" && !names.contains(e)) {
+        bail!("the database has partition {other:?}, which --partitions={n} does not name");
+    }
+    let fresh = !existing.contains(&names[0]);
+    Ok(names.into_iter().map(|name| (fresh || existing.contains(&name)).then_some(name)).collect())
 }
 
 /// StrataKV behind the [`Engine`] seam.
 pub struct StrataEngine {
     db: Db,
+    /// `--partitions` above 1: partition i, or None once dropped.
+    parts: Vec<Option<Partition>>,
     profile: String,
     pm_dir: PathBuf,
     settings: Vec<Setting>,
@@ -275,7 +350,27 @@ impl StrataEngine {
         let settings = strata_settings(&opts);
         let db = Db::open(dir, opts).with_context(|| format!("opening StrataKV at {}", dir.display()))?;
         let pm_dir = f.pm_dir.clone().unwrap_or_else(|| dir.join("pm"));
-        Ok(StrataEngine { db, profile, pm_dir, settings })
+        let existing = db.list_partitions();
+        let parts = partitions_to_open(&existing, f.partitions)?
+            .into_iter()
+            .map(|name| match name {
+                Some(n) if existing.contains(&n) => db.partition(&n).map(Some),
+                Some(n) => db.create_partition(&n).map(Some),
+                None => Ok(None),
+            })
+            .collect::<stratakv::Result<Vec<_>>>()
+            .context("opening the partitions")?;
+        Ok(StrataEngine { db, parts, profile, pm_dir, settings })
+    }
+
+    /// Partition `part`, None if it was dropped (reads find nothing there).
+    fn live_part(&self, part: usize) -> Result<Option<&Partition>> {
+        self.parts.get(part).map(Option::as_ref).ok_or_else(|| anyhow!("no partition {part} (beyond --partitions)"))
+    }
+
+    /// Partition `part` for a write: an error if it was dropped.
+    fn part(&self, part: usize) -> Result<&Partition> {
+        self.live_part(part)?.ok_or_else(|| anyhow!("partition {part} was dropped"))
     }
 }
 
@@ -361,7 +456,12 @@ impl Engine for StrataEngine {
     }
 
     fn compact(&self) -> Result<()> {
-        Ok(self.db.compact_range(..)?)
+        self.db.compact_range(..)?;
+        // The default partition's range leaves the partitions' keys out.
+        for p in self.parts.iter().flatten() {
+            p.compact_range(..)?;
+        }
+        Ok(())
     }
 
     fn wait_for_compactions(&self) -> Result<()> {
@@ -404,5 +504,82 @@ impl Engine for StrataEngine {
 
     fn pm_dir(&self) -> Option<PathBuf> {
         Some(self.pm_dir.clone())
+    }
+
+    fn put_in(&self, part: usize, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        if self.parts.is_empty() {
+            only_part_zero(self, part)?;
+            return self.put(key, value, sync);
+        }
+        Ok(self.part(part)?.put_opt(key, value, &WriteOptions { sync })?)
+    }
+
+    fn write_in(&self, ops: &[(usize, BatchOp<'_>)], sync: bool) -> Result<()> {
+        let mut b = WriteBatch::new();
+        for (part, op) in ops {
+            if self.parts.is_empty() {
+                only_part_zero(self, *part)?;
+                match op {
+                    BatchOp::Put(k, v) => b.put(k, v),
+                    BatchOp::Delete(k) => b.delete(k),
+                };
+                continue;
+            }
+            let p = self.part(*part)?;
+            match op {
+                BatchOp::Put(k, v) => b.put_in(p, k, v),
+                BatchOp::Delete(k) => b.delete_in(p, k),
+            };
+        }
+        Ok(self.db.write_opt(&b, &WriteOptions { sync })?)
+    }
+
+    fn get_visit_in(&self, part: usize, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        if self.parts.is_empty() {
+            only_part_zero(self, part)?;
+            return self.get_visit(key, visit);
+        }
+        let Some(p) = self.live_part(part)? else { return Ok(false) };
+        Ok(p.get(key)?.map(|v| visit(&v)).is_some())
+    }
+
+    fn scan_in(&self, part: usize, start: &[u8], visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
+        if self.parts.is_empty() {
+            only_part_zero(self, part)?;
+            return self.scan(Some(start), false, visit);
+        }
+        let Some(p) = self.live_part(part)? else { return Ok(0) };
+        let mut it = p.iter(start..)?;
+        let mut n = 0;
+        for (k, v) in it.by_ref() {
+            n += 1;
+            if !visit(&k, &v) {
+                break;
+            }
+        }
+        it.status().map_err(|e| anyhow!("iteration failed: {e}"))?;
+        Ok(n)
+    }
+
+    fn delete_range_in(&self, part: usize, start: &[u8], end: &[u8]) -> Result<()> {
+        if self.parts.is_empty() {
+            only_part_zero(self, part)?;
+            return Ok(self.db.delete_range(start, end)?);
+        }
+        Ok(self.part(part)?.delete_range(start, end)?)
+    }
+
+    fn drop_partition(&mut self, part: usize) -> Result<()> {
+        self.part(part)?;
+        self.db.drop_partition(&partition_name(part))?;
+        if let Some(slot) = self.parts.get_mut(part) {
+            *slot = None;
+        }
+        Ok(())
+    }
+
+    fn range_counts(&self) -> Option<(u64, u64)> {
+        let s = self.db.stats();
+        Some((s.range_tombstones, s.range_dropped_files))
     }
 }

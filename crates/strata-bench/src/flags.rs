@@ -35,7 +35,9 @@ fn parse_bool(s: &str) -> Result<bool, String> {
 pub struct Flags {
     /// Comma-separated benchmarks, run in order. Workloads: fillseq, fillrandom, overwrite, fillsync,
     /// readrandom, readmissing, readseq, readreverse, seekrandom, deleterandom, readwhilewriting,
-    /// readrandomwriterandom, multireadrandom, ycsbload, ycsba..ycsbf; meta: flush, compact,
+    /// readrandomwriterandom, multireadrandom, ycsbload, ycsba..ycsbf; deletehalf_drop,
+    /// deletehalf_range, deletehalf_point (delete the odd parts of --partitions/--key_ranges by
+    /// dropping partitions, by range deletes, by point deletes; timed); meta: flush, compact,
     /// waitforcompaction, stats, levelstats; cpufloor (the machine's latency floor, no database).
     #[arg(long, default_value = "fillseq,fillrandom,readrandom")]
     pub benchmarks: String,
@@ -164,6 +166,21 @@ pub struct Flags {
     /// pm-only: DRAM of the lookup cache in MiB (unset = the engine's default; 0 = off).
     #[arg(long)]
     pub listdb_lookup_cache_mb: Option<usize>,
+    /// Partitions the key numbers are spread over: key i of [0, num) goes to partition
+    /// floor(i * P / num) (contiguous ranges, so that one range delete covers one partition), a
+    /// StrataKV partition or a RocksDB column family each; 1 = none (the default). Works with the
+    /// fill benchmarks, overwrite, readrandom, seekrandom and deletehalf_*.
+    #[arg(long, default_value_t = 1)]
+    pub partitions: usize,
+    /// Without --partitions: the contiguous key ranges [0, num) is cut into for deletehalf_range
+    /// and deletehalf_point, as --partitions cuts it (0 = --partitions).
+    #[arg(long, default_value_t = 0)]
+    pub key_ranges: usize,
+    /// Key numbers readrandom, seekrandom and multireadrandom draw from: all (db_bench's [0, num))
+    /// or survivors (those in the even parts, which deletehalf_* keeps; the default after a
+    /// deletehalf in the same run).
+    #[arg(long, default_value = "all")]
+    pub read_keys: String,
     /// Write one JSON object per benchmark (in a `benchmarks` array) to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -349,6 +366,21 @@ impl Flags {
         if self.rocks.block_size == 0 {
             bad.push("--block_size must be at least 1".into());
         }
+        if self.partitions == 0 {
+            bad.push("--partitions must be at least 1".into());
+        }
+        if self.partitions > 1 && self.key_ranges > 0 && self.key_ranges != self.partitions {
+            bad.push("--key_ranges must be 0 or equal to --partitions when --partitions is above 1".into());
+        }
+        if self.parts() > 1 && self.parts() as u64 > self.num {
+            bad.push(format!("--num={} is too small for {} partitions or key ranges", self.num, self.parts()));
+        }
+        if self.partitions > 1 && self.engine == "fjall" {
+            bad.push("--partitions is not supported by --engine=fjall".into());
+        }
+        if !matches!(self.read_keys.as_str(), "all" | "survivors") {
+            bad.push(format!("--read_keys must be all or survivors, not {:?}", self.read_keys));
+        }
         if self.benchmark_list().is_empty() {
             bad.push("--benchmarks is empty".into());
         }
@@ -362,6 +394,15 @@ impl Flags {
     /// The benchmark names, in order, without empty items.
     pub fn benchmark_list(&self) -> Vec<String> {
         self.benchmarks.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    }
+
+    /// The parts [0, num) is cut into: `--partitions` if above 1, else `--key_ranges` (at least 1).
+    pub fn parts(&self) -> usize {
+        if self.partitions > 1 {
+            self.partitions
+        } else {
+            self.key_ranges.max(1)
+        }
     }
 
     /// Read operations per thread (`--reads`, or `--num` when negative).
@@ -502,6 +543,20 @@ mod tests {
         let f = parse(&["--seed=42", "--reads=5", "--seed=7", "--sync", "--sync=0"]).unwrap();
         assert_eq!(f.seed, 7);
         assert!(!f.sync);
+    }
+
+    #[test]
+    fn partitions_and_key_ranges() {
+        let f = parse(&[]).unwrap();
+        assert_eq!((f.partitions, f.key_ranges, f.parts(), f.read_keys.as_str()), (1, 0, 1, "all"));
+        assert_eq!(parse(&["--partitions=16"]).unwrap().parts(), 16);
+        assert_eq!(parse(&["--key_ranges=8"]).unwrap().parts(), 8);
+        assert_eq!(parse(&["--partitions=4", "--key_ranges=4", "--read_keys=survivors"]).unwrap().parts(), 4);
+        assert!(parse(&["--partitions=0"]).is_err());
+        assert!(parse(&["--partitions=4", "--key_ranges=8"]).is_err());
+        assert!(parse(&["--partitions=20", "--num=10"]).is_err());
+        assert!(parse(&["--partitions=2", "--engine=fjall"]).is_err());
+        assert!(parse(&["--read_keys=some"]).is_err());
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! Modules: [`flags`] (command line), [`keygen`] (keys, values, random
 //! numbers), [`workloads`] (db_bench workloads), [`ycsb`] and [`ycsb_ops`]
 //! (YCSB generators, record layout, load and transaction phases),
-//! [`measure`] (latency, timeline), [`report`] (text and JSON), [`runner`]
+//! [`keyspace`] (partitions, key ranges and the survivors of the deletehalf
+//! benchmarks), [`measure`] (latency, timeline), [`report`] (text and JSON), [`runner`]
 //! (the benchmark list), [`sysinfo`] (/proc), [`engine`] (the seam),
 //! [`cpufloor`] (the machine's latency floor).
 
@@ -20,6 +21,7 @@ pub mod engines;
 pub mod fjall_engine;
 pub mod flags;
 pub mod keygen;
+pub mod keyspace;
 pub mod measure;
 pub mod report;
 #[cfg(feature = "rocksdb")]

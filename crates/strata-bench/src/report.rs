@@ -125,6 +125,30 @@ pub struct BenchResult {
     /// The engine's state after the meta benchmarks that followed this one
     /// (e.g. `waitforcompaction,stats`), cumulative since open.
     pub end_state: Option<EndState>,
+    /// What a deletehalf benchmark deleted and how long it took.
+    pub delete: Option<DeleteFigures>,
+}
+
+/// A deletehalf benchmark's figures (the qad suite's delete times).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DeleteFigures {
+    /// drop (partitions), range (range deletes) or point (point deletes).
+    pub method: String,
+    /// Partitions dropped or key ranges deleted.
+    pub parts: u64,
+    /// Point deletes: tombstones written (the keys the scan found).
+    pub keys_deleted: Option<u64>,
+    /// The whole delete, milliseconds (point deletes: scans and writes).
+    pub total_ms: f64,
+    /// The longest single drop or range delete (point deletes: the
+    /// longest batch, scan included), milliseconds.
+    pub longest_ms: f64,
+    /// Key numbers left in the surviving parts.
+    pub survivor_key_numbers: u64,
+    /// Range tombstones live right after the delete, where the engine counts them.
+    pub range_tombstones: Option<u64>,
+    /// Tables deleted whole under range tombstones so far (since open).
+    pub range_dropped_files: Option<u64>,
 }
 
 /// Engine counters after the meta benchmarks following a benchmark.

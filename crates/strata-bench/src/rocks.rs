@@ -25,9 +25,16 @@ use rocksdb::{
 use crate::engine::{BatchOp, Engine, EngineInfo, EngineStats, Level, Setting};
 use crate::flags::Flags;
 
+mod parts;
+mod text;
+
+use text::{gb_after, level_stats, stall_micros};
+
 /// RocksDB opened with db_bench-equivalent options.
 pub struct RocksEngine {
     db: DB,
+    /// `--partitions` above 1: the column family of partition i, or None once dropped.
+    parts: Vec<Option<String>>,
     dir: PathBuf,
     batched_multiget: bool,
     verify_checksums: bool,
@@ -282,7 +289,8 @@ impl RocksEngine {
         // option (compression, memtable, table factory with the block cache
         // and bloom filter) then silently fell back to RocksDB's defaults.
         let default_cf = ColumnFamilyDescriptor::new("default", opts.clone());
-        let db = DB::open_cf_descriptors(&opts, dir, [default_cf])
+        let (parts, open_opts, families) = parts::column_families(&opts, dir, f.partitions)?;
+        let db = DB::open_cf_descriptors(&open_opts, dir, std::iter::once(default_cf).chain(families))
             .with_context(|| format!("opening RocksDB at {}", dir.display()))?;
         let write = |sync: bool| {
             let mut w = WriteOptions::default();
@@ -295,6 +303,7 @@ impl RocksEngine {
         read.set_async_io(f.rocks.async_io);
         Ok(RocksEngine {
             db,
+            parts,
             dir: dir.to_path_buf(),
             batched_multiget: f.rocks.multiread_batched,
             verify_checksums: f.rocks.verify_checksum,
@@ -369,44 +378,6 @@ pub fn build_description() -> String {
         env!("STRATA_BENCH_LIBROCKSDB_SYS_VERSION"),
         env!("STRATA_BENCH_ROCKSDB_CRATE_VERSION")
     )
-}
-
-/// Parses "... <number> GB" after `label` in RocksDB's stats text.
-fn gb_after(text: &str, label: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.find(label).map(|i| &l[i + label.len()..]))
-        .and_then(|rest| rest.split_whitespace().find_map(|w| w.trim_end_matches(',').parse::<f64>().ok()))
-        .unwrap_or(0.0)
-}
-
-/// "Cumulative stall: 00:00:1.234 H:M:S, ..." in microseconds.
-fn stall_micros(text: &str) -> u64 {
-    let Some(hms) = text.lines().find_map(|l| l.trim().strip_prefix("Cumulative stall: ")) else {
-        return 0;
-    };
-    let hms = hms.split_whitespace().next().unwrap_or("");
-    let parts: Vec<f64> = hms.split(':').filter_map(|p| p.parse().ok()).collect();
-    match parts.as_slice() {
-        [h, m, s] => ((h * 3600.0 + m * 60.0 + s) * 1e6) as u64,
-        _ => 0,
-    }
-}
-
-/// `rocksdb.levelstats`: "Level Files Size(MB)" rows.
-fn level_stats(text: &str) -> Vec<Level> {
-    text.lines()
-        .filter_map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            match w.as_slice() {
-                [level, files, mb] => Some(Level {
-                    level: level.parse().ok()?,
-                    files: files.parse().ok()?,
-                    bytes: (mb.parse::<f64>().ok()? * 1_048_576.0) as u64,
-                }),
-                _ => None,
-            }
-        })
-        .collect()
 }
 
 impl Engine for RocksEngine {
@@ -507,12 +478,13 @@ impl Engine for RocksEngine {
     }
 
     fn flush(&self) -> Result<()> {
-        Ok(self.db.flush()?)
+        self.db.flush()?;
+        self.flush_parts()
     }
 
     fn compact(&self) -> Result<()> {
         self.db.compact_range::<&[u8], &[u8]>(None, None);
-        Ok(())
+        self.compact_parts()
     }
 
     fn wait_for_compactions(&self) -> Result<()> {
@@ -571,24 +543,35 @@ impl Engine for RocksEngine {
     fn pm_dir(&self) -> Option<PathBuf> {
         None
     }
+
+    fn put_in(&self, part: usize, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        self.put_cf(part, key, value, sync)
+    }
+
+    fn write_in(&self, ops: &[(usize, BatchOp<'_>)], sync: bool) -> Result<()> {
+        self.write_cf(ops, sync)
+    }
+
+    fn get_visit_in(&self, part: usize, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        self.get_visit_cf(part, key, visit)
+    }
+
+    fn scan_in(&self, part: usize, start: &[u8], visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
+        self.scan_cf(part, start, visit)
+    }
+
+    fn delete_range_in(&self, part: usize, start: &[u8], end: &[u8]) -> Result<()> {
+        self.delete_range_cf(part, start, end)
+    }
+
+    fn drop_partition(&mut self, part: usize) -> Result<()> {
+        self.drop_cf(part)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stats_text_parsers() {
-        let text =
-            "Cumulative compaction: 0.06 GB write, 8.20 MB/s write\nCumulative stall: 00:01:2.500 H:M:S, 3.0 percent\n";
-        assert_eq!(gb_after(text, "Cumulative compaction:"), 0.06);
-        assert_eq!(stall_micros(text), 62_500_000);
-        assert_eq!(stall_micros("nothing"), 0);
-        let lv =
-            level_stats("Level Files Size(MB)\n--------------------\n  0        2        6\n  1        1       18\n");
-        assert_eq!(lv.len(), 2);
-        assert_eq!((lv[1].level, lv[1].files, lv[1].bytes), (1, 1, 18 * 1_048_576));
-    }
 
     #[test]
     fn db_bench_defaults_differ_from_rocksdbs_only_where_db_bench_does() {

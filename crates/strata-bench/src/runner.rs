@@ -13,12 +13,15 @@ use crate::engine::{Engine, EngineInfo, EngineStats, STRATA_REGION_FILE};
 use crate::engines;
 use crate::flags::Flags;
 use crate::keygen::{KeyOrder, Mt64};
+use crate::keyspace::KeySpace;
 use crate::measure::{Budget, Merged, Recorder};
 use crate::report::{self, BenchResult, JsonReport};
 use crate::sysinfo;
 use crate::workloads::{self, Ctx, Worker};
 use crate::ycsb::Workload;
 use crate::ycsb_ops::{self, Layout, YcsbShared};
+
+mod qad;
 
 /// What a benchmark name means.
 #[derive(Clone, Debug)]
@@ -72,7 +75,7 @@ const CPU_FLOOR: &str = "cpufloor";
 
 /// Whether `name` is a benchmark strata-bench knows.
 pub fn known_benchmark(name: &str) -> bool {
-    name == CPU_FLOOR || META.contains(&name) || spec(name).is_some()
+    name == CPU_FLOOR || META.contains(&name) || spec(name).is_some() || qad::Method::by_name(name).is_some()
 }
 
 /// The benchmark list's state across benchmarks.
@@ -87,6 +90,8 @@ pub struct Runner {
     results: Vec<BenchResult>,
     /// The engine's name, version, build and settings, once it has been opened.
     info: Option<(String, EngineInfo)>,
+    /// `--partitions`/`--key_ranges`, and whether reads draw survivors only.
+    keys: KeySpace,
     out: Box<dyn Write>,
 }
 
@@ -98,6 +103,9 @@ impl Runner {
                 bail!("unknown benchmark '{name}'");
             }
         }
+        qad::check_layout(&flags)?;
+        let mut keys = KeySpace::new(flags.num, flags.parts() as u64, flags.partitions > 1);
+        keys.set_survivors_only(flags.read_keys == "survivors");
         let seed_base = if flags.seed == 0 {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -107,7 +115,17 @@ impl Runner {
             flags.seed
         };
         let ycsb = Arc::new(YcsbShared::new(flags.num));
-        Ok(Runner { flags, engine: None, seed_base, thread_counter: 0, ycsb, results: Vec::new(), info: None, out })
+        Ok(Runner {
+            flags,
+            engine: None,
+            seed_base,
+            thread_counter: 0,
+            ycsb,
+            results: Vec::new(),
+            info: None,
+            keys,
+            out,
+        })
     }
 
     /// The results so far.
@@ -227,6 +245,9 @@ impl Runner {
         if META.contains(&name) {
             return self.meta(name);
         }
+        if let Some(method) = qad::Method::by_name(name) {
+            return self.delete_half(name, method);
+        }
         let spec = spec(name).ok_or_else(|| anyhow!("unknown benchmark '{name}'"))?;
         if spec.fresh_db {
             if self.flags.use_existing_db {
@@ -345,6 +366,7 @@ impl Runner {
         };
         let stop = AtomicBool::new(false);
         let live = Arc::new(AtomicU64::new(0));
+        let keys = self.keys.clone();
         let engine = self.engine()?;
         let ctx = Ctx {
             engine,
@@ -358,6 +380,7 @@ impl Runner {
             seek_nexts: f.seek_nexts,
             readwritepercent: f.readwritepercent,
             stop: &stop,
+            keys: &keys,
         };
         let before = engine.stats();
         let (io_read0, io_write0) = sysinfo::proc_io();

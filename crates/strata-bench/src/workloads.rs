@@ -11,6 +11,7 @@ use anyhow::Result;
 
 use crate::engine::{BatchOp, Engine};
 use crate::keygen::{format_key, KeyGen, KeyOrder, Mt64, ValueGen};
+use crate::keyspace::KeySpace;
 use crate::measure::{Budget, Recorder};
 
 /// What every thread of a benchmark shares.
@@ -37,6 +38,8 @@ pub struct Ctx<'a> {
     pub readwritepercent: u32,
     /// Set when the foreground threads of readwhilewriting are done.
     pub stop: &'a AtomicBool,
+    /// The partitions keys go to and the key numbers reads draw from.
+    pub keys: &'a KeySpace,
 }
 
 /// One thread: its random stream and its measurements.
@@ -60,7 +63,9 @@ pub fn write(ctx: &Ctx<'_>, w: &mut Worker, order: KeyOrder) -> Result<()> {
     let start = w.rec.started();
     while !ctx.budget.done(w.rec.ops, start) {
         w.rng.next_u64(); // SelectDB
-        if ctx.batch_size == 1 {
+        if ctx.keys.partitioned() {
+            write_partitioned(ctx, w, &mut keys, &mut values, &mut key_bufs, &mut val_bufs)?;
+        } else if ctx.batch_size == 1 {
             let mut key = std::mem::take(&mut key_bufs[0]);
             format_key(keys.next(&mut w.rng), ctx.key_size, &mut key);
             ctx.engine.put(&key, values.generate(ctx.value_size), ctx.sync)?;
@@ -79,6 +84,31 @@ pub fn write(ctx: &Ctx<'_>, w: &mut Worker, order: KeyOrder) -> Result<()> {
     }
     w.rec.stop();
     Ok(())
+}
+
+/// One put or batch of [`write`] into the partitions the keys belong to.
+fn write_partitioned(
+    ctx: &Ctx<'_>,
+    w: &mut Worker,
+    keys: &mut KeyGen,
+    values: &mut ValueGen,
+    key_bufs: &mut [Vec<u8>],
+    val_bufs: &mut [Vec<u8>],
+) -> Result<()> {
+    let mut parts = Vec::with_capacity(key_bufs.len());
+    for (k, v) in key_bufs.iter_mut().zip(val_bufs.iter_mut()) {
+        let n = keys.next(&mut w.rng);
+        parts.push(ctx.keys.partition_of(n));
+        format_key(n, ctx.key_size, k);
+        v.clear();
+        v.extend_from_slice(values.generate(ctx.value_size));
+    }
+    if let ([k], [v], [part]) = (&*key_bufs, &*val_bufs, parts.as_slice()) {
+        return ctx.engine.put_in(*part, k, v, ctx.sync);
+    }
+    let ops: Vec<(usize, BatchOp<'_>)> =
+        parts.iter().zip(key_bufs.iter().zip(val_bufs.iter())).map(|(&p, (k, v))| (p, BatchOp::Put(k, v))).collect();
+    ctx.engine.write_in(&ops, ctx.sync)
 }
 
 /// Deletes random keys in batches: db_bench's `DoDelete` (random).
@@ -110,9 +140,15 @@ pub fn read_random(ctx: &Ctx<'_>, w: &mut Worker) -> Result<()> {
     let start = w.rec.started();
     while !ctx.budget.done(w.rec.ops, start) {
         w.rng.next_u64(); // SelectDB
-        format_key(w.rng.below(ctx.num), ctx.key_size, &mut key);
+        let n = ctx.keys.draw(&mut w.rng);
+        format_key(n, ctx.key_size, &mut key);
         let mut len = 0;
-        if ctx.engine.get_visit(&key, &mut |v| len = v.len())? {
+        let found = if ctx.keys.partitioned() {
+            ctx.engine.get_visit_in(ctx.keys.partition_of(n), &key, &mut |v| len = v.len())?
+        } else {
+            ctx.engine.get_visit(&key, &mut |v| len = v.len())?
+        };
+        if found {
             w.rec.found += 1;
             w.rec.bytes += (key.len() + len) as u64;
         }
@@ -130,7 +166,7 @@ pub fn multi_read_random(ctx: &Ctx<'_>, w: &mut Worker) -> Result<()> {
     while !ctx.budget.done(w.rec.ops, start) {
         w.rng.next_u64(); // SelectDB
         for k in keys.iter_mut() {
-            format_key(w.rng.below(ctx.num), ctx.key_size, k);
+            format_key(ctx.keys.draw(&mut w.rng), ctx.key_size, k);
         }
         let (mut found, mut bytes) = (0u64, 0u64);
         ctx.engine.multi_get_visit(&keys, &mut |i, v| {
@@ -173,13 +209,14 @@ pub fn seek_random(ctx: &Ctx<'_>, w: &mut Worker) -> Result<()> {
     w.rec.start();
     let start = w.rec.started();
     while !ctx.budget.done(w.rec.ops, start) {
-        format_key(w.rng.below(ctx.num), ctx.key_size, &mut key);
+        let n = ctx.keys.draw(&mut w.rng);
+        format_key(n, ctx.key_size, &mut key);
         let mut first = true;
         let mut found = false;
         let mut bytes = 0u64;
         let mut left = ctx.seek_nexts;
         // The first entry is the seek's result; each further one is a Next().
-        ctx.engine.scan(Some(&key), false, &mut |k, v| {
+        let mut visit = |k: &[u8], v: &[u8]| {
             if first {
                 first = false;
                 found = k == key.as_slice();
@@ -190,7 +227,12 @@ pub fn seek_random(ctx: &Ctx<'_>, w: &mut Worker) -> Result<()> {
             bytes += (k.len() + v.len()) as u64;
             left -= 1;
             true
-        })?;
+        };
+        if ctx.keys.partitioned() {
+            ctx.engine.scan_in(ctx.keys.partition_of(n), &key, &mut visit)?;
+        } else {
+            ctx.engine.scan(Some(&key), false, &mut visit)?;
+        }
         if found {
             w.rec.found += 1;
         }
