@@ -135,7 +135,7 @@ fn range_partitions_split_as_they_grow_and_drop_whole_tables() {
         let dir = tempfile::tempdir().unwrap();
         let o = Options { l0, partition_split_bytes: 256 << 10, ..opts(l0) };
         let db = Db::open(dir.path(), o.clone()).unwrap();
-        let value = vec![b'v'; 200];
+        let value = [b'v'; 200];
         for round in 0..4u32 {
             for i in 0..6000u32 {
                 db.put(key(i * 7 % 6000), [&value[..], &round.to_be_bytes()].concat()).unwrap();
