@@ -164,6 +164,8 @@ pub struct Stats {
     pub range_deletes: u64,
     /// Tables deleted whole since the open because a range tombstone covered them.
     pub range_dropped_files: u64,
+    /// `delete_range` tombstones removed since the open: they hid nothing any more.
+    pub range_tombstones_retired: u64,
     /// Range partitions (split points + 1; `Options::partition_split_bytes`).
     pub range_partitions: u64,
     /// DRAM held by the matrix's row hash indexes, filters and fences.
@@ -308,10 +310,11 @@ impl fmt::Display for Stats {
         writeln!(f, "prefix filters:       {} matrix rows skipped by range scans", self.prefix_skipped_rows)?;
         writeln!(
             f,
-            "partitions:           {}; {} range partitions; {} range tombstones, {} delete_range calls, {} tables dropped whole",
+            "partitions:           {}; {} range partitions; {} range tombstones ({} retired), {} delete_range calls, {} tables dropped whole",
             self.partitions.join(", "),
             self.range_partitions,
             self.range_tombstones,
+            self.range_tombstones_retired,
             self.range_deletes,
             self.range_dropped_files
         )?;

@@ -38,6 +38,19 @@ impl DbInner {
         Some(Box::new(move |eng: &Engine| run_compaction_and_release(eng, &t, &v)))
     }
 
+    /// A compaction of a table holding entries a range tombstone hides
+    /// (see `tombstone_target`), with its inputs marked busy.
+    pub(super) fn pick_tombstone_compaction(&self) -> Option<Job<'_>> {
+        let (level, f) = self.tombstone_target()?;
+        let policy = self.level_policy();
+        let _vs = self.eng.versions.lock();
+        let mut st = self.eng.state.lock();
+        let t = pick_range(&st.version, &policy, level, Some(f.smallest_user()), Some(f.largest_user()), &st.busy)?;
+        st.mark_busy(t.all_inputs());
+        let v = st.version.tables_only();
+        Some(Box::new(move |eng: &Engine| run_compaction_and_release(eng, &t, &v)))
+    }
+
     /// Seals the memtable and waits until it and all earlier ones are in level 0.
     pub(crate) fn flush_all(&self) -> Result<()> {
         let eng = &self.eng;
@@ -124,7 +137,7 @@ impl DbInner {
         let auto = !eng.opts.disable_auto_compaction;
         let l0 = self.l0.work_pending(eng, &v, auto);
         drop(vs);
-        if self.range_drop_due() {
+        if self.range_drop_due() || self.retire_due() || (auto && self.tombstone_target().is_some()) {
             return true;
         }
         let vs = eng.versions.lock();

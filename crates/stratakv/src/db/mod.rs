@@ -66,6 +66,12 @@ pub(crate) struct DbInner {
     pub(crate) partitioned: std::sync::atomic::AtomicBool,
     /// Serializes creating and dropping partitions.
     partition_ops: Mutex<()>,
+    /// The version (its address) whose range tombstones were last looked
+    /// at for retirement (`pick_retire`).
+    retire_checked: std::sync::atomic::AtomicUsize,
+    /// (table, tombstone sequence) pairs found to hold nothing the
+    /// tombstone hides (`tombstone_target`).
+    tombstone_clean: Mutex<std::collections::HashSet<(u64, u64)>>,
     /// Per live partition id, the flag its handles check (cleared on drop).
     live_partitions: Mutex<std::collections::HashMap<u32, Arc<std::sync::atomic::AtomicBool>>>,
 }

@@ -7,11 +7,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::DbInner;
-use crate::engine::{Commit, Engine, State};
-use crate::key::SeqNo;
+use std::ops::Bound;
+
+use crate::engine::{Commit, Engine, State, SuperVersion};
+use crate::iterator::{InternalIterator, MergingIterator};
+use crate::key::{internal_key, KeyRange, Kind, ParsedKey, SeqNo, MAX_SEQ};
+use crate::version::range_del::DROPPED;
+use crate::version::RangeTomb;
 use crate::l0::Job;
 use crate::options::L0Kind;
 use crate::version::{FileMeta, VersionEdit};
+
+/// Most entries a look at one tombstone reads before giving up for now.
+const RETIRE_SCAN: usize = 20_000;
 
 impl DbInner {
     /// A job deleting the tables a range tombstone visible to every reader
@@ -48,6 +56,69 @@ impl DbInner {
         }))
     }
 
+    /// A job removing the `delete_range` tombstones that hide nothing any
+    /// more, if the version changed since the last look and some do. A
+    /// tombstone at S over `[s, e)` hides nothing once no source (the
+    /// memtables, level 0, the tables) holds an entry of a key in `[s, e)`
+    /// older than S: compactions dropped them, or there never were any.
+    /// Every later write has a sequence above S, so none can need it
+    /// after. Dropped partitions' tombstones stay: their ids are never
+    /// reused, and a write in flight at the drop may still land there.
+    pub(super) fn pick_retire(&self) -> Option<Job<'_>> {
+        let (sv, _) = self.eng.view_now();
+        let v = &sv.version;
+        let id = Arc::as_ptr(v) as usize;
+        if v.range_dels.tombs().iter().all(|t| t.seq == DROPPED) || self.retire_checked.swap(id, Ordering::AcqRel) == id {
+            return None;
+        }
+        let mut done = Vec::new();
+        for t in v.range_dels.tombs().iter().filter(|t| t.seq != DROPPED) {
+            // An error (a table gone to a compaction meanwhile) keeps the
+            // tombstone until the next look.
+            if let Ok(true) = self.hides_nothing(&sv, t) {
+                done.push(t.clone());
+            }
+        }
+        if done.is_empty() {
+            return None;
+        }
+        Some(Box::new(move |eng: &Engine| {
+            let mut vs = eng.versions.lock();
+            let live: Vec<RangeTomb> =
+                done.into_iter().filter(|t| vs.current().range_dels.tombs().contains(t)).collect();
+            if live.is_empty() {
+                return Ok(());
+            }
+            let n = live.len() as u64;
+            let edit = VersionEdit { range_dels_removed: live, ..Default::default() };
+            eng.commit(&mut vs, Commit { edit, ..Default::default() })?;
+            eng.counters.range_tombstones_retired.fetch_add(n, Ordering::Relaxed);
+            Ok(())
+        }))
+    }
+
+    /// Whether no source of `sv` holds an entry `t` hides (looking at no
+    /// more than `RETIRE_SCAN` entries: past that, it may).
+    fn hides_nothing(&self, sv: &SuperVersion, t: &RangeTomb) -> crate::error::Result<bool> {
+        let range = KeyRange { start: Bound::Included(t.start.clone()), end: Bound::Excluded(t.end.clone()) };
+        let mut it = MergingIterator::new(self.source_iters_in(sv, &range)?);
+        it.seek(&internal_key(&t.start, MAX_SEQ, Kind::Put))?;
+        for _ in 0..RETIRE_SCAN {
+            if !it.valid() {
+                return Ok(true);
+            }
+            let Some(p) = ParsedKey::parse(it.key()) else { return Ok(false) };
+            if p.user_key >= t.end.as_slice() {
+                return Ok(true);
+            }
+            if p.seq < t.seq {
+                return Ok(false);
+            }
+            it.next()?;
+        }
+        Ok(false)
+    }
+
     /// Whether a table waits to be deleted for a range tombstone.
     pub(super) fn range_drop_due(&self) -> bool {
         let oldest = self.eng.oldest_snapshot();
@@ -78,5 +149,77 @@ impl DbInner {
             }
         }
         out
+    }
+}
+
+impl DbInner {
+    /// Whether `pick_retire` has a version it has not looked at yet.
+    pub(super) fn retire_due(&self) -> bool {
+        let v = self.eng.version();
+        v.range_dels.tombs().iter().any(|t| t.seq != DROPPED)
+            && self.retire_checked.load(Ordering::Acquire) != Arc::as_ptr(&self.eng.sv.load().version) as usize
+    }
+
+    /// A table of L1 or below holding entries a `delete_range` tombstone
+    /// hides from every reader, which no compaction may ever rewrite (the
+    /// bottom level is not compacted): compacting it into the next level
+    /// drops them, and then the tombstone can go (RocksDB marks such
+    /// tables for compaction too). Tables found to hold none are noted and
+    /// not read again.
+    pub(super) fn tombstone_target(&self) -> Option<(usize, Arc<FileMeta>)> {
+        if matches!(self.eng.opts.l0, L0Kind::SingleLevel | L0Kind::PmOnly) {
+            return None;
+        }
+        let oldest = self.eng.oldest_snapshot();
+        let v = self.eng.version();
+        let tombs: Vec<&RangeTomb> =
+            v.range_dels.tombs().iter().filter(|t| t.seq != DROPPED && t.seq <= oldest).collect();
+        if tombs.is_empty() {
+            return None;
+        }
+        let mut clean = self.tombstone_clean.lock();
+        for level in 1..crate::version::NUM_LEVELS - 1 {
+            for f in v.files(level) {
+                for t in &tombs {
+                    if f.smallest_seq >= t.seq
+                        || f.largest_user() < t.start.as_slice()
+                        || f.smallest_user() >= t.end.as_slice()
+                        || clean.contains(&(f.number, t.seq))
+                    {
+                        continue;
+                    }
+                    match self.holds_hidden(f, t) {
+                        Ok(true) => return Some((level, f.clone())),
+                        Ok(false) => {
+                            clean.insert((f.number, t.seq));
+                        }
+                        Err(_) => {}
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether table `f` holds an entry `t` hides (reading no more than
+    /// `RETIRE_SCAN` entries of the range: past that, it may).
+    fn holds_hidden(&self, f: &FileMeta, t: &RangeTomb) -> crate::error::Result<bool> {
+        let mut it = crate::compaction::table_input(&self.eng.tables, f)?;
+        let from = t.start.as_slice().max(f.smallest_user());
+        it.seek(&internal_key(from, MAX_SEQ, Kind::Put))?;
+        for _ in 0..RETIRE_SCAN {
+            if !it.valid() {
+                return Ok(false);
+            }
+            let Some(p) = ParsedKey::parse(it.key()) else { return Ok(true) };
+            if p.user_key >= t.end.as_slice() {
+                return Ok(false);
+            }
+            if p.seq < t.seq {
+                return Ok(true);
+            }
+            it.next()?;
+        }
+        Ok(true)
     }
 }

@@ -80,6 +80,7 @@ impl DbInner {
             range_partitions: version.splits.len() as u64 + 1,
             range_deletes: c.range_deletes.load(Ordering::Relaxed),
             range_dropped_files: c.range_dropped_files.load(Ordering::Relaxed),
+            range_tombstones_retired: c.range_tombstones_retired.load(Ordering::Relaxed),
             recovery_micros: self.recovery_micros,
             poisoned,
             ..Stats::default()

@@ -183,7 +183,7 @@ impl DbInner {
             let Some(seen) = eng.working_epoch() else { return Ok(None) };
             // Cheap (a MANIFEST edit) and what frees a dropped partition's
             // space: done even with automatic compaction off.
-            if let Some(job) = self.pick_range_drop().or_else(|| self.pick_split()) {
+            if let Some(job) = self.pick_range_drop().or_else(|| self.pick_split()).or_else(|| self.pick_retire()) {
                 return Ok(Some(job));
             }
             if !eng.opts.disable_auto_compaction {
@@ -193,7 +193,7 @@ impl DbInner {
                 if let Some(job) = self.l0.next_job(eng, Lane::Shared)? {
                     return Ok(Some(job));
                 }
-                if let Some(job) = self.pick_leveled() {
+                if let Some(job) = self.pick_leveled().or_else(|| self.pick_tombstone_compaction()) {
                     return Ok(Some(job));
                 }
             }

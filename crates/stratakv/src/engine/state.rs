@@ -131,6 +131,8 @@ pub(crate) struct Counters {
     pub range_deletes: AtomicU64,
     /// Tables deleted whole because a range tombstone covered them.
     pub range_dropped_files: AtomicU64,
+    /// `delete_range` tombstones removed because they hid nothing any more.
+    pub range_tombstones_retired: AtomicU64,
     pub writes: AtomicU64,
     pub table_bytes_written: AtomicU64,
     pub flushes: AtomicU64,
