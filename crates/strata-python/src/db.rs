@@ -12,6 +12,7 @@ use stratakv::{Db, KeyRange, WriteOptions};
 use crate::batch::PyWriteBatch;
 use crate::handle::{Closable, Handle, SnapCell};
 use crate::iter::{IterArgs, IterCell, IterState, PyIter};
+use crate::partition::{self, PyPartition};
 use crate::snapshot::PySnapshot;
 use crate::{bytes_arg, check_key, closed, err, opt_bytes_arg, options};
 
@@ -182,6 +183,11 @@ impl PyDb {
     #[pyo3(signature = (batch, *, sync=false))]
     fn write(&self, py: Python<'_>, batch: &Bound<'_, PyWriteBatch>, sync: bool) -> PyResult<()> {
         let b = batch.borrow();
+        if b.part_db().is_some_and(|d| !Arc::ptr_eq(d, &self.handle)) {
+            return Err(crate::InvalidArgument::new_err(
+                "invalid argument: the batch names partitions of another database",
+            ));
+        }
         let (inner, wo) = (b.inner(), Self::write_options(sync));
         self.with_db(py, |db| db.write_opt(inner, &wo))
     }
@@ -247,6 +253,63 @@ impl PyDb {
             Ok::<_, PyErr>(cell)
         })?;
         Ok(PySnapshot::new(self.handle.clone(), cell))
+    }
+
+    /// Creates partition `name` (1 to 255 bytes of UTF-8) and returns a
+    /// handle on it; raises InvalidArgument if it exists. Once a database
+    /// has a partition, keys of its own that begin with 0xff 0xff are
+    /// refused (they belong to partitions).
+    fn create_partition(&self, py: Python<'_>, name: &str) -> PyResult<PyPartition> {
+        partition::open(py, &self.handle, name, |db, n| db.create_partition(n))
+    }
+
+    /// A handle on partition `name` ("default" is the DB's own keys);
+    /// raises InvalidArgument if there is no such partition.
+    fn partition(&self, py: Python<'_>, name: &str) -> PyResult<PyPartition> {
+        partition::open(py, &self.handle, name, |db, n| db.partition(n))
+    }
+
+    /// Partition `name`, created if it does not exist.
+    fn partition_or_create(&self, py: Python<'_>, name: &str) -> PyResult<PyPartition> {
+        partition::open(py, &self.handle, name, |db, n| db.partition_or_create(n))
+    }
+
+    /// Drops partition `name` with every key in it, at once (its tables
+    /// are deleted in the background). Handles on it raise InvalidArgument
+    /// afterwards; a partition created again under the name is empty.
+    fn drop_partition(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        self.with_db(py, |db| db.drop_partition(name))
+    }
+
+    /// The names of the partitions, "default" first.
+    fn list_partitions(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        self.with_db(py, |db| Ok(db.list_partitions()))
+    }
+
+    /// Removes every key of the DB's own (default partition) from `start`
+    /// (included) to `stop` (excluded) with one range tombstone: O(1) now,
+    /// the space reclaimed as compaction reaches the range.
+    fn delete_range(&self, py: Python<'_>, start: &Bound<'_, PyAny>, stop: &Bound<'_, PyAny>) -> PyResult<()> {
+        let s = bytes_arg(start, "start")?;
+        let e = bytes_arg(stop, "stop")?;
+        self.with_db(py, |db| db.delete_range(&s, &e))
+    }
+
+    /// The range partitions of the key space (split where a range holds
+    /// more than the partition_split_bytes option), in key order: a list
+    /// of `(start, end, bytes)` tuples; `start` is b"" for the first,
+    /// `end` (excluded) None for the last, `bytes` the bytes of the tables
+    /// that begin in the range.
+    fn range_partitions(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
+        let rps = self.with_db(py, |db| Ok(db.range_partitions()))?;
+        partition::range_partitions_list(py, rps)
+    }
+
+    /// Removes every key of the DB's own in the range partition that holds
+    /// `key`, with one range tombstone (its tables are deleted whole).
+    fn drop_range_partition(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = bytes_arg(key, "key")?;
+        self.with_db(py, |db| db.drop_range_partition(&k))
     }
 
     /// Seals the memtable and waits until everything written so far is in tables.

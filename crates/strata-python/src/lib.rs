@@ -8,6 +8,7 @@
 //! | `options.rs` | keyword arguments of `DB(...)` to `stratakv::Options` |
 //! | `batch.rs` | `WriteBatch` |
 //! | `snapshot.rs` | `Snapshot` |
+//! | `partition.rs` | `Partition`, and what `DB`'s partition methods share |
 //! | `iter.rs` | `Iterator`, which fetches entries in batches |
 //! | `handle.rs` | what an open database shares with its iterators and snapshots, and closing |
 //!
@@ -23,6 +24,7 @@ mod db;
 mod handle;
 mod iter;
 mod options;
+mod partition;
 mod snapshot;
 
 use std::borrow::Cow;
@@ -155,6 +157,7 @@ fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::PyWriteBatch>()?;
     m.add_class::<snapshot::PySnapshot>()?;
     m.add_class::<iter::PyIter>()?;
+    m.add_class::<partition::PyPartition>()?;
     m.add("Error", py.get_type::<Error>())?;
     m.add("IoError", py.get_type::<IoError>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;

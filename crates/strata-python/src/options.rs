@@ -48,6 +48,7 @@ pub(crate) const OPTION_NAMES: &[&str] = &[
     "listdb_lookup_cache_bytes",
     "listdb_max_l0",
     "prefix_length",
+    "partition_split_bytes",
 ];
 
 fn bad(msg: String) -> PyErr {
@@ -141,6 +142,7 @@ pub(crate) fn build(
             "listdb_zipper" => o.listdb_zipper = flag(n, &v)?,
             "listdb_lookup_cache_bytes" => o.listdb_lookup_cache_bytes = int(n, &v)?,
             "listdb_max_l0" => o.listdb_max_l0 = int(n, &v)?,
+            "partition_split_bytes" => o.partition_split_bytes = int(n, &v)?,
             "prefix_length" => {
                 let len: usize = int(n, &v)?;
                 o.prefix_extractor = if len == 0 { None } else { Some(Arc::new(FixedPrefix(len))) };

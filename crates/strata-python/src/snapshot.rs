@@ -248,6 +248,11 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
     d.set_item("read_batching", s.read_batching)?;
     d.set_item("matrix_dram_bytes", s.matrix_dram_bytes)?;
     d.set_item("recovery_micros", s.recovery_micros)?;
+    d.set_item("partitions", &s.partitions)?;
+    d.set_item("range_tombstones", s.range_tombstones)?;
+    d.set_item("range_deletes", s.range_deletes)?;
+    d.set_item("range_dropped_files", s.range_dropped_files)?;
+    d.set_item("range_partitions", s.range_partitions)?;
     d.set_item("poisoned", s.poisoned.as_deref())?;
     Ok(d)
 }

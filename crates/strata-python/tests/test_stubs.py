@@ -27,7 +27,7 @@ def test_stub_names_match_module():
     public = {n for n in dir(stratakv) if not n.startswith("_") and n != "stratakv"}
     assert public - top == set(), "missing from the stubs"
     assert {n for n in top if not n.startswith("_")} - public == set(), "stubs name what the module lacks"
-    for cls in ("DB", "Snapshot", "WriteBatch", "Iterator"):
+    for cls in ("DB", "Snapshot", "WriteBatch", "Iterator", "Partition"):
         methods = {n for n in dir(getattr(stratakv, cls)) if not n.startswith("_")}
         assert methods - classes[cls] == set(), cls
 
@@ -36,7 +36,7 @@ def test_docstrings():
     text = pydoc.render_doc(stratakv.DB, renderer=pydoc.plaintext)
     for word in ("profile", "pm_dir", "write_batch", "iterator", "snapshot", "compact_range", "ClosedError"):
         assert word in text, word
-    for cls in (stratakv.DB, stratakv.Snapshot, stratakv.WriteBatch, stratakv.Iterator):
+    for cls in (stratakv.DB, stratakv.Snapshot, stratakv.WriteBatch, stratakv.Iterator, stratakv.Partition):
         assert cls.__doc__ and len(cls.__doc__) > 40
         for name in dir(cls):
             if not name.startswith("_"):
