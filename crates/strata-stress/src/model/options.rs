@@ -59,9 +59,11 @@ pub fn random_options(rng: &mut StdRng, l0: L0Kind, shm: Option<&Path>) -> (Opti
         o.pm_dir = shm.map(|p| p.to_path_buf());
     }
     o.table_index = if rng.gen_bool(0.5) { IndexKind::Learned } else { IndexKind::Binary };
+    // Range partitions split as the tables grow; tables are cut at the splits.
+    o.partition_split_bytes = if rng.gen_bool(0.3) { o.target_file_size * 3 } else { 0 };
     let name = format!(
         "l0={} {} wbs={} tfs={} compression={:?} bloom={} restart={} block={} cache={} bg={} runs={} auto_compaction={} \
-         pm={} index={:?}",
+         pm={} index={:?} split={}",
         l0.name(),
         if tiny { "tiny" } else { "small" },
         o.write_buffer_size,
@@ -75,7 +77,8 @@ pub fn random_options(rng: &mut StdRng, l0: L0Kind, shm: Option<&Path>) -> (Opti
         o.max_runs,
         !o.disable_auto_compaction,
         if on_shm { "shm" } else { "file" },
-        o.table_index
+        o.table_index,
+        o.partition_split_bytes
     );
     (o, name)
 }
