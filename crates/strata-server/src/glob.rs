@@ -4,10 +4,16 @@
 //! Matching backtracks only to the most recent `*`, so it runs in
 //! O(pattern × text) at worst, whatever the pattern.
 
+/// Redis gives up (no match) once matching goes through more `*`s than
+/// this (its recursion limit against abusive patterns; Redis's own test
+/// "Regression for pattern matching very long nested loops").
+const MAX_NESTING: usize = 1000;
+
 /// Whether `text` matches `pattern`.
 pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
     let (mut p, mut t) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
+    let mut stars = 0usize;
     while t < text.len() {
         if let Some((np, ok)) = step(pattern, p, text.get(t).copied()) {
             if ok {
@@ -18,6 +24,13 @@ pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
         } else if pattern.get(p) == Some(&b'*') {
             while pattern.get(p) == Some(&b'*') {
                 p += 1;
+            }
+            // A trailing `*` matches at once; any other goes one level deeper.
+            if p < pattern.len() {
+                stars += 1;
+                if stars > MAX_NESTING {
+                    return false;
+                }
             }
             star = Some((p, t));
             continue;
@@ -120,5 +133,14 @@ mod tests {
         let text = "a".repeat(2000);
         let pat = format!("{}b", "*a".repeat(50));
         assert!(!glob_match(pat.as_bytes(), text.as_bytes()));
+    }
+
+    #[test]
+    fn more_nested_stars_than_redis_allows_match_nothing() {
+        let text = "a".repeat(2000);
+        assert!(glob_match("*?".repeat(1000).as_bytes(), text.as_bytes()));
+        assert!(!glob_match("*?".repeat(1001).as_bytes(), text.as_bytes()));
+        // A trailing star adds no level.
+        assert!(glob_match(format!("{}*", "?*".repeat(999)).as_bytes(), text.as_bytes()));
     }
 }
