@@ -9,7 +9,7 @@ use std::sync::Arc;
 use stratakv::WriteOptions;
 
 use crate::handle::Handle;
-use crate::partition::PyPartition;
+use crate::partition_type::PyPartition;
 use crate::{bytes_arg, InvalidArgument};
 
 /// An ordered list of puts and deletes that a database applies all or

@@ -8,7 +8,8 @@
 //! | `options.rs` | keyword arguments of `DB(...)` to `stratakv::Options` |
 //! | `batch.rs` | `WriteBatch` |
 //! | `snapshot.rs` | `Snapshot` |
-//! | `partition.rs` | `Partition`, and what `DB`'s partition methods share |
+//! | `partition.rs` | `Partition`'s methods, and what `DB`'s partition methods share |
+//! | `partition_type.rs` | the `Partition` class's data (`WriteBatch` takes partitions) |
 //! | `iter.rs` | `Iterator`, which fetches entries in batches |
 //! | `handle.rs` | what an open database shares with its iterators and snapshots, and closing |
 //!
@@ -25,6 +26,7 @@ mod handle;
 mod iter;
 mod options;
 mod partition;
+mod partition_type;
 mod snapshot;
 
 use std::borrow::Cow;

@@ -7,7 +7,6 @@
 //! ([`key_offset`], [`value_offset`]).
 
 use crate::coding::{put_varint, varint_len, Reader};
-use crate::db::Partition;
 use crate::key::partition::is_reserved;
 use crate::key::{Kind, MAX_KEY_LEN, MAX_VALUE_LEN};
 
@@ -33,20 +32,6 @@ impl WriteBatch {
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         self.reserved |= is_reserved(key.as_ref());
         self.put_raw(key.as_ref(), value.as_ref())
-    }
-
-    /// Adds `key = value` in partition `p` (the batch may span partitions).
-    pub fn put_in(&mut self, p: &Partition, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
-        self.reserved |= p.is_default() && is_reserved(key.as_ref());
-        let k = p.engine_key(key.as_ref());
-        self.put_raw(&k, value.as_ref())
-    }
-
-    /// Adds a deletion of `key` in partition `p`.
-    pub fn delete_in(&mut self, p: &Partition, key: impl AsRef<[u8]>) -> &mut Self {
-        self.reserved |= p.is_default() && is_reserved(key.as_ref());
-        let k = p.engine_key(key.as_ref());
-        self.delete_raw(&k)
     }
 
     pub(crate) fn put_raw(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
@@ -121,6 +106,11 @@ impl WriteBatch {
 
     pub(crate) fn invalid(&self) -> Option<&str> {
         self.invalid.as_deref()
+    }
+
+    /// Notes a key of the default partition that begins with the partitions' mark.
+    pub(crate) fn mark_reserved(&mut self) {
+        self.reserved = true;
     }
 
     /// Whether a key of the default partition begins with the partitions' mark.

@@ -34,6 +34,7 @@ mod log;
 mod matrix;
 mod memtable;
 mod options;
+mod partition;
 mod pmlist;
 mod pmtree;
 mod sstable;
@@ -46,7 +47,12 @@ pub mod tooling;
 mod test_util;
 
 pub use batch::WriteBatch;
-pub use db::{Cursor, Db, DbIter, Partition, RangePartition, Snapshot, DEFAULT_PARTITION, REGION_FILE};
+pub use db::{Cursor, Db, DbIter, Snapshot, REGION_FILE};
+pub use key::partition::PARTITION_PREFIX_LEN;
+pub use partition::split::RangePartition;
+pub use partition::{Partition, DEFAULT_PARTITION};
+#[cfg(test)]
+pub(crate) use db::tests_support;
 pub use error::{Error, Result};
 pub use key::{FixedPrefix, KeyRange, PrefixExtractor, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use options::{L0Kind, Options, ReadOptions, WriteOptions};

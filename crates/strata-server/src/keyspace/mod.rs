@@ -246,7 +246,7 @@ impl stratakv::PrefixExtractor for MemberPrefix {
 
 /// Bytes the engine puts in front of a partition's keys (FORMAT.md,
 /// "Partitions"): `0xff 0xff` and the partition id.
-pub const PARTITION_PREFIX_LEN: usize = 6;
+pub use stratakv::PARTITION_PREFIX_LEN;
 
 /// Prefix of every member entry with tag `tag` of `key`.
 pub fn member_prefix(tag: u8, key: &[u8]) -> Vec<u8> {

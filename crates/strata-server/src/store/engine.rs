@@ -17,7 +17,7 @@ use stratakv::{Db, KeyRange, Options, Partition, WriteBatch, WriteOptions, DEFAU
 use super::group::GroupSync;
 use super::{Backend, Op, Pending, ShutdownSave, StoreError, StoreResult};
 
-use crate::keyspace::PARTITION_PREFIX_LEN;
+use stratakv::PARTITION_PREFIX_LEN;
 
 /// What every database's store shares: the engine, its group sync, and
 /// whether a sync failed.

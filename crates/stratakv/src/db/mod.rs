@@ -15,9 +15,6 @@
 mod compact;
 mod iter;
 mod open;
-mod partition;
-mod range_drop;
-mod range_split;
 mod read;
 mod snapshot;
 mod stats;
@@ -26,8 +23,6 @@ mod write;
 
 pub use iter::{Cursor, DbIter};
 pub use open::REGION_FILE;
-pub use partition::{Partition, DEFAULT_PARTITION};
-pub use range_split::RangePartition;
 pub use snapshot::Snapshot;
 
 use std::path::Path;
@@ -65,22 +60,22 @@ pub(crate) struct DbInner {
     /// partitions' mark are theirs, not the default partition's.
     pub(crate) partitioned: std::sync::atomic::AtomicBool,
     /// Serializes creating and dropping partitions.
-    partition_ops: Mutex<()>,
+    pub(crate) partition_ops: Mutex<()>,
     /// The version (its address) whose range tombstones were last looked
     /// at for retirement (`pick_retire`).
-    retire_checked: std::sync::atomic::AtomicUsize,
+    pub(crate) retire_checked: std::sync::atomic::AtomicUsize,
     /// (table, tombstone sequence) pairs found to hold nothing the
     /// tombstone hides (`tombstone_target`).
-    tombstone_clean: Mutex<std::collections::HashSet<(u64, u64)>>,
+    pub(crate) tombstone_clean: Mutex<std::collections::HashSet<(u64, u64)>>,
     /// Per live partition id, the flag its handles check (cleared on drop).
-    live_partitions: Mutex<std::collections::HashMap<u32, Arc<std::sync::atomic::AtomicBool>>>,
+    pub(crate) live_partitions: Mutex<std::collections::HashMap<u32, Arc<std::sync::atomic::AtomicBool>>>,
 }
 
 /// An open database. Cheap to clone; every clone is the same database,
 /// and it is closed when the last clone is dropped (or by [`Db::close`]).
 #[derive(Clone)]
 pub struct Db {
-    inner: Arc<DbInner>,
+    pub(crate) inner: Arc<DbInner>,
     _guard: Arc<CloseGuard>,
 }
 

@@ -103,7 +103,7 @@ impl DbInner {
     }
 
     /// Cursors over every source of `sv` that may hold keys of `range`.
-    pub(super) fn source_iters_in(&self, sv: &SuperVersion, range: &KeyRange) -> Result<Vec<Box<dyn InternalIterator>>> {
+    pub(crate) fn source_iters_in(&self, sv: &SuperVersion, range: &KeyRange) -> Result<Vec<Box<dyn InternalIterator>>> {
         let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
         out.push(Box::new(sv.mem.iter()));
         for m in &sv.imms {

@@ -75,7 +75,7 @@ impl DbInner {
             table_index_only_bytes: census.index_bytes,
             table_filter_bytes: census.filter_bytes,
             read_batching: eng.tables.batch_reader().kind(),
-            partitions: std::iter::once(super::DEFAULT_PARTITION.to_string()).chain(partitions).collect(),
+            partitions: std::iter::once(crate::DEFAULT_PARTITION.to_string()).chain(partitions).collect(),
             range_tombstones: version.range_dels.tombs().len() as u64,
             range_partitions: version.splits.len() as u64 + 1,
             range_deletes: c.range_deletes.load(Ordering::Relaxed),

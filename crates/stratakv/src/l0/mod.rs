@@ -127,6 +127,14 @@ pub(crate) trait Level0: Send + Sync {
         Ok(())
     }
 
+    /// The first level whose tables only the version names, so that a
+    /// MANIFEST edit may delete them and a compaction may rewrite them into
+    /// the next level (range tombstones do both); None if the kind indexes
+    /// its tables itself (the single level's tree) or has none. Default: 1.
+    fn first_free_level(&self) -> Option<usize> {
+        Some(1)
+    }
+
     /// Fills level 0's part of `stats` for version `v`.
     fn stats(&self, v: &Version, stats: &mut Stats);
 

@@ -43,6 +43,10 @@ fn in_l0(v: &Version, uk: &[u8]) -> bool {
 }
 
 impl Level0 for TablesL0 {
+    fn first_free_level(&self) -> Option<usize> {
+        Some(0)
+    }
+
     fn name(&self) -> &'static str {
         "sstable"
     }

@@ -248,6 +248,11 @@ impl PmOnlyL0 {
 }
 
 impl Level0 for PmOnlyL0 {
+    /// No tables: level 0 holds everything in PM.
+    fn first_free_level(&self) -> Option<usize> {
+        None
+    }
+
     fn name(&self) -> &'static str {
         "pm-only"
     }

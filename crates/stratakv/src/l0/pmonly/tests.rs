@@ -4,7 +4,7 @@
 
 use super::state::pm_only_in;
 use super::{PmOnlyL0, EXTENT_KIND_RELOC};
-use crate::db::tests_support::{engine_of, l0_of};
+use crate::tests_support::{engine_of, l0_of};
 use crate::iterator::InternalIterator;
 use crate::key::{trailer, user_key, KIND_FOR_SEEK, MAX_SEQ};
 use crate::{Db, L0Kind, Options};

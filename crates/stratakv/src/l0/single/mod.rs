@@ -197,6 +197,11 @@ fn stall_in(v: &Version, live_percent: u32, slowdown_at: usize, stop_at: usize) 
 }
 
 impl Level0 for SingleLevelL0 {
+    /// The tree names every table.
+    fn first_free_level(&self) -> Option<usize> {
+        None
+    }
+
     fn name(&self) -> &'static str {
         "single-level"
     }

@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::SingleLevelL0;
-use crate::db::tests_support::engine_of;
+use crate::tests_support::engine_of;
 use crate::engine::Stall;
 use crate::l0::Level0;
 use crate::{Db, L0Kind, Options};

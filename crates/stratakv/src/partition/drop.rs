@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::DbInner;
+use crate::db::DbInner;
 use std::ops::Bound;
 
 use crate::engine::{Commit, Engine, State, SuperVersion};
@@ -15,7 +15,6 @@ use crate::key::{internal_key, KeyRange, Kind, ParsedKey, SeqNo, MAX_SEQ};
 use crate::version::range_del::DROPPED;
 use crate::version::RangeTomb;
 use crate::l0::Job;
-use crate::options::L0Kind;
 use crate::version::{FileMeta, VersionEdit};
 
 /// Most entries a look at one tombstone reads before giving up for now.
@@ -25,12 +24,11 @@ impl DbInner {
     /// A job deleting the tables a range tombstone visible to every reader
     /// covers, with them marked busy; None if there are none.
     ///
-    /// Only levels whose tables nothing else indexes are searched: level 0
-    /// of the `sstable` kind and L1 and below, except in `single-level`,
-    /// whose PM tree names its tables (its compactions drop what the
-    /// tombstones hide instead). The matrix's runs are left to its column
-    /// compactions.
-    pub(super) fn pick_range_drop(&self) -> Option<Job<'_>> {
+    /// Only levels whose tables nothing else indexes are searched
+    /// (`Level0::first_free_level`): the single level's PM tree names its
+    /// tables, and its compactions drop what the tombstones hide instead.
+    /// The matrix's runs are left to its column compactions.
+    pub(crate) fn pick_range_drop(&self) -> Option<Job<'_>> {
         let oldest = self.eng.oldest_snapshot();
         let mut st = self.eng.state.lock();
         let doomed = self.covered_tables(&st, oldest);
@@ -64,7 +62,7 @@ impl DbInner {
     /// Every later write has a sequence above S, so none can need it
     /// after. Dropped partitions' tombstones stay: their ids are never
     /// reused, and a write in flight at the drop may still land there.
-    pub(super) fn pick_retire(&self) -> Option<Job<'_>> {
+    pub(crate) fn pick_retire(&self) -> Option<Job<'_>> {
         let (sv, _) = self.eng.view_now();
         let v = &sv.version;
         let id = Arc::as_ptr(v) as usize;
@@ -120,7 +118,7 @@ impl DbInner {
     }
 
     /// Whether a table waits to be deleted for a range tombstone.
-    pub(super) fn range_drop_due(&self) -> bool {
+    pub(crate) fn range_drop_due(&self) -> bool {
         let oldest = self.eng.oldest_snapshot();
         let st = self.eng.state.lock();
         !self.covered_tables(&st, oldest).is_empty()
@@ -129,11 +127,7 @@ impl DbInner {
     /// The tables of `st`'s version, not busy, that a range tombstone
     /// every reader at or past `oldest` sees covers entirely.
     fn covered_tables(&self, st: &State, oldest: SeqNo) -> Vec<(u32, Arc<FileMeta>)> {
-        let first_level = match self.eng.opts.l0 {
-            L0Kind::Sstable => 0,
-            L0Kind::SingleLevel => return Vec::new(),
-            _ => 1,
-        };
+        let Some(first_level) = self.l0.first_free_level() else { return Vec::new() };
         let v = &st.version;
         if v.range_dels.is_empty() {
             return Vec::new();
@@ -154,7 +148,7 @@ impl DbInner {
 
 impl DbInner {
     /// Whether `pick_retire` has a version it has not looked at yet.
-    pub(super) fn retire_due(&self) -> bool {
+    pub(crate) fn retire_due(&self) -> bool {
         let v = self.eng.version();
         v.range_dels.tombs().iter().any(|t| t.seq != DROPPED)
             && self.retire_checked.load(Ordering::Acquire) != Arc::as_ptr(&self.eng.sv.load().version) as usize
@@ -166,10 +160,8 @@ impl DbInner {
     /// drops them, and then the tombstone can go (RocksDB marks such
     /// tables for compaction too). Tables found to hold none are noted and
     /// not read again.
-    pub(super) fn tombstone_target(&self) -> Option<(usize, Arc<FileMeta>)> {
-        if matches!(self.eng.opts.l0, L0Kind::SingleLevel | L0Kind::PmOnly) {
-            return None;
-        }
+    pub(crate) fn tombstone_target(&self) -> Option<(usize, Arc<FileMeta>)> {
+        let first = self.l0.first_free_level()?.max(1);
         let oldest = self.eng.oldest_snapshot();
         let v = self.eng.version();
         let tombs: Vec<&RangeTomb> =
@@ -178,7 +170,7 @@ impl DbInner {
             return None;
         }
         let mut clean = self.tombstone_clean.lock();
-        for level in 1..crate::version::NUM_LEVELS - 1 {
+        for level in first..crate::version::NUM_LEVELS - 1 {
             for f in v.files(level) {
                 for t in &tombs {
                     if f.smallest_seq >= t.seq

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::{Db, DbInner};
+use crate::db::{Db, DbInner};
 use crate::engine::{Commit, Engine};
 use crate::error::Result;
 use crate::key::partition::PARTITION_MARK;
@@ -82,7 +82,7 @@ impl Db {
 impl DbInner {
     /// A job adding a split point, if a range holds more than
     /// `partition_split_bytes` and a key inside it divides its tables.
-    pub(super) fn pick_split(&self) -> Option<Job<'_>> {
+    pub(crate) fn pick_split(&self) -> Option<Job<'_>> {
         let limit = self.eng.opts.partition_split_bytes;
         if limit == 0 {
             return None;

@@ -3,13 +3,16 @@
 //! RocksDB's column families). How their keys are laid out is in
 //! `key/partition.rs`; dropping one is a MANIFEST edit that records a
 //! range tombstone over its keys, and the tables under it are deleted in
-//! the background (`range_drop.rs`).
+//! the background ([`drop`]). [`split`] keeps range partitions.
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::{Db, DbInner, DbIter, Snapshot};
+pub(crate) mod drop;
+pub(crate) mod split;
+
+use crate::db::{Cursor, Db, DbInner, DbIter, Snapshot};
 use crate::batch::WriteBatch;
 use crate::engine::Commit;
 use crate::error::{Error, Result};
@@ -353,7 +356,7 @@ impl Partition {
     }
 
     /// A positionable cursor over `range` now.
-    pub fn cursor(&self, range: impl Into<KeyRange>) -> Result<super::Cursor> {
+    pub fn cursor(&self, range: impl Into<KeyRange>) -> Result<Cursor> {
         self.iter(range)?.cursor()
     }
 
@@ -402,6 +405,26 @@ impl Partition {
             return self.db.inner.delete_range(s, vec![0xff; MAX_KEY_LEN + 1]);
         }
         self.db.inner.delete_range(s, e)
+    }
+}
+
+impl WriteBatch {
+    /// Adds `key = value` in partition `p` (the batch may span partitions).
+    pub fn put_in(&mut self, p: &Partition, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
+        if p.is_default() && is_reserved(key.as_ref()) {
+            self.mark_reserved();
+        }
+        let k = p.engine_key(key.as_ref());
+        self.put_raw(&k, value.as_ref())
+    }
+
+    /// Adds a deletion of `key` in partition `p`.
+    pub fn delete_in(&mut self, p: &Partition, key: impl AsRef<[u8]>) -> &mut Self {
+        if p.is_default() && is_reserved(key.as_ref()) {
+            self.mark_reserved();
+        }
+        let k = p.engine_key(key.as_ref());
+        self.delete_raw(&k)
     }
 }
 
