@@ -63,7 +63,7 @@ pub(crate) struct DbInner {
     pub(crate) partition_ops: Mutex<()>,
     /// The version (its address) whose range tombstones were last looked
     /// at for retirement (`pick_retire`).
-    pub(crate) retire_checked: std::sync::atomic::AtomicUsize,
+    pub(crate) retire_checked: Mutex<std::sync::Weak<crate::version::Version>>,
     /// (table, tombstone sequence) pairs found to hold nothing the
     /// tombstone hides (`tombstone_target`).
     pub(crate) tombstone_clean: Mutex<std::collections::HashSet<(u64, u64)>>,

@@ -90,7 +90,7 @@ pub(crate) fn open(dir: &Path, mut opts: Options) -> Result<Arc<DbInner>> {
         recovery_anomalies: replayed.anomalies,
         partitioned: std::sync::atomic::AtomicBool::new(partitioned),
         partition_ops: Mutex::new(()),
-        retire_checked: std::sync::atomic::AtomicUsize::new(0),
+        retire_checked: Mutex::new(std::sync::Weak::new()),
         tombstone_clean: Mutex::new(Default::default()),
         live_partitions: Mutex::new(Default::default()),
     });

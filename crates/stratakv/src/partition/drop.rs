@@ -65,9 +65,17 @@ impl DbInner {
     pub(crate) fn pick_retire(&self) -> Option<Job<'_>> {
         let (sv, _) = self.eng.view_now();
         let v = &sv.version;
-        let id = Arc::as_ptr(v) as usize;
-        if v.range_dels.tombs().iter().all(|t| t.seq == DROPPED) || self.retire_checked.swap(id, Ordering::AcqRel) == id {
+        if v.range_dels.tombs().iter().all(|t| t.seq == DROPPED) {
             return None;
+        }
+        {
+            // A `Weak` keeps the version's allocation, so no later version
+            // can have its address and pass for it.
+            let mut checked = self.retire_checked.lock();
+            if std::ptr::eq(checked.as_ptr(), Arc::as_ptr(v)) {
+                return None;
+            }
+            *checked = Arc::downgrade(v);
         }
         let mut done = Vec::new();
         for t in v.range_dels.tombs().iter().filter(|t| t.seq != DROPPED) {
@@ -80,6 +88,9 @@ impl DbInner {
         if done.is_empty() {
             return None;
         }
+        // Work is due until the job's edit makes a new version to look at
+        // (`retire_due`).
+        *self.retire_checked.lock() = std::sync::Weak::new();
         Some(Box::new(move |eng: &Engine| {
             let mut vs = eng.versions.lock();
             let live: Vec<RangeTomb> =
@@ -151,7 +162,7 @@ impl DbInner {
     pub(crate) fn retire_due(&self) -> bool {
         let v = self.eng.version();
         v.range_dels.tombs().iter().any(|t| t.seq != DROPPED)
-            && self.retire_checked.load(Ordering::Acquire) != Arc::as_ptr(&self.eng.sv.load().version) as usize
+            && !std::ptr::eq(self.retire_checked.lock().as_ptr(), Arc::as_ptr(&self.eng.sv.load().version))
     }
 
     /// A table of L1 or below holding entries a `delete_range` tombstone
