@@ -3,6 +3,7 @@
 
 mod bits;
 mod blocking;
+mod cmdstats;
 mod collscan;
 mod connection;
 mod functions;
@@ -34,6 +35,7 @@ use crate::keyspace::{now_ms, Meta, Txn};
 use crate::resp::Reply;
 use crate::store::StoreError;
 
+pub use cmdstats::CommandStats;
 pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
 pub use table::{lookup, Keys, Run, Spec};
@@ -165,16 +167,17 @@ fn unknown_command(args: &[Bytes]) -> Reply {
     Reply::err(format!("ERR unknown command '{name}', with args beginning with: {rest}"))
 }
 
-/// Checks the command name and arity. `Err` carries the error reply.
-fn validate(args: &[Bytes]) -> Result<&'static Spec, Reply> {
-    let Some(first) = args.first() else { return Err(unknown_command(args)) };
-    let Some(spec) = lookup(first) else { return Err(unknown_command(args)) };
+/// Checks the command name and arity: the command's table index and
+/// spec, or the error reply (with the index of a command that exists).
+fn validate(args: &[Bytes]) -> Result<(usize, &'static Spec), (Option<usize>, Reply)> {
+    let Some(first) = args.first() else { return Err((None, unknown_command(args))) };
+    let Some((id, spec)) = table::lookup_id(first) else { return Err((None, unknown_command(args))) };
     let n = args.len() as i64;
     let ok = if spec.arity >= 0 { n == i64::from(spec.arity) } else { n >= -i64::from(spec.arity) };
     if !ok {
-        return Err(wrong_args(spec.name));
+        return Err((Some(id), wrong_args(spec.name)));
     }
-    Ok(spec)
+    Ok((id, spec))
 }
 
 /// Runs one request and returns its reply (`None`: no reply, for an
@@ -184,17 +187,20 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         return None;
     }
     shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
-    let spec = match validate(args) {
+    let (id, spec) = match validate(args) {
         Ok(s) => s,
-        Err(e) => {
+        Err((id, e)) => {
             if sess.multi.is_some() {
                 sess.multi_failed = true;
             }
+            shared.cmdstats.rejected(id, &e);
             return Some(e);
         }
     };
     if !sess.authed && !matches!(spec.name, "auth" | "hello" | "quit") {
-        return Some(Reply::err("NOAUTH Authentication required."));
+        let e = Reply::err("NOAUTH Authentication required.");
+        shared.cmdstats.rejected(Some(id), &e);
+        return Some(e);
     }
     if let Some(queue) = sess.multi.as_mut() {
         // Redis 7 refuses these inside a transaction (and aborts the EXEC):
@@ -209,11 +215,17 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
             return Some(Reply::Simple("QUEUED"));
         }
     }
-    Some(match spec.run {
-        Run::Session(f) => f(shared, sess, args),
-        Run::Data(f) if BLOCKING.contains(&spec.name) => return run_blocking(shared, sess, spec, f, args),
-        Run::Data(f) => run_data(shared, sess.db, sess.proto, spec, f, args),
-    })
+    let started = std::time::Instant::now();
+    let reply = match spec.run {
+        Run::Session(f) => Some(f(shared, sess, args)),
+        Run::Data(f) if BLOCKING.contains(&spec.name) => run_blocking(shared, sess, spec, f, args),
+        Run::Data(f) => Some(run_data(shared, sess.db, sess.proto, spec, f, args)),
+    };
+    // A blocked command is counted when it finally answers.
+    if let Some(r) = &reply {
+        shared.cmdstats.ran(id, cmdstats::usec_since(started), r);
+    }
+    reply
 }
 
 /// Commands that may wait for data (see `blocking`).
@@ -267,13 +279,13 @@ const NO_MULTI: &[&str] = &["shutdown"];
 /// Whether `args` can join a group of keyspace commands run in one
 /// transaction (see [`execute_batch`]): a valid, permitted data command
 /// outside MULTI that does not lock the whole keyspace.
-fn groupable(sess: &Session, args: &[Bytes]) -> Option<(&'static Spec, table::DataFn)> {
+fn groupable(sess: &Session, args: &[Bytes]) -> Option<(usize, &'static Spec, table::DataFn)> {
     if sess.multi.is_some() || !sess.authed {
         return None;
     }
-    let spec = validate(args).ok()?;
+    let (id, spec) = validate(args).ok()?;
     match spec.run {
-        Run::Data(f) if spec.keys != Keys::Global && !BLOCKING.contains(&spec.name) => Some((spec, f)),
+        Run::Data(f) if spec.keys != Keys::Global && !BLOCKING.contains(&spec.name) => Some((id, spec, f)),
         _ => None,
     }
 }
@@ -301,14 +313,14 @@ pub struct BatchOutcome {
 /// Durability is the caller's: with `--durability sync` the replies must
 /// not be sent before [`Shared::wait_durable_all`] returns.
 pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>, out: &mut Vec<u8>) -> BatchOutcome {
-    let mut group: Vec<(&'static Spec, table::DataFn, Vec<Bytes>)> = Vec::new();
+    let mut group: Vec<Grouped> = Vec::new();
     let mut replies = 0;
     let mut reqs = reqs.into_iter().peekable();
     // Whether the current request may join a group (looked up once each).
     let mut joins = reqs.peek().and_then(|a| groupable(sess, a));
     while let Some(args) = reqs.next() {
-        if let Some((spec, f)) = joins {
-            group.push((spec, f, args));
+        if let Some((id, spec, f)) = joins {
+            group.push((id, spec, f, args));
             joins = reqs.peek().and_then(|a| groupable(sess, a));
             if joins.is_none() || group.len() >= MAX_GROUP {
                 replies += run_group(shared, sess.db, sess.proto, std::mem::take(&mut group), out);
@@ -334,17 +346,15 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
     BatchOutcome { replies, keep_open: true, rest: Vec::new() }
 }
 
+/// One command of a group: its table index, spec, handler and arguments.
+type Grouped = (usize, &'static Spec, table::DataFn, Vec<Bytes>);
+
 /// Runs a group of keyspace commands in one transaction; returns the
 /// number of replies appended.
-fn run_group(
-    shared: &Shared,
-    db: usize,
-    proto: u8,
-    group: Vec<(&'static Spec, table::DataFn, Vec<Bytes>)>,
-    out: &mut Vec<u8>,
-) -> usize {
+fn run_group(shared: &Shared, db: usize, proto: u8, group: Vec<Grouped>, out: &mut Vec<u8>) -> usize {
     shared.stats.total_commands.fetch_add(group.len() as u64, Ordering::Relaxed);
-    let keys: Vec<&[u8]> = group.iter().flat_map(|(spec, _, args)| keys_of(spec, args)).collect();
+    let started = std::time::Instant::now();
+    let keys: Vec<&[u8]> = group.iter().flat_map(|(_, spec, _, args)| keys_of(spec, args)).collect();
     // Every command reads its key's meta first: start all those reads'
     // cache misses now, so they overlap instead of coming one by one.
     if keys.len() > 1 {
@@ -355,7 +365,7 @@ fn run_group(
         let _locks = shared.locks.lock(&keys);
         let mut ctx = Ctx::new(shared, db, proto, now_ms());
         let replies: Vec<Reply> =
-            group.iter().map(|(_, f, args)| f(&mut ctx, args).unwrap_or_else(CmdError::into_reply)).collect();
+            group.iter().map(|(_, _, f, args)| f(&mut ctx, args).unwrap_or_else(CmdError::into_reply)).collect();
         let r = commit(ctx, Reply::Nil, &keys);
         (replies, r.is_error().then_some(r))
     };
@@ -364,11 +374,21 @@ fn run_group(
         // the store refused (a key over the engine's limit): run them again
         // one by one, so only that command fails, as it would in Redis.
         Some(_) => {
-            for (spec, f, args) in &group {
-                run_data(shared, db, proto, spec, *f, args).encode(proto, out);
+            for (id, spec, f, args) in &group {
+                let started = std::time::Instant::now();
+                let r = run_data(shared, db, proto, spec, *f, args);
+                shared.cmdstats.ran(*id, cmdstats::usec_since(started), &r);
+                r.encode(proto, out);
             }
         }
-        None => replies.iter().for_each(|r| r.encode(proto, out)),
+        None => {
+            // The group's time, shared out evenly.
+            let each = cmdstats::usec_since(started) / replies.len().max(1) as u64;
+            for ((id, ..), r) in group.iter().zip(&replies) {
+                shared.cmdstats.ran(*id, each, r);
+                r.encode(proto, out);
+            }
+        }
     }
     replies.len()
 }

@@ -29,6 +29,7 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
         shared.stats.total_connections.store(0, Ordering::Relaxed);
         shared.stats.rejected_connections.store(0, Ordering::Relaxed);
         shared.stats.expired_keys.store(0, Ordering::Relaxed);
+        shared.cmdstats.reset();
         Reply::ok()
     } else if is(sub, "set") {
         config_set(shared, args)
@@ -97,8 +98,13 @@ fn human(bytes: u64) -> String {
 
 /// The INFO text for the requested sections.
 pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
-    let all = wanted.is_empty() || wanted.iter().any(|w| w == "all" || w == "everything" || w == "default");
-    let want = |s: &str| all || wanted.iter().any(|w| w == s);
+    // Redis 7's section groups: "default" (also no argument) is every
+    // section but commandstats and latencystats, which "all" and
+    // "everything" add.
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
+    let all = wanted.iter().any(|w| w == "all" || w == "everything");
+    let want =
+        |s: &str| all || wanted.iter().any(|w| w == s) || (default && !matches!(s, "commandstats" | "latencystats"));
     let st = &shared.stats;
     let kv = |k: &str, v: String| (k.to_string(), v);
     let mut out = String::new();
@@ -161,11 +167,30 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("rejected_connections", st.rejected_connections.load(Ordering::Relaxed).to_string()),
                 kv("expired_keys", st.expired_keys.load(Ordering::Relaxed).to_string()),
                 kv("evicted_keys", "0".into()),
+                kv("total_error_replies", shared.cmdstats.total_errors().to_string()),
             ],
         );
     }
     if want("replication") {
-        section(&mut out, "Replication", &[kv("role", "master".into()), kv("connected_slaves", "0".into())]);
+        section(
+            &mut out,
+            "Replication",
+            &[
+                kv("role", "master".into()),
+                kv("connected_slaves", "0".into()),
+                kv("master_repl_offset", "0".into()),
+                kv("repl_backlog_active", "0".into()),
+            ],
+        );
+    }
+    if want("cpu") {
+        section(&mut out, "CPU", &cpu_fields());
+    }
+    if want("commandstats") {
+        section(&mut out, "Commandstats", &shared.cmdstats.commandstats());
+    }
+    if want("errorstats") {
+        section(&mut out, "Errorstats", &shared.cmdstats.errorstats());
     }
     if want("keyspace") {
         let mut f = Vec::new();
@@ -180,6 +205,24 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
     }
     out.push_str("\r\n");
     out
+}
+
+/// INFO cpu: the process's and its waited-for children's CPU seconds,
+/// from /proc/self/stat (in clock ticks: 100 a second on Linux, which
+/// USER_HZ fixes for /proc whatever the kernel's own tick).
+fn cpu_fields() -> Vec<(String, String)> {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+    // utime, stime, cutime, cstime are fields 14-17 of the line, 12-15 here.
+    let secs = |i: usize| format!("{:.6}", f.get(i).copied().unwrap_or(0.0) / 100.0);
+    vec![
+        ("used_cpu_sys".into(), secs(12)),
+        ("used_cpu_user".into(), secs(11)),
+        ("used_cpu_sys_children".into(), secs(14)),
+        ("used_cpu_user_children".into(), secs(13)),
+    ]
 }
 
 pub(crate) fn info(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {

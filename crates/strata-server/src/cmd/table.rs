@@ -241,12 +241,24 @@ pub fn count() -> usize {
 
 /// The spec of command `name` (any case).
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    static INDEX: OnceLock<HashMap<&'static [u8], &'static Spec>> = OnceLock::new();
-    let index = INDEX.get_or_init(|| COMMANDS.iter().map(|s| (s.name.as_bytes(), s)).collect());
+    lookup_id(name).map(|(_, s)| s)
+}
+
+/// The spec of command `name` (any case) and its place in the table (the
+/// index of its INFO commandstats counters).
+pub fn lookup_id(name: &[u8]) -> Option<(usize, &'static Spec)> {
+    static INDEX: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| COMMANDS.iter().enumerate().map(|(i, s)| (s.name.as_bytes(), i)).collect());
     // Lower-case into a stack buffer: no allocation per request.
     let mut buf = [0u8; 32];
     let lower = buf.get_mut(..name.len())?;
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    index.get(&*lower).copied()
+    let id = *index.get(&*lower)?;
+    Some((id, COMMANDS.get(id)?))
+}
+
+/// The name of the command at `id` in the table.
+pub fn name_of(id: usize) -> Option<&'static str> {
+    COMMANDS.get(id).map(|s| s.name)
 }
