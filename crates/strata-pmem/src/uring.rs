@@ -100,9 +100,7 @@ impl Uring {
                 break;
             }
         }
-        out.into_iter()
-            .map(|o| o.unwrap_or_else(|| Err(io::Error::other("io_uring is no longer usable"))))
-            .collect()
+        out.into_iter().map(|o| o.unwrap_or_else(|| Err(io::Error::other("io_uring is no longer usable")))).collect()
     }
 }
 

@@ -10,9 +10,9 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use stratakv::{KeyRange, Partition, WriteOptions};
 
 use crate::batch::PyWriteBatch;
-pub(crate) use crate::partition_type::{open, PyPartition};
 use crate::handle::{Closable, Handle};
 use crate::iter::{IterArgs, IterCell, IterState, PyIter};
+pub(crate) use crate::partition_type::{open, PyPartition};
 use crate::{bytes_arg, check_key, closed, err, opt_bytes_arg};
 
 impl PyPartition {

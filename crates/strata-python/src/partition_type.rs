@@ -59,4 +59,3 @@ pub(crate) struct PyPartition {
     pub(crate) cell: Arc<PartCell>,
     pub(crate) name: String,
 }
-

@@ -240,3 +240,34 @@ fn the_memory_store_has_db_0_only() {
         b"+OK\r\n-ERR DB index is out of range\r\n*2\r\n$9\r\ndatabases\r\n$1\r\n1\r\n-ERR DB index is out of range\r\n",
     );
 }
+
+/// FLUSHALL in MULTI with writes after it in other databases: they land on
+/// the emptied keyspace (the one-step flush commits first) and survive a
+/// SIGKILL.
+#[test]
+fn flushall_in_multi_keeps_the_writes_after_it_in_every_database() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let srv = start(dir.path(), &["--durability", "sync"]);
+        let mut s = connect(srv.port);
+        roundtrip(
+            &mut s,
+            b"SET a 0\r\nSELECT 3\r\nSET b 3\r\nSELECT 5\r\nSET c 5\r\nSELECT 0\r\n",
+            b"+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n",
+        );
+        roundtrip(
+            &mut s,
+            b"MULTI\r\nSELECT 3\r\nSET early 1\r\nFLUSHALL\r\nSET b3 new\r\nSELECT 0\r\nSET a0 new\r\nEXEC\r\n",
+            b"+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n*6\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n+OK\r\n",
+        );
+        assert_eq!(keyspace(&mut s), ["db0:keys=1,expires=0,avg_ttl=0", "db3:keys=1,expires=0,avg_ttl=0"]);
+    }
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(
+        &mut s,
+        b"GET a\r\nGET a0\r\nSELECT 3\r\nGET b\r\nGET early\r\nGET b3\r\nSELECT 5\r\nDBSIZE\r\n",
+        b"$-1\r\n$3\r\nnew\r\n+OK\r\n$-1\r\n$-1\r\n$3\r\nnew\r\n+OK\r\n:0\r\n",
+    );
+    assert_eq!(keyspace(&mut s), ["db0:keys=1,expires=0,avg_ttl=0", "db3:keys=1,expires=0,avg_ttl=0"]);
+}

@@ -139,7 +139,17 @@ pub struct Mix {
 
 impl Default for Mix {
     fn default() -> Self {
-        Mix { put: 60, delete: 12, batch: 14, flush: 4, compact: 2, reopen: 1, sync: 2, range_delete: 2, drop_partition: 1 }
+        Mix {
+            put: 60,
+            delete: 12,
+            batch: 14,
+            flush: 4,
+            compact: 2,
+            reopen: 1,
+            sync: 2,
+            range_delete: 2,
+            drop_partition: 1,
+        }
     }
 }
 

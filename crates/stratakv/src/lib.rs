@@ -47,14 +47,14 @@ pub mod tooling;
 mod test_util;
 
 pub use batch::WriteBatch;
-pub use db::{Cursor, Db, DbIter, Snapshot, REGION_FILE};
-pub use key::partition::PARTITION_PREFIX_LEN;
-pub use partition::split::RangePartition;
-pub use partition::{Partition, DEFAULT_PARTITION};
 #[cfg(test)]
 pub(crate) use db::tests_support;
+pub use db::{Cursor, Db, DbIter, Snapshot, REGION_FILE};
 pub use error::{Error, Result};
+pub use key::partition::PARTITION_PREFIX_LEN;
 pub use key::{FixedPrefix, KeyRange, PrefixExtractor, MAX_KEY_LEN, MAX_VALUE_LEN};
 pub use options::{L0Kind, Options, ReadOptions, WriteOptions};
+pub use partition::split::RangePartition;
+pub use partition::{Partition, DEFAULT_PARTITION};
 pub use sstable::{Compression, IndexKind};
 pub use stats::{LevelStats, Stats};

@@ -334,10 +334,12 @@ fn format_v1_fixture_is_as_committed() {
     );
     let learned = fixture(L0Kind::Sstable).join("sstable");
     LEARNED.with(|c| c.set(false));
-    for (l0, dir) in [L0Kind::Sstable, L0Kind::Matrix, L0Kind::SingleLevel, L0Kind::Sstable]
-        .into_iter()
-        .zip([None, None, None, Some(learned)])
-    {
+    for (l0, dir) in [L0Kind::Sstable, L0Kind::Matrix, L0Kind::SingleLevel, L0Kind::Sstable].into_iter().zip([
+        None,
+        None,
+        None,
+        Some(learned),
+    ]) {
         let dir = dir.unwrap_or_else(|| fixture(l0).join(l0.name()));
         let names: Vec<String> =
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();

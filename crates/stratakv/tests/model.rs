@@ -178,7 +178,11 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                         Some((p, m)) if op % 2 == 0 => (Some(&*p), m),
                         _ => (None, &mut model),
                     };
-                    let end = m.range(k.clone()..).nth(4).map(|(e, _)| e.clone()).unwrap_or_else(|| [k.as_slice(), b"~"].concat());
+                    let end = m
+                        .range(k.clone()..)
+                        .nth(4)
+                        .map(|(e, _)| e.clone())
+                        .unwrap_or_else(|| [k.as_slice(), b"~"].concat());
                     match p {
                         Some(p) => p.delete_range(&k, &end).unwrap(),
                         None => db.delete_range(&k, &end).unwrap(),
@@ -245,7 +249,12 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
                     keys.reverse();
                     keys.push(k.clone());
                     let want: Vec<Option<Vec<u8>>> = keys.iter().map(|k| model.get(k).cloned()).collect();
-                    assert!(db.multi_get(&keys).unwrap() == want, "multi_get around {} at {}", String::from_utf8_lossy(&k), ctx());
+                    assert!(
+                        db.multi_get(&keys).unwrap() == want,
+                        "multi_get around {} at {}",
+                        String::from_utf8_lossy(&k),
+                        ctx()
+                    );
                 }
             }
             820..=869 => {

@@ -89,7 +89,11 @@ fn partitions_are_isolated_and_batches_span_them_atomically() {
         assert_eq!(a.get("shared").unwrap().as_deref(), Some(&b"in a"[..]));
         assert_eq!(b.get("x").unwrap().as_deref(), Some(&b"2"[..]));
         assert_eq!(keys(a.iter(..).unwrap()), vec![b"shared".to_vec(), b"x".to_vec()]);
-        assert_eq!(keys(db.iter(..).unwrap()), vec![b"shared".to_vec(), b"x".to_vec()], "{l0:?}: default excludes partitions");
+        assert_eq!(
+            keys(db.iter(..).unwrap()),
+            vec![b"shared".to_vec(), b"x".to_vec()],
+            "{l0:?}: default excludes partitions"
+        );
         let mut c = a.cursor(..).unwrap();
         c.seek(b"t").unwrap();
         assert_eq!(c.key(), b"x");
@@ -170,5 +174,44 @@ fn range_partitions_split_as_they_grow_and_drop_whole_tables() {
         let db = Db::open(dir.path(), o).unwrap();
         assert_eq!(db.range_partitions().len(), ranges.len(), "{l0:?}: the router is in the MANIFEST");
         db.verify_checksums().unwrap();
+    }
+}
+
+#[test]
+fn clear_all_partitions_empties_every_partition_in_one_step() {
+    for l0 in KINDS {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Db::open(dir.path(), opts(l0)).unwrap();
+            let a = db.create_partition("a").unwrap();
+            let b = db.create_partition("b").unwrap();
+            for i in 0..500 {
+                db.put(key(i), "d").unwrap();
+                a.put(key(i), "a").unwrap();
+                b.put(key(i), "b").unwrap();
+            }
+            db.flush().unwrap();
+            for i in 500..700 {
+                a.put(key(i), "a").unwrap();
+            }
+            let before = db.snapshot();
+            db.clear_all_partitions().unwrap();
+            assert_eq!(keys(db.iter(..).unwrap()).len(), 0, "{l0:?}");
+            assert_eq!(keys(a.iter(..).unwrap()).len(), 0, "{l0:?}");
+            assert_eq!(keys(b.iter(..).unwrap()).len(), 0, "{l0:?}");
+            assert_eq!(a.get(key(600)).unwrap(), None, "{l0:?}");
+            // A snapshot from before still sees everything.
+            assert_eq!(before.get(key(3)).unwrap().as_deref(), Some(&b"d"[..]), "{l0:?}");
+            drop(before);
+            b.put(key(7), "after").unwrap();
+            db.put(key(8), "after").unwrap();
+        }
+        let db = Db::open(dir.path(), opts(l0)).unwrap();
+        assert_eq!(db.list_partitions(), vec!["default".to_string(), "a".into(), "b".into()], "{l0:?}");
+        assert_eq!(keys(db.iter(..).unwrap()), vec![key(8)], "{l0:?}");
+        assert_eq!(keys(db.partition("a").unwrap().iter(..).unwrap()).len(), 0, "{l0:?}");
+        assert_eq!(keys(db.partition("b").unwrap().iter(..).unwrap()), vec![key(7)], "{l0:?}");
+        db.compact_range(..).unwrap();
+        assert_eq!(keys(db.partition("b").unwrap().iter(..).unwrap()), vec![key(7)], "{l0:?}");
     }
 }

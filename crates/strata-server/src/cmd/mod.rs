@@ -421,6 +421,12 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
     let durable = shared.replies_wait_for_sync();
     let mut txns = ctx.others;
     txns.push((ctx.db, ctx.txn));
+    // A FLUSHALL goes first: the writes after it in the same MULTI, in
+    // any database, must land on the emptied keyspace.
+    if let Some(i) = txns.iter().position(|(_, t)| t.clears_everything()) {
+        let first = txns.remove(i);
+        txns.insert(0, first);
+    }
     // One database's transaction after another: each is atomic (one batch,
     // or one clear then one batch), a MULTI over several is not across a
     // crash.

@@ -372,12 +372,16 @@ pub(crate) fn flushdb(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::ok())
 }
 
-/// FLUSHALL: empties every database (each one atomically, one after
-/// another: a crash in between leaves the later ones as they were).
+/// FLUSHALL: empties every database in one step (engine: one range
+/// tombstone over every partition), so a crash leaves all of them flushed
+/// or none; database 0's transaction carries it, the others only forget
+/// what they held.
 pub(crate) fn flushall(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    use crate::keyspace::ClearScope;
     flush_args(args)?;
     for db in 0..ctx.shared.dbs.len() {
-        ctx.txn_of(db).clear_all();
+        let scope = if db == 0 { ClearScope::Everything } else { ClearScope::Covered };
+        ctx.txn_of(db).clear(scope);
     }
     Ok(Reply::ok())
 }

@@ -20,7 +20,7 @@ pub mod locks;
 pub mod txn;
 
 pub use locks::KeyLocks;
-pub use txn::Txn;
+pub use txn::{ClearScope, Txn};
 
 /// The format marker key and its value.
 pub const VERSION_KEY: &[u8] = b"!version";

@@ -28,10 +28,24 @@ pub struct Txn<'a> {
     base: AHashMap<Vec<u8>, Base>,
     /// FLUSHDB/FLUSHALL ran: the store counts as empty below `writes`.
     cleared: bool,
+    /// How the flush reaches the store (with `cleared`).
+    scope: ClearScope,
     /// The time every expiry check of this transaction uses.
     pub now_ms: u64,
     /// Keys this transaction removed because they had expired.
     pub expired: u64,
+}
+
+/// What a transaction's flush removes from the store at commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClearScope {
+    /// Its own database (FLUSHDB).
+    Database,
+    /// Every database, in one step (FLUSHALL, on database 0's transaction).
+    Everything,
+    /// Nothing more: another transaction's `Everything` empties this
+    /// database (FLUSHALL, on the other databases' transactions).
+    Covered,
 }
 
 /// A meta key's store value as first read: (present, has an expiry).
@@ -48,7 +62,15 @@ fn corrupt(key: &[u8]) -> StoreError {
 impl<'a> Txn<'a> {
     /// A transaction over `store` at time `now_ms`.
     pub fn new(store: &'a dyn Backend, now_ms: u64) -> Txn<'a> {
-        Txn { store, writes: BTreeMap::new(), base: AHashMap::new(), cleared: false, now_ms, expired: 0 }
+        Txn {
+            store,
+            writes: BTreeMap::new(),
+            base: AHashMap::new(),
+            cleared: false,
+            scope: ClearScope::Database,
+            now_ms,
+            expired: 0,
+        }
     }
 
     /// The store under this transaction.
@@ -274,8 +296,19 @@ impl<'a> Txn<'a> {
         }
     }
 
-    /// Removes every key (FLUSHDB/FLUSHALL); applied first at commit.
+    /// Removes every key (FLUSHDB); applied first at commit.
     pub fn clear_all(&mut self) {
+        self.clear(ClearScope::Database);
+    }
+
+    /// Removes every key, with the flush reaching the store as `scope`
+    /// says (FLUSHALL); applied first at commit.
+    pub fn clear(&mut self, scope: ClearScope) {
+        // A database flushed alone and then by FLUSHALL in the same MULTI
+        // is covered by the FLUSHALL; database 0's `Everything` stays.
+        if !(self.cleared && self.scope == ClearScope::Everything) {
+            self.scope = scope;
+        }
         self.cleared = true;
         self.writes.clear();
         self.base.clear();
@@ -307,15 +340,31 @@ impl<'a> Txn<'a> {
         }
         let mut ops: Vec<Op> = writes.into_iter().collect();
         let pending = if self.cleared {
-            // The keyspace version survives every flush, in the same step.
-            ops.push((super::VERSION_KEY.to_vec(), Some(super::VERSION.to_vec())));
-            self.store.clear(super::VERSION_KEY, ops, durable)?
+            match self.scope {
+                // The keyspace version survives every flush, in the same step.
+                ClearScope::Database => {
+                    ops.push((super::VERSION_KEY.to_vec(), Some(super::VERSION.to_vec())));
+                    self.store.clear(super::VERSION_KEY, ops, durable)?
+                }
+                ClearScope::Everything => {
+                    ops.push((super::VERSION_KEY.to_vec(), Some(super::VERSION.to_vec())));
+                    self.store.clear_every_database(super::VERSION_KEY, ops, durable)?
+                }
+                ClearScope::Covered if ops.is_empty() => Pending::default(),
+                ClearScope::Covered => self.store.write(ops, durable)?,
+            }
         } else if !ops.is_empty() {
             self.store.write(ops, durable)?
         } else {
             Pending::default()
         };
         Ok((delta, pending))
+    }
+
+    /// Whether this transaction's flush empties every database (it must
+    /// commit before the other databases' transactions).
+    pub fn clears_everything(&self) -> bool {
+        self.cleared && self.scope == ClearScope::Everything
     }
 
     /// Whether FLUSHDB/FLUSHALL ran in this transaction.

@@ -245,6 +245,22 @@ impl Backend for EngineStore {
         self.write(then, durable)
     }
 
+    /// One range tombstone over every partition (`Db::clear_all_partitions`):
+    /// one MANIFEST edit, so every database is flushed or none is, and
+    /// readers (who hold the key locks FLUSHALL excludes anyway) see all of
+    /// it at once. The partitions stay, empty.
+    fn clear_every_database(&self, keep: &[u8], then: Vec<Op>, durable: bool) -> StoreResult<Pending> {
+        if !matches!(self.slot, Slot::Default) {
+            return self.clear(keep, then, durable);
+        }
+        self.check_writable()?;
+        self.core.db.clear_all_partitions()?;
+        if then.is_empty() {
+            return Ok(Pending::default());
+        }
+        self.write(then, durable)
+    }
+
     fn databases(&self, n: usize) -> StoreResult<Vec<Arc<dyn Backend>>> {
         let mut out: Vec<Arc<dyn Backend>> = Vec::new();
         for i in 1..n {

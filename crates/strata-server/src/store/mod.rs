@@ -121,6 +121,15 @@ pub trait Backend: Send + Sync {
         Ok(last)
     }
 
+    /// FLUSHALL: removes every key of every database (this store's and
+    /// those [`Backend::databases`] gave) but `keep`, then applies `then` to
+    /// this store. The engine does it with one range tombstone, so a crash
+    /// leaves all the databases flushed or none; by default (a store with
+    /// one database) it is [`Backend::clear`].
+    fn clear_every_database(&self, keep: &[u8], then: Vec<Op>, durable: bool) -> StoreResult<Pending> {
+        self.clear(keep, then, durable)
+    }
+
     /// Stores for databases 1..`n` (SELECT), each a keyspace of its own
     /// that shares this store's durability, saving and shutdown; this
     /// store is database 0. By default none: the store has db 0 only.

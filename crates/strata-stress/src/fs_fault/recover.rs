@@ -14,8 +14,8 @@ use stratakv::{Db, Options, WriteOptions};
 
 use crate::oracle::Expected;
 use crate::pm_crash::check::DIR;
-use crate::workload::read_all;
 use crate::report::Report;
+use crate::workload::read_all;
 
 /// Opens `(pm image, file system)` without faults and checks it. Returns
 /// the number of keys checked.

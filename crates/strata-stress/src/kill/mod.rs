@@ -16,13 +16,16 @@
 //! Server rounds (when a `strata-server` binary is found: `STRATA_SERVER_BIN`,
 //! or next to this binary): the same against `strata-server --durability
 //! sync`, with the clients (and their expected state) in this process, and
-//! a FLUSHDB of database 3 (a partition drop) among their writes.
+//! a FLUSHDB of database 3 (a partition drop) among their writes; every
+//! other server round is a FLUSHALL round instead (`flushall`: databases 0,
+//! 3 and 5 of a server of its own, all flushed or none after the kill).
 //!
 //! SIGKILL cannot catch a missing flush or fsync (the kernel keeps what was
 //! stored): modes pm-crash and fs-fault do that.
 
 pub mod child;
 pub mod expected;
+pub mod flushall;
 pub mod flushdb;
 pub mod scratch;
 pub mod server;
@@ -102,7 +105,10 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     }
     let server_bin = server::find_binary();
     let mut server = match &server_bin {
-        Some(bin) => Some(server::ServerTarget::new(bin.clone(), root.path().join("server"), KEYS)?),
+        Some(bin) => Some((
+            server::ServerTarget::new(bin.clone(), root.path().join("server"), KEYS)?,
+            flushall::FlushAllTarget::new(bin.clone(), root.path().join("server-flushall"))?,
+        )),
         None => {
             rep.set(
                 "server",
@@ -120,7 +126,9 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
         let use_server = server.is_some() && round.is_multiple_of(3);
         let r = if use_server {
             match server.as_mut() {
-                Some(s) => s.round(&mut rng, round, cfg.jobs.max(2), &mut rep),
+                // Every other server round is a FLUSHALL round.
+                Some((_, f)) if round.is_multiple_of(6) => f.round(&mut rng, round, &mut rep),
+                Some((s, _)) => s.round(&mut rng, round, cfg.jobs.max(2), &mut rep),
                 None => Ok(Ok(())),
             }
         } else {

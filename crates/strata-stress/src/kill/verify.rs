@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use stratakv::Db;
 
-use super::expected::{allowed, id_of, ExpectedFile, DELETE};
 use super::child::{in_partition, KILL_PARTITION};
+use super::expected::{allowed, id_of, ExpectedFile, DELETE};
 use super::key_of;
 use crate::report::Report;
 

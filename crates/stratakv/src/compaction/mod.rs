@@ -17,10 +17,10 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::fs::Fs;
 use crate::iterator::InternalIterator;
+use crate::key::partition::partition_of;
 use crate::key::{user_key, Kind, ParsedKey, SeqNo, MAX_SEQ};
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::filename::table_path;
-use crate::key::partition::partition_of;
 use crate::version::{FileMeta, RangeDels};
 
 pub use picker::{pick, pick_range, CompactionTask, LevelPolicy};

@@ -91,7 +91,8 @@ impl DbInner {
         if !it.valid() {
             return Ok(None);
         }
-        let p = ParsedKey::parse(it.key()).ok_or_else(|| Error::corruption("<iterator>", 0, "malformed internal key"))?;
+        let p =
+            ParsedKey::parse(it.key()).ok_or_else(|| Error::corruption("<iterator>", 0, "malformed internal key"))?;
         Ok((p.user_key == key && p.seq >= cover && p.kind == Kind::Put).then(|| it.value().to_vec()))
     }
 
@@ -103,7 +104,11 @@ impl DbInner {
     }
 
     /// Cursors over every source of `sv` that may hold keys of `range`.
-    pub(crate) fn source_iters_in(&self, sv: &SuperVersion, range: &KeyRange) -> Result<Vec<Box<dyn InternalIterator>>> {
+    pub(crate) fn source_iters_in(
+        &self,
+        sv: &SuperVersion,
+        range: &KeyRange,
+    ) -> Result<Vec<Box<dyn InternalIterator>>> {
         let mut out: Vec<Box<dyn InternalIterator>> = Vec::new();
         out.push(Box::new(sv.mem.iter()));
         for m in &sv.imms {

@@ -7,8 +7,8 @@ use super::DbInner;
 use crate::batch::WriteBatch;
 use crate::engine::Commit;
 use crate::error::{Error, Result};
-use crate::version::{RangeTomb, VersionEdit};
 use crate::log::{entry_len, ExtentFailure, NewExtent, Reserved, Towers, HEADER_LEN};
+use crate::version::{RangeTomb, VersionEdit};
 
 impl DbInner {
     pub(crate) fn write(&self, batch: &WriteBatch, sync: bool) -> Result<()> {
@@ -48,7 +48,12 @@ impl DbInner {
     /// Writes `batch`; with `before_publish`, runs it with the batch's last
     /// sequence once every earlier write is published and the log is
     /// durable through the batch, and publishes the batch after it.
-    fn write_then(&self, batch: &WriteBatch, sync: bool, before_publish: Option<&dyn Fn(u64) -> Result<()>>) -> Result<()> {
+    fn write_then(
+        &self,
+        batch: &WriteBatch,
+        sync: bool,
+        before_publish: Option<&dyn Fn(u64) -> Result<()>>,
+    ) -> Result<()> {
         let eng = &self.eng;
         if let Some(why) = batch.invalid() {
             return Err(Error::InvalidArgument(why.to_string()));

@@ -156,7 +156,11 @@ mod tests {
             let r = BatchReader::new(uring);
             let file = if direct { StdFs.open_direct(&path).unwrap() } else { StdFs.open(&path).unwrap() };
             let reqs: Vec<ReadRequest> = (0..40u64)
-                .map(|i| ReadRequest { file: file.clone(), offset: i * 7001 % 290_000, len: 100 + (i as usize * 331) % 9000 })
+                .map(|i| ReadRequest {
+                    file: file.clone(),
+                    offset: i * 7001 % 290_000,
+                    len: 100 + (i as usize * 331) % 9000,
+                })
                 .filter(|q| q.offset as usize + q.len <= data.len())
                 .collect();
             for (q, got) in reqs.iter().zip(r.read(&reqs)) {

@@ -5,9 +5,9 @@ use std::io::{self, BufWriter, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 
-use strata_pmem::{AlignedBuf, READ_ALIGN};
 use std::path::Path;
 use std::sync::Arc;
+use strata_pmem::{AlignedBuf, READ_ALIGN};
 
 use super::{FileLock, Fs, RandomAccessFile, WritableFile};
 

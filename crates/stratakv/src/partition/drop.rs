@@ -12,9 +12,9 @@ use std::ops::Bound;
 use crate::engine::{Commit, Engine, State, SuperVersion};
 use crate::iterator::{InternalIterator, MergingIterator};
 use crate::key::{internal_key, KeyRange, Kind, ParsedKey, SeqNo, MAX_SEQ};
+use crate::l0::Job;
 use crate::version::range_del::DROPPED;
 use crate::version::RangeTomb;
-use crate::l0::Job;
 use crate::version::{FileMeta, VersionEdit};
 
 /// Most entries a look at one tombstone reads before giving up for now.
@@ -39,7 +39,8 @@ impl DbInner {
         st.mark_busy(files.iter());
         drop(st);
         Some(Box::new(move |eng: &Engine| {
-            let edit = VersionEdit { deleted: doomed.iter().map(|(l, f)| (*l, f.number)).collect(), ..Default::default() };
+            let edit =
+                VersionEdit { deleted: doomed.iter().map(|(l, f)| (*l, f.number)).collect(), ..Default::default() };
             let r = {
                 let mut vs = eng.versions.lock();
                 eng.commit(&mut vs, Commit { edit, obsolete: files.clone(), ..Default::default() })

@@ -12,8 +12,8 @@ use std::sync::Arc;
 pub(crate) mod drop;
 pub(crate) mod split;
 
-use crate::db::{Cursor, Db, DbInner, DbIter, Snapshot};
 use crate::batch::WriteBatch;
+use crate::db::{Cursor, Db, DbInner, DbIter, Snapshot};
 use crate::engine::Commit;
 use crate::error::{Error, Result};
 use crate::key::partition::{is_reserved, partition_prefix, partition_range, MAX_PARTITION_ID, PARTITION_MARK};
@@ -147,8 +147,20 @@ impl Db {
         self.partition(DEFAULT_PARTITION)?.delete_range(start, end)
     }
 
+    /// Removes every key of every partition, the default one included,
+    /// with one range tombstone: O(1), and atomic across a crash (one
+    /// MANIFEST edit). The partitions stay, empty; their tables are deleted
+    /// whole in the background.
+    pub fn clear_all_partitions(&self) -> Result<()> {
+        // Above every engine key: partition keys are the mark, a 4-byte id
+        // and a user key of at most MAX_KEY_LEN bytes.
+        let end = vec![0xff; MAX_KEY_LEN + crate::key::partition::PARTITION_PREFIX_LEN + 1];
+        self.inner.delete_range(Vec::new(), end)
+    }
+
     fn handle(&self, name: &str, id: u32) -> Partition {
-        let live = self.inner.live_partitions.lock().entry(id).or_insert_with(|| Arc::new(AtomicBool::new(true))).clone();
+        let live =
+            self.inner.live_partitions.lock().entry(id).or_insert_with(|| Arc::new(AtomicBool::new(true))).clone();
         let prefix = if id == 0 { Vec::new() } else { partition_prefix(id).to_vec() };
         Partition { db: self.clone(), id, name: name.into(), prefix, live }
     }
@@ -394,11 +406,7 @@ impl Partition {
     /// it; use `Db::drop_partition` to remove the partition itself).
     pub fn clear(&self) -> Result<()> {
         self.check()?;
-        let (s, e) = if self.is_default() {
-            (Vec::new(), PARTITION_MARK.to_vec())
-        } else {
-            partition_range(self.id)
-        };
+        let (s, e) = if self.is_default() { (Vec::new(), PARTITION_MARK.to_vec()) } else { partition_range(self.id) };
         if self.is_default() && !self.db.inner.partitioned.load(Ordering::Acquire) {
             // No partitions: the default partition is every key, the
             // reserved ones included.

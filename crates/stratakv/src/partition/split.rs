@@ -106,9 +106,8 @@ impl DbInner {
 /// the range divides it.
 fn split_key(v: &Version, r: &RangePartition) -> Option<Vec<u8>> {
     let inside = |k: &[u8]| k > r.start.as_slice() && r.end.as_deref().is_none_or(|e| k < e);
-    let level = (1..v.levels.len()).max_by_key(|l| {
-        v.files(*l).iter().filter(|f| in_range(r, f.smallest_user())).map(|f| f.size).sum::<u64>()
-    })?;
+    let level = (1..v.levels.len())
+        .max_by_key(|l| v.files(*l).iter().filter(|f| in_range(r, f.smallest_user())).map(|f| f.size).sum::<u64>())?;
     let files: Vec<&Arc<crate::version::FileMeta>> =
         v.files(level).iter().filter(|f| in_range(r, f.smallest_user())).collect();
     let total: u64 = files.iter().map(|f| f.size).sum();

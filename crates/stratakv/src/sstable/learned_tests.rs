@@ -68,7 +68,12 @@ fn all(t: &Arc<Table>, backward: bool) -> Entries {
 }
 
 /// Compares the two tables on full scans, seeks and gets of `probes`.
-fn same_answers(bin: &Arc<Table>, lrn: &Arc<Table>, entries: &Entries, probes: &[Vec<u8>]) -> Result<(), TestCaseError> {
+fn same_answers(
+    bin: &Arc<Table>,
+    lrn: &Arc<Table>,
+    entries: &Entries,
+    probes: &[Vec<u8>],
+) -> Result<(), TestCaseError> {
     prop_assert_eq!(&all(lrn, false), entries);
     prop_assert_eq!(all(lrn, true), all(bin, true));
     prop_assert_eq!(lrn.verify().unwrap(), entries.len() as u64);

@@ -54,7 +54,13 @@ impl Table {
     }
 
     /// [`Table::open`], reading around the page cache (O_DIRECT) if `direct`.
-    pub fn open_with(fs: &dyn Fs, path: &Path, number: u64, cache: Option<Arc<BlockCache>>, direct: bool) -> Result<Table> {
+    pub fn open_with(
+        fs: &dyn Fs,
+        path: &Path,
+        number: u64,
+        cache: Option<Arc<BlockCache>>,
+        direct: bool,
+    ) -> Result<Table> {
         let file = if direct { fs.open_direct(path) } else { fs.open(path) };
         let file = file.map_err(|e| Error::io(path, "open", e))?;
         let size = file.size();

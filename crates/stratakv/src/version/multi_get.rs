@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::{FileMeta, TableCache, Version};
 use crate::error::{Error, Result};
-use crate::key::{compare_internal, make_internal_key, user_key, Kind, Lookup, ParsedKey, SeqNo, KIND_FOR_SEEK};
 use crate::iterator::InternalIterator;
+use crate::key::{compare_internal, make_internal_key, user_key, Kind, Lookup, ParsedKey, SeqNo, KIND_FOR_SEEK};
 use crate::sstable::{Block, BlockHandle, BlockIter, Table};
 
 /// One key's walk through the tables.

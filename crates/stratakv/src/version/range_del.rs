@@ -67,8 +67,7 @@ impl RangeDels {
             // Tombstones are sorted by start: those starting after `lo`
             // cannot cover the piece.
             let upto = tombs.partition_point(|t| t.start.as_slice() <= lo);
-            let mut seqs: Vec<SeqNo> =
-                tombs[..upto].iter().filter(|t| t.end.as_slice() >= hi).map(|t| t.seq).collect();
+            let mut seqs: Vec<SeqNo> = tombs[..upto].iter().filter(|t| t.end.as_slice() >= hi).map(|t| t.seq).collect();
             if seqs.is_empty() {
                 continue;
             }

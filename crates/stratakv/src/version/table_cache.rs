@@ -62,7 +62,8 @@ impl TableCache {
         }
         let path = table_path(&self.dir, number);
         let t = Arc::new(
-            Table::open_with(&*self.fs, &path, number, self.blocks.clone(), self.direct)?.with_read_counters(self.reads.clone()),
+            Table::open_with(&*self.fs, &path, number, self.blocks.clone(), self.direct)?
+                .with_read_counters(self.reads.clone()),
         );
         self.tables.write().entry(number).or_insert_with(|| t.clone());
         Ok(t)

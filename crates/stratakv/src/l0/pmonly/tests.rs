@@ -4,9 +4,9 @@
 
 use super::state::pm_only_in;
 use super::{PmOnlyL0, EXTENT_KIND_RELOC};
-use crate::tests_support::{engine_of, l0_of};
 use crate::iterator::InternalIterator;
 use crate::key::{trailer, user_key, KIND_FOR_SEEK, MAX_SEQ};
+use crate::tests_support::{engine_of, l0_of};
 use crate::{Db, L0Kind, Options};
 
 fn opts() -> Options {

@@ -6,9 +6,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::SingleLevelL0;
-use crate::tests_support::engine_of;
 use crate::engine::Stall;
 use crate::l0::Level0;
+use crate::tests_support::engine_of;
 use crate::{Db, L0Kind, Options};
 
 fn key(range: char, i: usize) -> Vec<u8> {
