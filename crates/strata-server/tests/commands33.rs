@@ -132,3 +132,15 @@ fn lpos() {
         b":8\r\n:2\r\n:6\r\n:7\r\n*2\r\n:6\r\n:2\r\n*3\r\n:2\r\n:6\r\n:7\r\n*2\r\n:2\r\n:6\r\n*1\r\n:2\r\n*2\r\n:7\r\n:6\r\n$-1\r\n*0\r\n$-1\r\n-ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list\r\n-ERR COUNT can't be negative\r\n-ERR MAXLEN can't be negative\r\n-ERR syntax error\r\n-ERR syntax error\r\n-ERR COUNT can't be negative\r\n$-1\r\n*0\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n:9\r\n-ERR value is not an integer or out of range\r\n-ERR MAXLEN can't be negative\r\n",
     );
 }
+
+#[test]
+fn lcs() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(
+        &mut s,
+        b"SET a ohmytext\r\nSET b mynewtext\r\nLCS a b\r\nLCS a b LEN\r\nLCS a b IDX\r\nLCS a b IDX WITHMATCHLEN MINMATCHLEN 4\r\nLCS a b IDX LEN\r\nLCS a b FOO\r\nLCS a nokey\r\nLCS nokey1 nokey2 IDX\r\nRPUSH l x\r\nLCS a l\r\nLCS a b MINMATCHLEN x\r\nLCS a\r\n",
+        b"+OK\r\n+OK\r\n$6\r\nmytext\r\n:6\r\n*4\r\n$7\r\nmatches\r\n*2\r\n*2\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n*2\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n$3\r\nlen\r\n:6\r\n*4\r\n$7\r\nmatches\r\n*1\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n$3\r\nlen\r\n:6\r\n-ERR If you want both the length and indexes, please just use IDX.\r\n-ERR syntax error\r\n$0\r\n\r\n*4\r\n$7\r\nmatches\r\n*0\r\n$3\r\nlen\r\n:0\r\n:1\r\n-ERR The specified keys must contain string values\r\n-ERR value is not an integer or out of range\r\n-ERR wrong number of arguments for 'lcs' command\r\n",
+    );
+}

@@ -9,6 +9,7 @@ mod connection;
 mod functions;
 mod hashes;
 mod keys;
+mod lcs;
 mod listedit;
 mod lists;
 mod memory;

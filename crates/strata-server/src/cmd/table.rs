@@ -12,7 +12,7 @@ use super::{
     server as s, sets as st, strings as str_,
 };
 use super::{
-    listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zalgebra as za,
+    lcs, listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zalgebra as za,
     zlex as zl, zpop as zp, zsets as z, CmdResult, Ctx, Session, Shared,
 };
 use crate::resp::Reply;
@@ -138,6 +138,7 @@ static COMMANDS: &[Spec] = &[
     data("incrbyfloat", 3, First, str_::incrbyfloat),
     data("getex", -2, First, str_::getex),
     data("getrange", 4, First, str_::getrange),
+    data("lcs", -3, All, lcs::lcs),
     data("setrange", 4, First, str_::setrange),
     data("setbit", 4, First, b::setbit),
     data("getbit", 3, First, b::getbit),
