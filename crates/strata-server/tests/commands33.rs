@@ -144,3 +144,18 @@ fn lcs() {
         b"+OK\r\n+OK\r\n$6\r\nmytext\r\n:6\r\n*4\r\n$7\r\nmatches\r\n*2\r\n*2\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n*2\r\n*2\r\n:2\r\n:3\r\n*2\r\n:0\r\n:1\r\n$3\r\nlen\r\n:6\r\n*4\r\n$7\r\nmatches\r\n*1\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n$3\r\nlen\r\n:6\r\n-ERR If you want both the length and indexes, please just use IDX.\r\n-ERR syntax error\r\n$0\r\n\r\n*4\r\n$7\r\nmatches\r\n*0\r\n$3\r\nlen\r\n:0\r\n:1\r\n-ERR The specified keys must contain string values\r\n-ERR value is not an integer or out of range\r\n-ERR wrong number of arguments for 'lcs' command\r\n",
     );
 }
+
+/// ZMSCORE, ZRANGESTORE, ZRANGE's BYLEX/REV/LIMIT rules, ZREMRANGEBY*,
+/// ZINTERCARD, and the deterministic cases of SRANDMEMBER, HRANDFIELD and
+/// ZRANDMEMBER (one element, counts, errors).
+#[test]
+fn zset_range_family_and_random_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(
+        &mut s,
+        b"ZADD z 1 a 2 b 3 c 4 d 5 e\r\nZMSCORE z a x e\r\nZMSCORE nokey a\r\nZRANGESTORE dst z 1 3\r\nZRANGE dst 0 -1 WITHSCORES\r\nZRANGESTORE dst z (1 +inf BYSCORE LIMIT 1 2\r\nZRANGE dst 0 -1\r\nZRANGESTORE dst nokey 0 -1\r\nEXISTS dst\r\nZRANGESTORE dst z 0 -1 WITHSCORES\r\nZRANGE z 0 -1 LIMIT 1 2\r\nZRANGE z 0 -1 BYLEX WITHSCORES\r\nZRANGE z [e [b BYLEX REV LIMIT 1 2\r\nZRANGE z 5 2 BYSCORE REV WITHSCORES\r\nZRANGE z 0 -1 BYSCORE BYLEX\r\nZREMRANGEBYRANK z 0 0\r\nZREMRANGEBYSCORE z (4 +inf\r\nZREMRANGEBYSCORE z x 1\r\nZREMRANGEBYLEX z [b [c\r\nZRANGE z 0 -1\r\nZREMRANGEBYRANK z x 1\r\nZREMRANGEBYRANK z 0 -1\r\nEXISTS z\r\nZADD a 1 x 2 y 3 z\r\nSADD s y z w\r\nZINTERCARD 2 a s\r\nZINTERCARD 2 a s LIMIT 1\r\nZINTERCARD 0 a\r\nZINTERCARD 3 a s\r\nZINTERCARD 1 a LIMIT -1\r\nSRANDMEMBER nokey\r\nSRANDMEMBER nokey 3\r\nSRANDMEMBER s 0\r\nSRANDMEMBER s -9223372036854775808\r\nSRANDMEMBER s 1 2\r\nHSET h f v\r\nHRANDFIELD h\r\nHRANDFIELD h 1 WITHVALUES\r\nHRANDFIELD h -2\r\nHRANDFIELD h -9223372036854770000 WITHVALUES\r\nHRANDFIELD h 1 foo\r\nZRANDMEMBER nokey\r\nZRANDMEMBER nokey 1 WITHSCORES\r\nZADD one 1.5 m\r\nZRANDMEMBER one -2 WITHSCORES\r\nZRANDMEMBER one 5\r\nSET str x\r\nZRANDMEMBER str\r\nSRANDMEMBER str 1\r\n",
+        b":5\r\n*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n5\r\n*1\r\n$-1\r\n:3\r\n*6\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n4\r\n:2\r\n*2\r\n$1\r\nc\r\n$1\r\nd\r\n:0\r\n:0\r\n-ERR syntax error\r\n-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n*2\r\n$1\r\nd\r\n$1\r\nc\r\n*8\r\n$1\r\ne\r\n$1\r\n5\r\n$1\r\nd\r\n$1\r\n4\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nb\r\n$1\r\n2\r\n-ERR syntax error\r\n:1\r\n:1\r\n-ERR min or max is not a float\r\n:2\r\n*1\r\n$1\r\nd\r\n-ERR value is not an integer or out of range\r\n:1\r\n:0\r\n:3\r\n:3\r\n:2\r\n:1\r\n-ERR at least 1 input key is needed for 'zintercard' command\r\n-ERR syntax error\r\n-ERR LIMIT can't be negative\r\n$-1\r\n*0\r\n*0\r\n-ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807\r\n-ERR syntax error\r\n:1\r\n$1\r\nf\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n*2\r\n$1\r\nf\r\n$1\r\nf\r\n-ERR value is out of range\r\n-ERR syntax error\r\n$-1\r\n*0\r\n:1\r\n*4\r\n$1\r\nm\r\n$3\r\n1.5\r\n$1\r\nm\r\n$3\r\n1.5\r\n*1\r\n$1\r\nm\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+    );
+}

@@ -76,7 +76,7 @@ pub(crate) fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// Every (field, value) of a hash, in field order.
-fn all_fields(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Pairs, CmdError> {
+pub(crate) fn all_fields(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Pairs, CmdError> {
     if read_typed(ctx, key, KeyType::Hash)?.is_none() {
         return Ok(Vec::new());
     }

@@ -47,9 +47,7 @@ fn parse(args: &[Bytes]) -> Result<Want, CmdError> {
 fn string_of(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<u8>, CmdError> {
     match read_typed(ctx, key, KeyType::String) {
         Ok(m) => Ok(m.map(|m| m.body).unwrap_or_default()),
-        Err(CmdError::WrongType) => {
-            Err(CmdError::Msg("ERR The specified keys must contain string values".into()))
-        }
+        Err(CmdError::WrongType) => Err(CmdError::Msg("ERR The specified keys must contain string values".into())),
         Err(e) => Err(e),
     }
 }

@@ -14,6 +14,7 @@ mod listedit;
 mod lists;
 mod memory;
 mod object;
+mod random;
 mod rename;
 mod server;
 mod session;
@@ -25,7 +26,9 @@ mod table;
 mod transactions;
 mod zalgebra;
 mod zlex;
+mod zmore;
 mod zpop;
+mod zrange;
 mod zsets;
 
 use std::sync::atomic::Ordering;

@@ -12,8 +12,8 @@ use super::{
     server as s, sets as st, strings as str_,
 };
 use super::{
-    lcs, listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zalgebra as za,
-    zlex as zl, zpop as zp, zsets as z, CmdResult, Ctx, Session, Shared,
+    lcs, listedit as le, memory as m, object as o, random as rnd, rename as rn, setstore as ss, transactions as t,
+    zalgebra as za, zlex as zl, zmore as zm, zpop as zp, zrange as zr, zsets as z, CmdResult, Ctx, Session, Shared,
 };
 use crate::resp::Reply;
 
@@ -155,6 +155,7 @@ static COMMANDS: &[Spec] = &[
     data("hkeys", 2, First, h::hkeys),
     data("hvals", 2, First, h::hvals),
     data("hdel", -3, First, h::hdel),
+    data("hrandfield", -2, First, rnd::hrandfield),
     data("hexists", 3, First, h::hexists),
     data("hlen", 2, First, h::hlen),
     data("hincrby", 4, First, h::hincrby),
@@ -168,7 +169,14 @@ static COMMANDS: &[Spec] = &[
     data("zincrby", 4, First, z::zincrby),
     data("zrangebyscore", -4, First, z::zrangebyscore),
     data("zcount", 4, First, z::zcount),
-    data("zrange", -4, First, z::zrange),
+    data("zrange", -4, First, zr::zrange),
+    data("zrangestore", -5, All, zr::zrangestore),
+    data("zmscore", -3, First, zm::zmscore),
+    data("zremrangebyrank", 4, First, zm::zremrangebyrank),
+    data("zremrangebyscore", 4, First, zm::zremrangebyscore),
+    data("zremrangebylex", 4, First, zm::zremrangebylex),
+    data("zintercard", -3, All, zm::zintercard),
+    data("zrandmember", -2, First, rnd::zrandmember),
     data("zrevrange", -4, First, z::zrevrange),
     data("zrevrangebyscore", -4, First, z::zrevrangebyscore),
     data("zrank", 3, First, z::zrank),
@@ -214,6 +222,7 @@ static COMMANDS: &[Spec] = &[
     // sets
     data("sadd", -3, First, st::sadd),
     data("srem", -3, First, st::srem),
+    data("srandmember", -2, First, rnd::srandmember),
     data("spop", -2, First, st::spop),
     data("scard", 2, First, st::scard),
     data("smembers", 2, First, st::smembers),

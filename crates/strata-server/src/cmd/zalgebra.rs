@@ -27,7 +27,7 @@ enum Agg {
 }
 
 /// The members and scores of sorted set or set `key` (none if missing).
-fn source(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<BTreeMap<Vec<u8>, f64>>, CmdError> {
+pub(crate) fn source(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<BTreeMap<Vec<u8>, f64>>, CmdError> {
     let Some(meta) = ctx.txn.meta(key)? else { return Ok(None) };
     let mut out = BTreeMap::new();
     match meta.kind {

@@ -12,7 +12,7 @@ use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
 /// One end of a lex range.
-enum Lex {
+pub(crate) enum Lex {
     /// `-`: below everything.
     Min,
     /// `+`: above everything.
@@ -21,7 +21,7 @@ enum Lex {
     At(Vec<u8>, bool),
 }
 
-fn lex_arg(b: &[u8]) -> Result<Lex, CmdError> {
+pub(crate) fn lex_arg(b: &[u8]) -> Result<Lex, CmdError> {
     match b.split_first() {
         Some((b'-', [])) => Ok(Lex::Min),
         Some((b'+', [])) => Ok(Lex::Max),
@@ -31,7 +31,7 @@ fn lex_arg(b: &[u8]) -> Result<Lex, CmdError> {
     }
 }
 
-fn gte_min(m: &[u8], min: &Lex) -> bool {
+pub(crate) fn gte_min(m: &[u8], min: &Lex) -> bool {
     match min {
         Lex::Min => true,
         Lex::Max => false,
@@ -39,7 +39,7 @@ fn gte_min(m: &[u8], min: &Lex) -> bool {
     }
 }
 
-fn lte_max(m: &[u8], max: &Lex) -> bool {
+pub(crate) fn lte_max(m: &[u8], max: &Lex) -> bool {
     match max {
         Lex::Min => false,
         Lex::Max => true,

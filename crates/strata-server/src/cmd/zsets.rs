@@ -21,7 +21,7 @@ fn decode_score(v: &[u8]) -> Option<f64> {
     Some(f64::from_le_bytes(v.get(..8)?.try_into().ok()?))
 }
 
-fn score_of(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8]) -> Result<Option<f64>, CmdError> {
+pub(crate) fn score_of(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8]) -> Result<Option<f64>, CmdError> {
     Ok(ctx.txn.get(&member_key(b'Z', key, member))?.as_deref().and_then(decode_score))
 }
 
@@ -245,7 +245,7 @@ fn bounds(args: &[Bytes], min: usize, max: usize) -> Result<(ScoreBound, ScoreBo
 }
 
 /// Which members a range command selects.
-enum RangeBy {
+pub(crate) enum RangeBy {
     /// By rank, Redis-style start/stop indexes.
     Index(i64, i64),
     /// By score, between two bounds.
@@ -253,13 +253,13 @@ enum RangeBy {
 }
 
 /// A parsed ZRANGE-family request.
-struct RangeQuery {
-    by: RangeBy,
+pub(crate) struct RangeQuery {
+    pub(crate) by: RangeBy,
     /// Highest score first (ranks count from the highest too).
-    rev: bool,
+    pub(crate) rev: bool,
     /// LIMIT offset count (score ranges only; a negative count means all).
-    limit: Option<(i64, i64)>,
-    withscores: bool,
+    pub(crate) limit: Option<(i64, i64)>,
+    pub(crate) withscores: bool,
 }
 
 /// The options after a range's bounds.
@@ -267,13 +267,10 @@ struct RangeQuery {
 struct RangeOptions {
     withscores: bool,
     limit: Option<(i64, i64)>,
-    byscore: bool,
-    rev: bool,
 }
 
-/// Parses WITHSCORES and LIMIT, plus, for ZRANGE (`full`), BYSCORE, BYLEX
-/// and REV.
-fn range_options(args: &[Bytes], from: usize, full: bool) -> Result<RangeOptions, CmdError> {
+/// Parses WITHSCORES and LIMIT (ZRANGE's own options: `zrange`).
+fn range_options(args: &[Bytes], from: usize) -> Result<RangeOptions, CmdError> {
     let mut o = RangeOptions::default();
     let mut i = from;
     while let Some(a) = args.get(i) {
@@ -282,12 +279,6 @@ fn range_options(args: &[Bytes], from: usize, full: bool) -> Result<RangeOptions
         } else if is(a, "limit") && i + 2 < args.len() {
             o.limit = Some((int_arg(arg(args, i + 1))?, int_arg(arg(args, i + 2))?));
             i += 2;
-        } else if full && is(a, "byscore") {
-            o.byscore = true;
-        } else if full && is(a, "rev") {
-            o.rev = true;
-        } else if full && is(a, "bylex") {
-            return Err(CmdError::Msg("ERR BYLEX is not supported by this server".into()));
         } else {
             return Err(CmdError::Syntax);
         }
@@ -297,8 +288,15 @@ fn range_options(args: &[Bytes], from: usize, full: bool) -> Result<RangeOptions
 }
 
 fn run_range(ctx: &mut Ctx<'_>, key: &[u8], q: RangeQuery) -> CmdResult {
-    let empty = || Ok(Reply::Array(Vec::new()));
-    let Some(meta) = read_typed(ctx, key, KeyType::ZSet)? else { return empty() };
+    let items = range_items(ctx, key, &q)?.unwrap_or_default();
+    Ok(scored(ctx.proto, items, q.withscores, false))
+}
+
+/// The members (with scores) a rank or score range selects; `None` if the
+/// key is missing, WRONGTYPE if it is not a sorted set.
+pub(crate) fn range_items(ctx: &mut Ctx<'_>, key: &[u8], q: &RangeQuery) -> Result<Option<Scored>, CmdError> {
+    let empty = || Ok(Some(Vec::new()));
+    let Some(meta) = read_typed(ctx, key, KeyType::ZSet)? else { return Ok(None) };
     let items = match q.by {
         RangeBy::Index(start, stop) => {
             let len = meta.count() as i64;
@@ -349,18 +347,18 @@ fn run_range(ctx: &mut Ctx<'_>, key: &[u8], q: RangeQuery) -> CmdResult {
             }
         }
     };
-    Ok(scored(ctx.proto, items, q.withscores, false))
+    Ok(Some(items))
 }
 
 pub(crate) fn zrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = bounds(args, 2, 3)?;
-    let RangeOptions { withscores, limit, .. } = range_options(args, 4, false)?;
+    let RangeOptions { withscores, limit, .. } = range_options(args, 4)?;
     run_range(ctx, arg(args, 1), RangeQuery { by: RangeBy::Score(min, max), rev: false, limit, withscores })
 }
 
 pub(crate) fn zrevrangebyscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let (min, max) = bounds(args, 3, 2)?;
-    let RangeOptions { withscores, limit, .. } = range_options(args, 4, false)?;
+    let RangeOptions { withscores, limit, .. } = range_options(args, 4)?;
     run_range(ctx, arg(args, 1), RangeQuery { by: RangeBy::Score(min, max), rev: true, limit, withscores })
 }
 
@@ -385,23 +383,8 @@ fn limit_needs_byscore() -> CmdError {
     CmdError::Msg("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX".into())
 }
 
-pub(crate) fn zrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let RangeOptions { withscores, limit, byscore, rev } = range_options(args, 4, true)?;
-    let by = if byscore {
-        // With REV the first bound is the maximum.
-        let (min, max) = if rev { bounds(args, 3, 2)? } else { bounds(args, 2, 3)? };
-        RangeBy::Score(min, max)
-    } else {
-        if limit.is_some() {
-            return Err(limit_needs_byscore());
-        }
-        RangeBy::Index(int_arg(arg(args, 2))?, int_arg(arg(args, 3))?)
-    };
-    run_range(ctx, arg(args, 1), RangeQuery { by, rev, limit, withscores })
-}
-
 pub(crate) fn zrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let RangeOptions { withscores, limit, .. } = range_options(args, 4, false)?;
+    let RangeOptions { withscores, limit, .. } = range_options(args, 4)?;
     if limit.is_some() {
         return Err(limit_needs_byscore());
     }
