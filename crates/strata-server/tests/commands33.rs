@@ -159,3 +159,17 @@ fn zset_range_family_and_random_members() {
         b":5\r\n*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n5\r\n*1\r\n$-1\r\n:3\r\n*6\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nd\r\n$1\r\n4\r\n:2\r\n*2\r\n$1\r\nc\r\n$1\r\nd\r\n:0\r\n:0\r\n-ERR syntax error\r\n-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n*2\r\n$1\r\nd\r\n$1\r\nc\r\n*8\r\n$1\r\ne\r\n$1\r\n5\r\n$1\r\nd\r\n$1\r\n4\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nb\r\n$1\r\n2\r\n-ERR syntax error\r\n:1\r\n:1\r\n-ERR min or max is not a float\r\n:2\r\n*1\r\n$1\r\nd\r\n-ERR value is not an integer or out of range\r\n:1\r\n:0\r\n:3\r\n:3\r\n:2\r\n:1\r\n-ERR at least 1 input key is needed for 'zintercard' command\r\n-ERR syntax error\r\n-ERR LIMIT can't be negative\r\n$-1\r\n*0\r\n*0\r\n-ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807\r\n-ERR syntax error\r\n:1\r\n$1\r\nf\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n*2\r\n$1\r\nf\r\n$1\r\nf\r\n-ERR value is out of range\r\n-ERR syntax error\r\n$-1\r\n*0\r\n:1\r\n*4\r\n$1\r\nm\r\n$3\r\n1.5\r\n$1\r\nm\r\n$3\r\n1.5\r\n*1\r\n$1\r\nm\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
     );
 }
+
+/// SORT and SORT_RO: numeric, ALPHA, DESC, LIMIT, BY (keys, hash fields,
+/// nosort), GET (#, keys, hash fields, missing), STORE, errors.
+#[test]
+fn sort() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    roundtrip(
+        &mut s,
+        b"RPUSH l 3 1 2 10\r\nSORT l\r\nSORT l DESC LIMIT 1 2\r\nSORT l ALPHA\r\nSET w_1 30\r\nSET w_2 20\r\nSET w_3 10\r\nHSET h_1 f a\r\nHSET h_10 f b\r\nSORT l BY w_*\r\nSORT l BY w_* GET # GET h_*->f GET nokey_*\r\nSORT l BY nosort\r\nSORT l STORE dst\r\nLRANGE dst 0 -1\r\nSORT l LIMIT 5 10\r\nSORT l LIMIT -1 2\r\nSORT l LIMIT 0 -1\r\nSADD s b a c\r\nSORT s ALPHA\r\nSORT s BY nosort STORE d2\r\nLRANGE d2 0 -1\r\nSORT s\r\nSET str x\r\nSORT str\r\nSORT nokey\r\nSORT nokey STORE dst\r\nEXISTS dst\r\nSORT l FOO\r\nSORT_RO l STORE x\r\nSORT_RO l DESC\r\nZADD z 3 a 1 b 2 c\r\nSORT z BY nosort\r\nSORT z BY nosort LIMIT 1 1\r\nSORT z ALPHA DESC\r\nSORT l BY h_*->f ALPHA\r\n",
+        b":4\r\n*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$2\r\n10\r\n*2\r\n$1\r\n3\r\n$1\r\n2\r\n*4\r\n$1\r\n1\r\n$2\r\n10\r\n$1\r\n2\r\n$1\r\n3\r\n+OK\r\n+OK\r\n+OK\r\n:1\r\n:1\r\n*4\r\n$2\r\n10\r\n$1\r\n3\r\n$1\r\n2\r\n$1\r\n1\r\n*12\r\n$2\r\n10\r\n$1\r\nb\r\n$-1\r\n$1\r\n3\r\n$-1\r\n$-1\r\n$1\r\n2\r\n$-1\r\n$-1\r\n$1\r\n1\r\n$1\r\na\r\n$-1\r\n*4\r\n$1\r\n3\r\n$1\r\n1\r\n$1\r\n2\r\n$2\r\n10\r\n:4\r\n*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$2\r\n10\r\n*0\r\n*2\r\n$1\r\n1\r\n$1\r\n2\r\n*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$2\r\n10\r\n:3\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n:3\r\n*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n-ERR One or more scores can't be converted into double\r\n+OK\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n*0\r\n:0\r\n:0\r\n-ERR syntax error\r\n-ERR syntax error\r\n*4\r\n$2\r\n10\r\n$1\r\n3\r\n$1\r\n2\r\n$1\r\n1\r\n:3\r\n*3\r\n$1\r\nb\r\n$1\r\nc\r\n$1\r\na\r\n*1\r\n$1\r\nc\r\n*3\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n*4\r\n$1\r\n3\r\n$1\r\n2\r\n$1\r\n1\r\n$2\r\n10\r\n",
+    );
+}

@@ -21,6 +21,7 @@ mod session;
 mod sets;
 mod setstore;
 mod shared;
+mod sort;
 mod strings;
 mod table;
 mod transactions;
@@ -278,7 +279,7 @@ fn run_blocking(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::Data
 }
 
 /// Commands Redis 7 flags `no-multi`: refused while MULTI queues.
-const NO_MULTI: &[&str] = &["shutdown"];
+const NO_MULTI: &[&str] = &["shutdown", "save"];
 
 /// Whether `args` can join a group of keyspace commands run in one
 /// transaction (see [`execute_batch`]): a valid, permitted data command

@@ -12,8 +12,9 @@ use super::{
     server as s, sets as st, strings as str_,
 };
 use super::{
-    lcs, listedit as le, memory as m, object as o, random as rnd, rename as rn, setstore as ss, transactions as t,
-    zalgebra as za, zlex as zl, zmore as zm, zpop as zp, zrange as zr, zsets as z, CmdResult, Ctx, Session, Shared,
+    lcs, listedit as le, memory as m, object as o, random as rnd, rename as rn, setstore as ss, sort as so,
+    transactions as t, zalgebra as za, zlex as zl, zmore as zm, zpop as zp, zrange as zr, zsets as z, CmdResult, Ctx,
+    Session, Shared,
 };
 use crate::resp::Reply;
 
@@ -223,6 +224,8 @@ static COMMANDS: &[Spec] = &[
     data("sadd", -3, First, st::sadd),
     data("srem", -3, First, st::srem),
     data("srandmember", -2, First, rnd::srandmember),
+    data("sort", -2, All, so::sort),
+    data("sort_ro", -2, All, so::sort_ro),
     data("spop", -2, First, st::spop),
     data("scard", 2, First, st::scard),
     data("smembers", 2, First, st::smembers),
