@@ -15,8 +15,10 @@ pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ctx.txn.delete_key(k, &m)?;
             if m.expired(ctx.txn.now_ms) {
                 ctx.txn.expired += 1;
+                ctx.txn.note("expired", k);
             } else {
                 n += 1;
+                ctx.txn.note("del", k);
             }
         }
     }

@@ -32,6 +32,11 @@ pub struct Txn<'a> {
     pub now_ms: u64,
     /// Keys this transaction removed because they had expired.
     pub expired: u64,
+    /// Writes staged so far (a command that staged none changed nothing).
+    pub ops: u64,
+    /// With keyspace notifications on: events the writes imply (`new`,
+    /// `expired`, `del`) and their keys, in order.
+    pub notes: Option<Vec<(&'static str, Vec<u8>)>>,
 }
 
 /// A meta key's store value as first read: (present, has an expiry).
@@ -48,12 +53,28 @@ fn corrupt(key: &[u8]) -> StoreError {
 impl<'a> Txn<'a> {
     /// A transaction over `store` at time `now_ms`.
     pub fn new(store: &'a dyn Backend, now_ms: u64) -> Txn<'a> {
-        Txn { store, writes: BTreeMap::new(), base: AHashMap::new(), cleared: false, now_ms, expired: 0 }
+        Txn {
+            store,
+            writes: BTreeMap::new(),
+            base: AHashMap::new(),
+            cleared: false,
+            now_ms,
+            expired: 0,
+            ops: 0,
+            notes: None,
+        }
     }
 
     /// The store under this transaction.
     pub fn store(&self) -> &'a dyn Backend {
         self.store
+    }
+
+    /// Records an event for `key` if notifications are tracked.
+    pub fn note(&mut self, event: &'static str, key: &[u8]) {
+        if let Some(n) = self.notes.as_mut() {
+            n.push((event, key.to_vec()));
+        }
     }
 
     /// Reads `k` (own writes first).
@@ -79,11 +100,13 @@ impl<'a> Txn<'a> {
 
     /// Stages `k = v`.
     pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
+        self.ops += 1;
         self.writes.insert(k, Some(v));
     }
 
     /// Stages the deletion of `k`.
     pub fn delete(&mut self, k: Vec<u8>) {
+        self.ops += 1;
         self.writes.insert(k, None);
     }
 
@@ -216,6 +239,7 @@ impl<'a> Txn<'a> {
             Some(m) if m.expired(self.now_ms) => {
                 self.delete_key(key, &m)?;
                 self.expired += 1;
+                self.note("expired", key);
                 Ok(None)
             }
             other => Ok(other),
@@ -233,6 +257,9 @@ impl<'a> Txn<'a> {
             if new.expire_ms != 0 {
                 self.put(expire_index_key(new.expire_ms, key), Vec::new());
             }
+        }
+        if old.is_none() {
+            self.note("new", key);
         }
         self.put(meta_key(key), new.encode());
     }
@@ -276,6 +303,7 @@ impl<'a> Txn<'a> {
 
     /// Removes every key (FLUSHDB/FLUSHALL); applied first at commit.
     pub fn clear_all(&mut self) {
+        self.ops += 1;
         self.cleared = true;
         self.writes.clear();
         self.base.clear();

@@ -44,6 +44,7 @@ impl Drop for Conn {
         // A client that leaves while blocked is no longer counted as blocked.
         let shared = self._guard.0.clone();
         self.unblock(&shared);
+        crate::cmd::leave_all(&shared, &mut self.sess);
     }
 }
 
@@ -118,6 +119,27 @@ impl Conn {
             pass_start: 0,
             pass_replies: 0,
             _guard: guard,
+        }
+    }
+
+    /// Gives the connection its pub/sub mailbox.
+    pub(crate) fn set_mailbox(&mut self, mb: Arc<crate::pubsub::Mailbox>) {
+        self.sess.mailbox = Some(mb);
+    }
+
+    /// The connection's client id.
+    pub(crate) fn client_id(&self) -> u64 {
+        self.sess.id
+    }
+
+    /// Appends the pub/sub messages waiting for this connection to its
+    /// output. A subscriber too far behind (more than
+    /// [`crate::pubsub::OUTPUT_LIMIT`] unsent) is closed, as Redis closes
+    /// a pub/sub client past its output buffer limit.
+    pub(crate) fn take_mail(&mut self) {
+        let Some(mb) = self.sess.mailbox.as_ref() else { return };
+        if !mb.drain(self.sess.proto, &mut self.out) || self.unsent() > crate::pubsub::OUTPUT_LIMIT {
+            self.broken = true;
         }
     }
 

@@ -52,7 +52,8 @@ impl Loops {
             let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
             let (tx, rx) = channel();
             let load = Arc::new(AtomicUsize::new(0));
-            let el = EventLoop::new(shared.clone(), poll, rx, load.clone());
+            let mail = crate::pubsub::LoopMail::new(waker.clone());
+            let el = EventLoop::new(shared.clone(), poll, rx, load.clone(), mail);
             let thread = std::thread::Builder::new().name(format!("strata-loop-{i}")).spawn(move || el.run())?;
             handles.push(Handle { tx, waker, load, thread: Some(thread) });
         }
