@@ -210,7 +210,7 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         return Some(Reply::err("NOAUTH Authentication required."));
     }
     if sess.proto == 2 && sess.subs.active() && !pubsub::ALLOWED_SUBSCRIBED.contains(&spec.name) {
-        return Some(pubsub::not_allowed(spec.name));
+        return Some(pubsub::not_allowed(spec.name, args));
     }
     if let Some(queue) = sess.multi.as_mut() {
         // Redis 7 refuses these inside a transaction (and aborts the EXEC):

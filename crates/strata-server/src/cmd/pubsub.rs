@@ -54,8 +54,14 @@ impl Subscriptions {
 pub(crate) const ALLOWED_SUBSCRIBED: &[&str] =
     &["subscribe", "ssubscribe", "psubscribe", "unsubscribe", "sunsubscribe", "punsubscribe", "ping", "quit", "reset"];
 
-/// The error for any other command in that state (Redis 7's text).
-pub(crate) fn not_allowed(name: &str) -> Reply {
+/// The error for any other command in that state (Redis 7's text, with
+/// the full name of a subcommand: `client|list`).
+pub(crate) fn not_allowed(name: &str, args: &[Bytes]) -> Reply {
+    const CONTAINERS: &[&str] = &["client", "config", "pubsub", "object", "memory", "function", "command", "script"];
+    let name = match args.get(1) {
+        Some(s) if CONTAINERS.contains(&name) => format!("{name}|{}", String::from_utf8_lossy(s).to_ascii_lowercase()),
+        _ => name.to_string(),
+    };
     Reply::err(format!(
         "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
     ))
@@ -149,10 +155,13 @@ pub(crate) fn pubsub(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
             let list = shared.pubsub.channels(sub == "shardchannels", pattern);
             Reply::Array(list.into_iter().map(Reply::Bulk).collect())
         }
-        "numsub" | "shardnumsub" => Reply::Map(
+        // A flat array in RESP3 too, as Redis 7.0 answers.
+        "numsub" | "shardnumsub" => Reply::Array(
             args.iter()
                 .skip(2)
-                .map(|c| (Reply::Bulk(c.clone()), Reply::Int(shared.pubsub.numsub(sub == "shardnumsub", c) as i64)))
+                .flat_map(|c| {
+                    [Reply::Bulk(c.clone()), Reply::Int(shared.pubsub.numsub(sub == "shardnumsub", c) as i64)]
+                })
                 .collect(),
         ),
         "numpat" if n == 2 => Reply::Int(shared.pubsub.numpat() as i64),
