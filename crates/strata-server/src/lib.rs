@@ -6,7 +6,7 @@
 //! (accepting), [`cmd`] (commands by type), [`keyspace`] (types and expiry
 //! on the ordered keyspace), [`store`] (engine, or memory with command log
 //! or snapshots), [`expiry`] (background sweep), [`pubsub`] (subscriptions
-//! and delivery), [`config`], [`shutdown`].
+//! and delivery), [`tls`] (the TLS port's settings), [`config`], [`shutdown`].
 
 pub mod cmd;
 pub mod config;
@@ -20,4 +20,5 @@ pub mod resp;
 pub mod server;
 pub mod shutdown;
 pub mod store;
+pub mod tls;
 pub mod tuning;

@@ -57,6 +57,8 @@ impl Drop for ClientGuard {
 /// A client connection owned by one event loop.
 pub(crate) struct Conn {
     pub(crate) stream: TcpStream,
+    /// The TLS session over `stream` (TLS port), or none (plain TCP).
+    tls: Option<Box<rustls::ServerConnection>>,
     /// Bytes read and not yet parsed.
     rbuf: BytesMut,
     /// Requests parsed but not yet run (the output grew past the pause
@@ -98,11 +100,21 @@ pub(crate) enum Leftover {
 }
 
 impl Conn {
-    /// Wraps an accepted stream.
-    pub(crate) fn new(shared: &Shared, stream: TcpStream, addr: String, guard: ClientGuard) -> Conn {
+    /// Wraps an accepted stream; with `tls`, a TLS session runs over it
+    /// (a session that cannot start leaves the connection to be closed).
+    pub(crate) fn new(
+        shared: &Shared,
+        stream: TcpStream,
+        addr: String,
+        guard: ClientGuard,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Conn {
         let _ = stream.set_nodelay(true);
+        let session = tls.map(super::tls::session);
+        let broken = matches!(session, Some(None));
         Conn {
             stream,
+            tls: session.flatten(),
             rbuf: BytesMut::new(),
             queued: VecDeque::new(),
             out: Vec::new(),
@@ -111,7 +123,7 @@ impl Conn {
             readable: true,
             eof: false,
             closing: false,
-            broken: false,
+            broken,
             want_write: false,
             scheduled: false,
             last_active: Instant::now(),
@@ -143,9 +155,10 @@ impl Conn {
         }
     }
 
-    /// Unsent output bytes.
+    /// Unsent output bytes (plus one while the TLS session has records
+    /// to send, so that the loop waits for writable readiness).
     pub(crate) fn unsent(&self) -> usize {
-        self.out.len() - self.sent
+        self.out.len() - self.sent + usize::from(self.tls.as_ref().is_some_and(|t| t.wants_write()))
     }
 
     /// Whether this connection's requests wait until its output drains.
@@ -161,6 +174,15 @@ impl Conn {
     /// Reads what the kernel holds (up to a per-pass budget) into the
     /// request buffer. `scratch` is the loop's shared read buffer.
     fn fill(&mut self, scratch: &mut [u8]) {
+        if let Some(tls) = self.tls.as_mut() {
+            let f = super::tls::fill(tls, &mut self.stream, scratch, &mut self.rbuf, MAX_READ_PER_PASS);
+            if f.got > 0 {
+                self.last_active = Instant::now();
+            }
+            self.eof |= f.eof;
+            self.readable = !f.drained;
+            return;
+        }
         let mut got = 0;
         while got < MAX_READ_PER_PASS {
             match self.stream.read(scratch) {
@@ -333,6 +355,22 @@ impl Conn {
 
     /// Writes as much unsent output as the socket takes.
     pub(crate) fn flush(&mut self) {
+        if let Some(tls) = self.tls.as_mut() {
+            let rest = self.out.get(self.sent..).unwrap_or_default();
+            let (n, broken) = super::tls::flush(tls, &mut self.stream, rest);
+            self.sent += n;
+            if n > 0 {
+                self.last_active = Instant::now();
+            }
+            if broken {
+                self.broken = true;
+                return;
+            }
+            if self.sent < self.out.len() {
+                self.compact();
+                return;
+            }
+        }
         while self.sent < self.out.len() {
             let Some(rest) = self.out.get(self.sent..) else { break };
             match self.stream.write(rest) {

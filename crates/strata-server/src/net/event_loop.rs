@@ -168,7 +168,7 @@ impl EventLoop {
                 self.free.push(idx);
                 continue; // dropping the stream and guard closes and uncounts it
             }
-            let mut conn = Conn::new(&self.shared, stream, inc.addr, inc.guard);
+            let mut conn = Conn::new(&self.shared, stream, inc.addr, inc.guard, inc.tls);
             conn.set_mailbox(Mailbox::new(conn.client_id(), idx, self.mail.clone()));
             if let Some(slot) = self.conns.get_mut(idx) {
                 *slot = Some(conn);

@@ -5,6 +5,7 @@
 
 mod conn;
 mod event_loop;
+mod tls;
 
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,6 +29,8 @@ pub struct Incoming {
     pub addr: String,
     /// Keeps the connection counted until it closes.
     pub guard: ClientGuard,
+    /// The TLS settings when it came in on the TLS port.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 struct Handle {
