@@ -183,3 +183,28 @@ fn close_unsubscribes_and_keyspace_events_arrive() {
         b"*2\r\n$22\r\nnotify-keyspace-events\r\n$3\r\nAKE\r\n",
     );
 }
+
+#[test]
+fn a_subscriber_that_does_not_read_is_dropped_and_the_publisher_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut slow = connect(srv.port);
+    roundtrip(&mut slow, b"SUBSCRIBE firehose\r\n", b"*3\r\n$9\r\nsubscribe\r\n$8\r\nfirehose\r\n:1\r\n");
+    let mut p = connect(srv.port);
+    // 64 KB messages, well past the 32 MB limit, while `slow` reads nothing.
+    let payload = "x".repeat(64 << 10);
+    let req = format!("*3\r\n$7\r\nPUBLISH\r\n$8\r\nfirehose\r\n${}\r\n{payload}\r\n", payload.len());
+    let started = Instant::now();
+    let mut receivers = Vec::new();
+    for _ in 0..1200 {
+        p.write_all(req.as_bytes()).unwrap();
+        let mut r = [0u8; 4];
+        p.read_exact(&mut r).unwrap();
+        receivers.push(r);
+    }
+    assert!(started.elapsed() < Duration::from_secs(60), "the publisher was held up");
+    assert_eq!(receivers.first(), Some(b":1\r\n"));
+    // Past the limit the subscriber is gone: later publishes reach no one.
+    wait_numsub(&mut p, "firehose", 0);
+    roundtrip(&mut p, b"PUBLISH firehose again\r\n", b":0\r\n");
+}

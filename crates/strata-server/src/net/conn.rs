@@ -59,6 +59,8 @@ pub(crate) struct Conn {
     pub(crate) stream: TcpStream,
     /// The TLS session over `stream` (TLS port), or none (plain TCP).
     tls: Option<Box<rustls::ServerConnection>>,
+    /// The TLS session's close_notify is queued (closing).
+    sent_close_notify: bool,
     /// Bytes read and not yet parsed.
     rbuf: BytesMut,
     /// Requests parsed but not yet run (the output grew past the pause
@@ -115,6 +117,7 @@ impl Conn {
         Conn {
             stream,
             tls: session.flatten(),
+            sent_close_notify: false,
             rbuf: BytesMut::new(),
             queued: VecDeque::new(),
             out: Vec::new(),
@@ -369,6 +372,16 @@ impl Conn {
             if self.sent < self.out.len() {
                 self.compact();
                 return;
+            }
+            if self.closing && !tls.is_handshaking() && !self.sent_close_notify {
+                // Everything is out: end the session cleanly (QUIT), so the
+                // client sees close_notify rather than a truncated stream.
+                self.sent_close_notify = true;
+                tls.send_close_notify();
+                if super::tls::flush(tls, &mut self.stream, &[]).1 {
+                    self.broken = true;
+                    return;
+                }
             }
         }
         while self.sent < self.out.len() {
