@@ -208,3 +208,65 @@ fn a_subscriber_that_does_not_read_is_dropped_and_the_publisher_goes_on() {
     wait_numsub(&mut p, "firehose", 0);
     roundtrip(&mut p, b"PUBLISH firehose again\r\n", b":0\r\n");
 }
+
+/// Reads one RESP2 array of bulk strings.
+fn read_strings(s: &mut TcpStream) -> Vec<String> {
+    let mut line = || {
+        let mut l = Vec::new();
+        let mut b = [0u8; 1];
+        while !l.ends_with(b"\r\n") {
+            s.read_exact(&mut b).unwrap();
+            l.push(b[0]);
+        }
+        l.truncate(l.len() - 2);
+        String::from_utf8(l).unwrap()
+    };
+    let n: usize = line().trim_start_matches('*').parse().unwrap();
+    (0..n).map(|_| (line(), line()).1).collect()
+}
+
+#[test]
+fn keyspace_events_in_redis_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut b = connect(srv.port);
+    let mut a = connect(srv.port);
+    roundtrip(&mut b, b"CONFIG SET notify-keyspace-events KEA\r\n", b"+OK\r\n");
+    roundtrip(&mut a, b"PSUBSCRIBE __keyevent*\r\n", b"*3\r\n$10\r\npsubscribe\r\n$11\r\n__keyevent*\r\n:1\r\n");
+    b.write_all(
+        b"MSET a 1 b 2\r\nEXPIRE a -1\r\nSET c v EX 100\r\nGETEX c PERSIST\r\nRPUSH l1 x y\r\n\
+          LMOVE l1 l2 LEFT RIGHT\r\nDEL b c nokey\r\nEXPIRE l2 100\r\nHSET h f v\r\nSADD s m\r\nSREM s m\r\n\
+          INCR n\r\nRENAME n n2\r\nSETEX e 100 v\r\nZADD z 1 a\r\nZINCRBY z 1 a\r\n",
+    )
+    .unwrap();
+    // As redis-server 7.0.15 publishes them for the same requests.
+    let want = [
+        ("set", "a"),
+        ("set", "b"),
+        ("del", "a"),
+        ("set", "c"),
+        ("expire", "c"),
+        ("persist", "c"),
+        ("rpush", "l1"),
+        ("rpush", "l2"),
+        ("lpop", "l1"),
+        ("del", "b"),
+        ("del", "c"),
+        ("expire", "l2"),
+        ("hset", "h"),
+        ("sadd", "s"),
+        ("srem", "s"),
+        ("del", "s"),
+        ("incrby", "n"),
+        ("rename_from", "n"),
+        ("rename_to", "n2"),
+        ("set", "e"),
+        ("expire", "e"),
+        ("zadd", "z"),
+        ("zincr", "z"),
+    ];
+    for (event, key) in want {
+        let m = read_strings(&mut a);
+        assert_eq!(m, ["pmessage", "__keyevent*", &format!("__keyevent@0__:{event}"), key]);
+    }
+}

@@ -14,7 +14,7 @@ use crate::pubsub::events::{self as ev, KeyEvent};
 fn events_of(name: &str) -> &'static [(u32, &'static str, usize)] {
     use ev::{GENERIC as G, HASH as H, LIST as L, SET as S, STRING as T, ZSET as Z};
     match name {
-        "set" | "setnx" | "getset" | "mset" | "msetnx" => &[(T, "set", 1)],
+        "set" | "setnx" | "getset" => &[(T, "set", 1)],
         "setex" | "psetex" => &[(T, "set", 1), (G, "expire", 1)],
         "append" => &[(T, "append", 1)],
         "incr" | "decr" | "incrby" | "decrby" => &[(T, "incrby", 1)],
@@ -31,7 +31,7 @@ fn events_of(name: &str) -> &'static [(u32, &'static str, usize)] {
         "rpush" | "rpushx" => &[(L, "rpush", 1)],
         "lpop" | "blpop" => &[(L, "lpop", 1)],
         "rpop" | "brpop" => &[(L, "rpop", 1)],
-        "rpoplpush" | "brpoplpush" => &[(L, "rpop", 1), (L, "lpush", 2)],
+        "rpoplpush" | "brpoplpush" => &[(L, "lpush", 2), (L, "rpop", 1)],
         "linsert" => &[(L, "linsert", 1)],
         "lset" => &[(L, "lset", 1)],
         "ltrim" => &[(L, "ltrim", 1)],
@@ -80,19 +80,46 @@ pub(crate) fn call(ctx: &mut Ctx<'_>, spec: &Spec, f: DataFn, args: &[Bytes]) ->
     let before = ctx.txn.ops;
     let r = f(ctx, args);
     let db = ctx.db;
-    for (event, key) in ctx.txn.notes.as_mut().map(std::mem::take).unwrap_or_default() {
+    // `new` and `expired` come before the command's events, `del` (DEL, or
+    // a collection emptied) after them, in Redis's order.
+    let (dels, notes): (Vec<_>, Vec<_>) =
+        ctx.txn.notes.as_mut().map(std::mem::take).unwrap_or_default().into_iter().partition(|(e, _)| *e == "del");
+    for (event, key) in notes {
         ctx.events.push(KeyEvent { class: class_of_note(event), event, db, key });
     }
+    let deleted = !dels.is_empty();
     let wrote = ctx.txn.ops != before;
-    if matches!(&r, Ok(reply) if wrote && !reply.is_error()) {
-        for &(class, event, at) in events_of(spec.name) {
-            if let Some(key) = args.get(at) {
-                ctx.events.push(KeyEvent { class, event, db, key: key.to_vec() });
+    // EXPIRE into the past deleted the key: its event was `del`.
+    let expired_now = deleted && spec.name.contains("expire");
+    if matches!(&r, Ok(reply) if wrote && !reply.is_error()) && !expired_now {
+        let mut push = |class, event, key: &[u8]| ctx.events.push(KeyEvent { class, event, db, key: key.to_vec() });
+        match spec.name {
+            // Every key of MSET is set.
+            "mset" | "msetnx" => args.iter().skip(1).step_by(2).for_each(|k| push(ev::STRING, "set", k)),
+            "lmove" | "blmove" => {
+                let left = |i| super::arg(args, i).eq_ignore_ascii_case(b"left");
+                // Redis pushes onto the destination first.
+                push(ev::LIST, if left(4) { "lpush" } else { "rpush" }, super::arg(args, 2));
+                push(ev::LIST, if left(3) { "lpop" } else { "rpop" }, super::arg(args, 1));
+            }
+            "getex" => {
+                let persist = args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"persist"));
+                push(ev::GENERIC, if persist { "persist" } else { "expire" }, super::arg(args, 1));
+            }
+            name => {
+                for &(class, event, at) in events_of(name) {
+                    if let Some(key) = args.get(at) {
+                        push(class, event, key);
+                    }
+                }
+                if name == "set" && args.iter().skip(3).any(|a| is_expiry_option(a)) {
+                    push(ev::GENERIC, "expire", super::arg(args, 1));
+                }
             }
         }
-        if spec.name == "set" && args.len() > 3 && args.iter().skip(3).any(|a| is_expiry_option(a)) {
-            ctx.events.push(KeyEvent { class: ev::GENERIC, event: "expire", db, key: super::arg(args, 1).to_vec() });
-        }
+    }
+    for (event, key) in dels {
+        ctx.events.push(KeyEvent { class: ev::GENERIC, event, db, key });
     }
     r
 }

@@ -282,6 +282,8 @@ impl<'a> Txn<'a> {
     /// Removes the meta entry (and expiry index entry) of a key whose
     /// members the caller has already deleted.
     pub fn drop_meta(&mut self, key: &[u8], meta: &Meta) {
+        // A collection emptied by a command is deleted: a `del` event.
+        self.note("del", key);
         if meta.expire_ms != 0 {
             self.delete(expire_index_key(meta.expire_ms, key));
         }
