@@ -332,13 +332,15 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
             }
             continue;
         }
+        let was_subscribed = sess.subs.active();
         if let Some(reply) = execute(shared, sess, &args) {
             if sess.silent {
                 return BatchOutcome { replies, keep_open: false, rest: Vec::new() };
             }
-            // Messages this command published to the connection itself go
-            // before its reply, as in Redis (which writes them at publish).
-            if let Some(mb) = sess.mailbox.as_ref().filter(|_| sess.subs.active()) {
+            // Messages that arrived before this reply (an UNSUBSCRIBE's
+            // included), or that it published to the connection itself, go
+            // before it, as in Redis (which writes them at publish).
+            if let Some(mb) = sess.mailbox.as_ref().filter(|_| was_subscribed || sess.subs.active()) {
                 if !mb.drain(sess.proto, out) {
                     return BatchOutcome { replies, keep_open: false, rest: Vec::new() };
                 }
