@@ -542,4 +542,27 @@ mod tests {
         let f = Flags { appendfsync: Some("always".into()), ..Flags::default() };
         assert!(Config::from_flags(f).is_err());
     }
+
+    #[test]
+    fn tls_flags() {
+        let tls = |port, cert: bool, ca: bool, auth: Option<&str>| Flags {
+            port: Some(port),
+            tls_port: Some(6380),
+            tls_cert_file: cert.then(|| "c.pem".into()),
+            tls_key_file: cert.then(|| "k.pem".into()),
+            tls_ca_cert_file: ca.then(|| "ca.pem".into()),
+            tls_auth_clients: auth.map(Into::into),
+            ..Flags::default()
+        };
+        assert!(Config::from_flags(tls(6379, false, false, None)).is_err(), "a TLS port needs a certificate");
+        assert!(Config::from_flags(Flags { port: Some(0), ..Flags::default() }).is_err(), "nothing to listen on");
+        let c = Config::from_flags(tls(0, true, true, None)).unwrap();
+        assert_eq!(c.port, 0);
+        assert_eq!(c.tls.as_ref().map(|t| (t.port, t.auth_clients)), Some((6380, TlsAuthClients::Yes)));
+        let c = Config::from_flags(tls(6379, true, false, Some("yes"))).unwrap();
+        assert_eq!(c.tls.map(|t| t.auth_clients), Some(TlsAuthClients::No), "no CA: no client certificates");
+        let c = Config::from_flags(tls(6379, true, true, Some("optional"))).unwrap();
+        assert_eq!(c.tls.map(|t| t.auth_clients), Some(TlsAuthClients::Optional));
+        assert!(Config::from_flags(tls(6379, true, true, Some("maybe"))).is_err());
+    }
 }
