@@ -91,6 +91,77 @@ pub struct Flags {
     /// db n a partition "dbn"; `--storage memory` has db 0 only).
     #[arg(long)]
     pub databases: Option<u64>,
+    /// TLS port (0 or unset: none). With `--port 0` the server speaks TLS only.
+    #[arg(long = "tls-port")]
+    pub tls_port: Option<u16>,
+    /// The server's certificate chain (PEM) for the TLS port.
+    #[arg(long = "tls-cert-file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// The server's private key (PEM) for the TLS port.
+    #[arg(long = "tls-key-file")]
+    pub tls_key_file: Option<PathBuf>,
+    /// CA certificates (PEM) that client certificates must chain to.
+    #[arg(long = "tls-ca-cert-file")]
+    pub tls_ca_cert_file: Option<PathBuf>,
+    /// Client certificates: `yes` (required; the default when a CA is
+    /// given), `optional` (checked if sent), `no`.
+    #[arg(long = "tls-auth-clients")]
+    pub tls_auth_clients: Option<String>,
+}
+
+/// Whether TLS clients must present a certificate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsAuthClients {
+    /// Required (and verified against the CA).
+    Yes,
+    /// Verified if presented.
+    Optional,
+    /// Not asked for.
+    No,
+}
+
+/// The TLS port's settings.
+#[derive(Clone, Debug)]
+pub struct TlsConfig {
+    /// Port to listen on.
+    pub port: u16,
+    /// Certificate chain file (PEM).
+    pub cert_file: PathBuf,
+    /// Private key file (PEM).
+    pub key_file: PathBuf,
+    /// CA file for client certificates (PEM).
+    pub ca_cert_file: Option<PathBuf>,
+    /// Client certificate policy.
+    pub auth_clients: TlsAuthClients,
+}
+
+impl TlsConfig {
+    /// The TLS settings from the flags (or file values); `None` without a
+    /// TLS port.
+    fn resolve(
+        port: Option<u64>,
+        cert: Option<String>,
+        key: Option<String>,
+        ca: Option<String>,
+        auth: Option<String>,
+    ) -> anyhow::Result<Option<TlsConfig>> {
+        let port = match port {
+            None | Some(0) => return Ok(None),
+            Some(p) => u16::try_from(p).map_err(|_| anyhow!("tls-port out of range: {p}"))?,
+        };
+        let (Some(cert), Some(key)) = (cert, key) else {
+            bail!("--tls-port needs --tls-cert-file and --tls-key-file");
+        };
+        let ca_cert_file = ca.map(PathBuf::from);
+        let auth_clients = match auth.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("yes") => TlsAuthClients::Yes,
+            Some("optional") => TlsAuthClients::Optional,
+            Some("no") => TlsAuthClients::No,
+            Some(other) => bail!("tls-auth-clients must be yes, no or optional, not {other}"),
+        };
+        let auth_clients = if ca_cert_file.is_none() { TlsAuthClients::No } else { auth_clients };
+        Ok(Some(TlsConfig { port, cert_file: cert.into(), key_file: key.into(), ca_cert_file, auth_clients }))
+    }
 }
 
 /// Event loops when not configured.
@@ -160,6 +231,8 @@ pub struct Config {
     pub limits: Limits,
     /// Databases SELECT can choose: 0..databases.
     pub databases: usize,
+    /// The TLS port, if any.
+    pub tls: Option<TlsConfig>,
 }
 
 /// Parses `512mb`, `1gb`, `4096`, `64k` (Redis memory units).
@@ -229,6 +302,11 @@ impl Config {
             "event-loops",
             "background-nice",
             "databases",
+            "tls-port",
+            "tls-cert-file",
+            "tls-key-file",
+            "tls-ca-cert-file",
+            "tls-auth-clients",
         ];
         if let Some(bad) = file.keys().find(|k| !known.contains(&k.as_str())) {
             bail!("unknown configuration setting '{bad}'");
@@ -243,6 +321,17 @@ impl Config {
 
         let port = num(pick(f.port.map(|p| p.to_string()), "port"), "port")?.unwrap_or(6379);
         let port = u16::try_from(port).map_err(|_| anyhow!("port out of range: {port}"))?;
+        let path = |p: Option<PathBuf>| p.map(|p| p.display().to_string());
+        let tls = TlsConfig::resolve(
+            num(pick(f.tls_port.map(|p| p.to_string()), "tls-port"), "tls-port")?,
+            pick(path(f.tls_cert_file), "tls-cert-file"),
+            pick(path(f.tls_key_file), "tls-key-file"),
+            pick(path(f.tls_ca_cert_file), "tls-ca-cert-file"),
+            pick(f.tls_auth_clients, "tls-auth-clients"),
+        )?;
+        if port == 0 && tls.is_none() {
+            bail!("--port 0 needs --tls-port (nothing to listen on)");
+        }
         let bind = pick(f.bind, "bind").unwrap_or_else(|| "127.0.0.1".into());
         // redis.conf allows several addresses; we listen on the first.
         let bind = bind.split_whitespace().next().unwrap_or("127.0.0.1").to_string();
@@ -350,6 +439,7 @@ impl Config {
             background_nice: background_nice as u32,
             limits,
             databases,
+            tls,
         })
     }
 
@@ -358,6 +448,7 @@ impl Config {
         let save = if self.snapshot_seconds > 0 { format!("{} 1", self.snapshot_seconds) } else { String::new() };
         vec![
             ("port", self.port.to_string()),
+            ("tls-port", self.tls.as_ref().map_or(0, |t| t.port).to_string()),
             ("bind", self.bind.clone()),
             ("dir", self.dir.display().to_string()),
             ("save", save),
@@ -450,5 +541,28 @@ mod tests {
     fn engine_refuses_memory_settings() {
         let f = Flags { appendfsync: Some("always".into()), ..Flags::default() };
         assert!(Config::from_flags(f).is_err());
+    }
+
+    #[test]
+    fn tls_flags() {
+        let tls = |port, cert: bool, ca: bool, auth: Option<&str>| Flags {
+            port: Some(port),
+            tls_port: Some(6380),
+            tls_cert_file: cert.then(|| "c.pem".into()),
+            tls_key_file: cert.then(|| "k.pem".into()),
+            tls_ca_cert_file: ca.then(|| "ca.pem".into()),
+            tls_auth_clients: auth.map(Into::into),
+            ..Flags::default()
+        };
+        assert!(Config::from_flags(tls(6379, false, false, None)).is_err(), "a TLS port needs a certificate");
+        assert!(Config::from_flags(Flags { port: Some(0), ..Flags::default() }).is_err(), "nothing to listen on");
+        let c = Config::from_flags(tls(0, true, true, None)).unwrap();
+        assert_eq!(c.port, 0);
+        assert_eq!(c.tls.as_ref().map(|t| (t.port, t.auth_clients)), Some((6380, TlsAuthClients::Yes)));
+        let c = Config::from_flags(tls(6379, true, false, Some("yes"))).unwrap();
+        assert_eq!(c.tls.map(|t| t.auth_clients), Some(TlsAuthClients::No), "no CA: no client certificates");
+        let c = Config::from_flags(tls(6379, true, true, Some("optional"))).unwrap();
+        assert_eq!(c.tls.map(|t| t.auth_clients), Some(TlsAuthClients::Optional));
+        assert!(Config::from_flags(tls(6379, true, true, Some("maybe"))).is_err());
     }
 }

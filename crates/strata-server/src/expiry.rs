@@ -41,6 +41,15 @@ fn sweep_db(shared: &Shared, db: usize, limit: usize) -> StoreResult<usize> {
             Some(m) if m.expire_ms == ms && m.expired(now) => {
                 ctx.txn.delete_key(&key, &m)?;
                 ctx.txn.expired += 1;
+                if shared.pubsub.wants(crate::pubsub::events::EXPIRED) {
+                    let event = "expired";
+                    ctx.events.push(crate::pubsub::events::KeyEvent {
+                        class: crate::pubsub::events::EXPIRED,
+                        event,
+                        db,
+                        key: key.clone(),
+                    });
+                }
             }
             Some(m) if m.expire_ms == ms => continue,
             // An index entry left behind by an older expiry: drop it.

@@ -5,7 +5,8 @@
 //! Module map: [`resp`] (protocol), [`net`] (event loops) and [`server`]
 //! (accepting), [`cmd`] (commands by type), [`keyspace`] (types and expiry
 //! on the ordered keyspace), [`store`] (engine, or memory with command log
-//! or snapshots), [`expiry`] (background sweep), [`config`], [`shutdown`].
+//! or snapshots), [`expiry`] (background sweep), [`pubsub`] (subscriptions
+//! and delivery), [`tls`] (the TLS port's settings), [`config`], [`shutdown`].
 
 pub mod cmd;
 pub mod config;
@@ -14,8 +15,10 @@ pub mod glob;
 pub mod keyspace;
 pub mod net;
 pub mod numbers;
+pub mod pubsub;
 pub mod resp;
 pub mod server;
 pub mod shutdown;
 pub mod store;
+pub mod tls;
 pub mod tuning;

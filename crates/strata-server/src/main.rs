@@ -61,9 +61,22 @@ fn run() -> anyhow::Result<()> {
     // The runtime only accepts connections and handles signals; the event
     // loops serve the connections.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().context("starting the runtime")?;
-    let addr = format!("{}:{}", cfg.bind, cfg.port);
-    // The port opens only after recovery, so a client that connects is served.
-    let listener = rt.block_on(tokio::net::TcpListener::bind(&addr)).with_context(|| format!("listening on {addr}"))?;
+    let tls_config = cfg.tls.as_ref().map(strata_server::tls::server_config).transpose()?;
+    let bind = |port: u16| -> anyhow::Result<tokio::net::TcpListener> {
+        let addr = format!("{}:{}", cfg.bind, port);
+        rt.block_on(tokio::net::TcpListener::bind(&addr)).with_context(|| format!("listening on {addr}"))
+    };
+    // The ports open only after recovery, so a client that connects is served.
+    // Port 0 with a TLS port: TLS only, as Redis.
+    let plain = if cfg.port == 0 { None } else { Some(bind(cfg.port)?) };
+    let tls = match (&cfg.tls, tls_config) {
+        (Some(t), Some(c)) => Some((bind(t.port)?, c)),
+        _ => None,
+    };
+    let mut addr = if cfg.port == 0 { String::new() } else { format!("{}:{}", cfg.bind, cfg.port) };
+    if let Some(t) = &cfg.tls {
+        addr.push_str(&format!("{}{}:{} (TLS)", if addr.is_empty() { "" } else { " and " }, cfg.bind, t.port));
+    }
     let stop_sweeper = Arc::new(AtomicBool::new(false));
     let sweeper = expiry::spawn_sweeper(shared.clone(), stop_sweeper.clone()).context("starting the expiry thread")?;
     eprintln!(
@@ -75,7 +88,7 @@ fn run() -> anyhow::Result<()> {
     );
     let mut loops = Loops::start(&shared, cfg.event_loops).context("starting the event loops")?;
     rt.spawn(shutdown::on_signals(shared.clone()));
-    rt.block_on(server::run(shared.clone(), listener, &mut loops));
+    rt.block_on(server::run(shared.clone(), plain, tls, &mut loops));
     // Requests already read are answered; then the loops exit.
     loops.stop(std::time::Duration::from_secs(30));
     eprintln!("strata-server shutting down: making data durable");

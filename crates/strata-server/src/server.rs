@@ -17,14 +17,31 @@ use crate::net::{ClientGuard, Incoming, Loops};
 /// uncounted before it refuses.
 const CLOSE_GRACE: Duration = Duration::from_millis(200);
 
-/// Accepts connections until shutdown is requested.
-pub async fn run(shared: Arc<Shared>, listener: TcpListener, loops: &mut Loops) {
+/// The TLS port: its listener and rustls settings.
+pub type TlsListener = (TcpListener, Arc<rustls::ServerConfig>);
+
+/// Accepts a connection on `l`, or waits forever without a listener.
+async fn accept(l: Option<&TcpListener>) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    match l {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Accepts connections on the plain port and the TLS port (either may be
+/// absent) until shutdown is requested.
+pub async fn run(shared: Arc<Shared>, plain: Option<TcpListener>, tls: Option<TlsListener>, loops: &mut Loops) {
     let mut stop = shared.shutdown.subscribe();
+    let (tls_listener, tls_config) = match tls {
+        Some((l, c)) => (Some(l), Some(c)),
+        None => (None, None),
+    };
     loop {
-        let accepted = tokio::select! {
+        let (accepted, secure) = tokio::select! {
             biased;
             _ = stop.changed() => break,
-            r = listener.accept() => r,
+            r = accept(plain.as_ref()) => (r, None),
+            r = accept(tls_listener.as_ref()) => (r, tls_config.clone()),
         };
         let (mut stream, addr) = match accepted {
             Ok(x) => x,
@@ -58,7 +75,8 @@ pub async fn run(shared: Arc<Shared>, listener: TcpListener, loops: &mut Loops) 
         let Ok(std_stream) = stream.into_std() else { continue };
         shared.stats.connected_clients.fetch_add(1, Ordering::AcqRel);
         let guard = ClientGuard(shared.clone());
-        loops.assign(Incoming { stream: std_stream, addr: addr.to_string(), guard });
+        loops.assign(Incoming { stream: std_stream, addr: addr.to_string(), guard, tls: secure });
     }
-    drop(listener);
+    drop(plain);
+    drop(tls_listener);
 }

@@ -8,7 +8,14 @@ use crate::resp::Reply;
 /// The Redis version we report (the protocol level we follow).
 pub const REDIS_VERSION: &str = "7.0.0";
 
-pub(crate) fn ping(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+pub(crate) fn ping(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    if sess.proto == 2 && sess.subs.active() && args.len() <= 2 {
+        // Subscribed RESP2 clients get PING's answer in message form.
+        return Reply::Array(vec![
+            Reply::bulk("pong"),
+            Reply::bulk(args.get(1).map(|a| a.as_ref()).unwrap_or_default()),
+        ]);
+    }
     match args.len() {
         1 => Reply::Simple("PONG"),
         2 => Reply::bulk(arg(args, 1)),
@@ -141,6 +148,9 @@ pub(crate) fn reset(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     sess.name = None;
     sess.db = 0;
     sess.authed = shared.config.requirepass.is_none();
+    sess.reply_off = false;
+    sess.reply_skip = 0;
+    super::leave_all(shared, sess);
     Reply::Simple("RESET")
 }
 
@@ -153,8 +163,9 @@ fn set_name(sess: &mut Session, name: &[u8]) -> Result<(), Reply> {
 }
 
 fn client_line(sess: &Session) -> String {
+    let (sub, psub, ssub) = sess.subs.sizes();
     format!(
-        "id={} addr={} name={} db={} resp={} lib-name={} lib-ver={}\n",
+        "id={} addr={} name={} db={} sub={sub} psub={psub} ssub={ssub} resp={} lib-name={} lib-ver={}\n",
         sess.id,
         sess.addr,
         sess.name.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
@@ -205,7 +216,22 @@ pub(crate) fn client(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
         "info" if n == 2 => Reply::bulk(client_line(sess)),
         "list" => Reply::bulk(client_line(sess)),
         "no-evict" | "no-touch" if n == 3 => Reply::ok(),
-        "getname" | "id" | "info" | "no-evict" | "no-touch" => wrong(&sub),
+        "reply" if n == 3 => {
+            let mode = arg(args, 2);
+            if is(mode, "on") {
+                sess.reply_off = false;
+                sess.reply_skip = 0;
+            } else if is(mode, "off") {
+                sess.reply_off = true;
+            } else if is(mode, "skip") {
+                // This command's reply and the next one's.
+                sess.reply_skip = 2;
+            } else {
+                return Reply::err("ERR syntax error");
+            }
+            Reply::ok()
+        }
+        "getname" | "id" | "info" | "no-evict" | "no-touch" | "reply" => wrong(&sub),
         _ => {
             Reply::err(format!("ERR unknown subcommand '{}'. Try CLIENT HELP.", String::from_utf8_lossy(arg(args, 1))))
         }

@@ -15,8 +15,10 @@ pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ctx.txn.delete_key(k, &m)?;
             if m.expired(ctx.txn.now_ms) {
                 ctx.txn.expired += 1;
+                ctx.txn.note("expired", k);
             } else {
                 n += 1;
+                ctx.txn.note("del", k);
             }
         }
     }
@@ -191,7 +193,9 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit_ms: i128, absolute: bo
         return Ok(Reply::Int(0));
     }
     if when <= now {
+        // An expiry in the past deletes the key: a `del` event, as Redis.
         ctx.txn.delete_key(key, &meta)?;
+        ctx.txn.note("del", key);
         return Ok(Reply::Int(1));
     }
     let mut new = meta.clone();

@@ -13,7 +13,9 @@ mod lcs;
 mod listedit;
 mod lists;
 mod memory;
+mod notify;
 mod object;
+mod pubsub;
 mod random;
 mod rename;
 mod server;
@@ -41,6 +43,7 @@ use crate::resp::Reply;
 use crate::store::StoreError;
 
 pub use cmdstats::CommandStats;
+pub use pubsub::{leave_all, Subscriptions};
 pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
 pub use table::{lookup, Keys, Run, Spec};
@@ -110,12 +113,22 @@ pub struct Ctx<'a> {
     /// hold another type are passed over (Redis wakes a blocked client
     /// only for a key of the type it waits on), not an error.
     pub retry: bool,
+    /// Keyspace events of this context's writes, published at commit.
+    pub(crate) events: Vec<crate::pubsub::events::KeyEvent>,
 }
 
 impl<'a> Ctx<'a> {
     /// A context over database `db` at time `now`.
     pub fn new(shared: &'a Shared, db: usize, proto: u8, now: u64) -> Ctx<'a> {
-        Ctx { txn: Txn::new(shared.store_of(db), now), db, others: Vec::new(), shared, proto, retry: false }
+        Ctx {
+            txn: Txn::new(shared.store_of(db), now),
+            db,
+            others: Vec::new(),
+            shared,
+            proto,
+            retry: false,
+            events: Vec::new(),
+        }
     }
 
     /// The transaction over database `db` (the selected one's is `txn`).
@@ -207,6 +220,9 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         shared.cmdstats.rejected(Some(id), &e);
         return Some(e);
     }
+    if sess.proto == 2 && sess.subs.active() && !pubsub::ALLOWED_SUBSCRIBED.contains(&spec.name) {
+        return Some(pubsub::not_allowed(spec.name, args));
+    }
     if let Some(queue) = sess.multi.as_mut() {
         // Redis 7 refuses these inside a transaction (and aborts the EXEC):
         // a queued SHUTDOWN would let EXEC stop the server.
@@ -244,7 +260,7 @@ fn run_blocking(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::Data
     let _locks = shared.locks.lock(&keys);
     let mut ctx = Ctx::new(shared, sess.db, sess.proto, now_ms());
     ctx.retry = sess.blocked.is_some();
-    match f(&mut ctx, args) {
+    match notify::call(&mut ctx, spec, f, args) {
         Err(CmdError::WouldBlock { timeout, nil }) => {
             // Read under the locks: any later write to a key moves them on.
             let versions = keys
@@ -285,7 +301,8 @@ const NO_MULTI: &[&str] = &["shutdown", "save"];
 /// transaction (see [`execute_batch`]): a valid, permitted data command
 /// outside MULTI that does not lock the whole keyspace.
 fn groupable(sess: &Session, args: &[Bytes]) -> Option<(usize, &'static Spec, table::DataFn)> {
-    if sess.multi.is_some() || !sess.authed {
+    // Replies silenced (CLIENT REPLY) or RESP2 subscribed mode: one by one.
+    if sess.multi.is_some() || !sess.authed || sess.reply_off || sess.reply_skip > 0 || sess.subs.active() {
         return None;
     }
     let (id, spec) = validate(args).ok()?;
@@ -332,12 +349,25 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
             }
             continue;
         }
+        let was_subscribed = sess.subs.active();
         if let Some(reply) = execute(shared, sess, &args) {
             if sess.silent {
                 return BatchOutcome { replies, keep_open: false, rest: Vec::new() };
             }
-            reply.encode(sess.proto, out);
-            replies += 1;
+            // Messages that arrived before this reply (an UNSUBSCRIBE's
+            // included), or that it published to the connection itself, go
+            // before it, as in Redis (which writes them at publish).
+            if let Some(mb) = sess.mailbox.as_ref().filter(|_| was_subscribed || sess.subs.active()) {
+                if !mb.drain(sess.proto, out) {
+                    return BatchOutcome { replies, keep_open: false, rest: Vec::new() };
+                }
+            }
+            let silenced = sess.reply_off || sess.reply_skip > 0;
+            sess.reply_skip = sess.reply_skip.saturating_sub(1);
+            if !silenced || reply.is_push() {
+                reply.encode(sess.proto, out);
+                replies += 1;
+            }
         }
         if sess.quit {
             return BatchOutcome { replies, keep_open: false, rest: Vec::new() };
@@ -369,8 +399,10 @@ fn run_group(shared: &Shared, db: usize, proto: u8, group: Vec<Grouped>, out: &m
     let (replies, failed) = {
         let _locks = shared.locks.lock(&keys);
         let mut ctx = Ctx::new(shared, db, proto, now_ms());
-        let replies: Vec<Reply> =
-            group.iter().map(|(_, _, f, args)| f(&mut ctx, args).unwrap_or_else(CmdError::into_reply)).collect();
+        let replies: Vec<Reply> = group
+            .iter()
+            .map(|(_, spec, f, args)| notify::call(&mut ctx, spec, *f, args).unwrap_or_else(CmdError::into_reply))
+            .collect();
         let r = commit(ctx, Reply::Nil, &keys);
         (replies, r.is_error().then_some(r))
     };
@@ -413,7 +445,7 @@ fn run_data(shared: &Shared, db: usize, proto: u8, spec: &Spec, f: table::DataFn
     let keys = keys_of(spec, args);
     let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
     let mut ctx = Ctx::new(shared, db, proto, now_ms());
-    let reply = f(&mut ctx, args).unwrap_or_else(CmdError::into_reply);
+    let reply = notify::call(&mut ctx, spec, f, args).unwrap_or_else(CmdError::into_reply);
     commit(ctx, reply, &keys)
 }
 
@@ -424,6 +456,7 @@ fn run_data(shared: &Shared, db: usize, proto: u8, spec: &Spec, f: table::DataFn
 pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
     let shared = ctx.shared;
     let durable = shared.replies_wait_for_sync();
+    let events = ctx.events;
     let mut txns = ctx.others;
     txns.push((ctx.db, ctx.txn));
     // A FLUSHALL goes first: the writes after it in the same MULTI, in
@@ -469,6 +502,7 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
         // A flush touches stripes through the database's flush count.
         shared.locks.bump(keys, false);
     }
+    notify::publish(shared, &events);
     reply
 }
 

@@ -18,6 +18,7 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
         let mut out = Vec::new();
         let mut params = shared.config.params();
         params.extend(shared.tuning.params());
+        params.push(("notify-keyspace-events", crate::pubsub::events::format(shared.pubsub.notify_flags())));
         for (name, value) in params {
             if args.iter().skip(2).any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes())) {
                 out.push((Reply::bulk(name), Reply::bulk(value)));
@@ -45,8 +46,22 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
         return wrong_args("config|set");
     }
     let mut checked = Vec::new();
+    let mut notify = None;
     for pair in pairs.chunks(2) {
         let name = String::from_utf8_lossy(arg(pair, 0)).to_ascii_lowercase();
+        if name == "notify-keyspace-events" {
+            match crate::pubsub::events::parse(arg(pair, 1)) {
+                Some(f) if notify.is_none() => notify = Some(f),
+                Some(_) => {}
+                None => {
+                    return Reply::err(
+                        "ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid \
+                         event class character. Use 'Ag$lshzxeKEtmdn'.",
+                    )
+                }
+            }
+            continue;
+        }
         if checked.iter().any(|(n, _)| *n == name) {
             return Reply::err(format!(
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
@@ -70,6 +85,9 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
         }
     }
     shared.tuning.set(checked);
+    if let Some(f) = notify {
+        shared.pubsub.notify.store(f, Ordering::Relaxed);
+    }
     Reply::ok()
 }
 
@@ -158,6 +176,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
         section(&mut out, "Persistence", &f);
     }
     if want("stats") {
+        let (channels, patterns, shard) = shared.pubsub.counts();
         section(
             &mut out,
             "Stats",
@@ -168,6 +187,9 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("expired_keys", st.expired_keys.load(Ordering::Relaxed).to_string()),
                 kv("evicted_keys", "0".into()),
                 kv("total_error_replies", shared.cmdstats.total_errors().to_string()),
+                kv("pubsub_channels", channels.to_string()),
+                kv("pubsub_patterns", patterns.to_string()),
+                kv("pubsubshard_channels", shard.to_string()),
             ],
         );
     }

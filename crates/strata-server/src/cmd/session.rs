@@ -72,6 +72,16 @@ pub struct Session {
     pub blocked: Option<Blocked>,
     /// The selected database (SELECT).
     pub db: usize,
+    /// Where pub/sub messages for this connection go (`None`: the
+    /// connection cannot subscribe).
+    pub mailbox: Option<std::sync::Arc<crate::pubsub::Mailbox>>,
+    /// Channels, patterns and shard channels subscribed to.
+    pub subs: super::pubsub::Subscriptions,
+    /// CLIENT REPLY OFF: replies are not sent (pushes are).
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP: how many more replies are not sent (the SKIP's
+    /// own and the next command's).
+    pub reply_skip: u8,
 }
 
 impl Session {
@@ -93,6 +103,10 @@ impl Session {
             watched_flushes: Vec::new(),
             blocked: None,
             db: 0,
+            mailbox: None,
+            subs: Default::default(),
+            reply_off: false,
+            reply_skip: 0,
         }
     }
 

@@ -72,6 +72,8 @@ pub struct Shared {
     pub tuning: crate::tuning::Tuning,
     /// Per-command counters (INFO commandstats, errorstats).
     pub cmdstats: super::CommandStats,
+    /// Pub/sub subscriptions and keyspace notification settings.
+    pub pubsub: crate::pubsub::Registry,
 }
 
 impl Shared {
@@ -97,6 +99,7 @@ impl Shared {
             bgsave_running: Arc::new(AtomicBool::new(false)),
             tuning: crate::tuning::Tuning::default(),
             cmdstats: super::CommandStats::default(),
+            pubsub: crate::pubsub::Registry::default(),
         };
         shared.check_format()?;
         shared.count_keys()?;

@@ -12,9 +12,9 @@ use super::{
     server as s, sets as st, strings as str_,
 };
 use super::{
-    lcs, listedit as le, memory as m, object as o, random as rnd, rename as rn, setstore as ss, sort as so,
-    transactions as t, zalgebra as za, zlex as zl, zmore as zm, zpop as zp, zrange as zr, zsets as z, CmdResult, Ctx,
-    Session, Shared,
+    lcs, listedit as le, memory as m, object as o, pubsub as ps, random as rnd, rename as rn, setstore as ss,
+    sort as so, transactions as t, zalgebra as za, zlex as zl, zmore as zm, zpop as zp, zrange as zr, zsets as z,
+    CmdResult, Ctx, Session, Shared,
 };
 use crate::resp::Reply;
 
@@ -239,6 +239,16 @@ static COMMANDS: &[Spec] = &[
     data("sunionstore", -3, All, ss::sunionstore),
     data("sdiffstore", -3, All, ss::sdiffstore),
     data("sintercard", -3, All, ss::sintercard),
+    // pub/sub
+    sess("subscribe", -2, ps::subscribe),
+    sess("unsubscribe", -1, ps::unsubscribe),
+    sess("psubscribe", -2, ps::psubscribe),
+    sess("punsubscribe", -1, ps::punsubscribe),
+    sess("ssubscribe", -2, ps::ssubscribe),
+    sess("sunsubscribe", -1, ps::sunsubscribe),
+    sess("publish", 3, ps::publish),
+    sess("spublish", 3, ps::spublish),
+    sess("pubsub", -2, ps::pubsub),
     // transactions
     sess("multi", 1, t::multi),
     sess("exec", 1, t::exec),

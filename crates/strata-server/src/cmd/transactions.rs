@@ -105,7 +105,7 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
                     ctx.select(sess.db);
                     r
                 }
-                Run::Data(f) => f(&mut ctx, args).unwrap_or_else(CmdError::into_reply),
+                Run::Data(f) => super::notify::call(&mut ctx, spec, f, args).unwrap_or_else(CmdError::into_reply),
             });
         }
         commit(ctx, Reply::Array(replies), &keys)

@@ -34,6 +34,11 @@ pub struct Txn<'a> {
     pub now_ms: u64,
     /// Keys this transaction removed because they had expired.
     pub expired: u64,
+    /// Writes staged so far (a command that staged none changed nothing).
+    pub ops: u64,
+    /// With keyspace notifications on: events the writes imply (`new`,
+    /// `expired`, `del`) and their keys, in order.
+    pub notes: Option<Vec<(&'static str, Vec<u8>)>>,
 }
 
 /// What a transaction's flush removes from the store at commit.
@@ -70,12 +75,21 @@ impl<'a> Txn<'a> {
             scope: ClearScope::Database,
             now_ms,
             expired: 0,
+            ops: 0,
+            notes: None,
         }
     }
 
     /// The store under this transaction.
     pub fn store(&self) -> &'a dyn Backend {
         self.store
+    }
+
+    /// Records an event for `key` if notifications are tracked.
+    pub fn note(&mut self, event: &'static str, key: &[u8]) {
+        if let Some(n) = self.notes.as_mut() {
+            n.push((event, key.to_vec()));
+        }
     }
 
     /// Reads `k` (own writes first).
@@ -101,11 +115,13 @@ impl<'a> Txn<'a> {
 
     /// Stages `k = v`.
     pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
+        self.ops += 1;
         self.writes.insert(k, Some(v));
     }
 
     /// Stages the deletion of `k`.
     pub fn delete(&mut self, k: Vec<u8>) {
+        self.ops += 1;
         self.writes.insert(k, None);
     }
 
@@ -238,6 +254,7 @@ impl<'a> Txn<'a> {
             Some(m) if m.expired(self.now_ms) => {
                 self.delete_key(key, &m)?;
                 self.expired += 1;
+                self.note("expired", key);
                 Ok(None)
             }
             other => Ok(other),
@@ -255,6 +272,9 @@ impl<'a> Txn<'a> {
             if new.expire_ms != 0 {
                 self.put(expire_index_key(new.expire_ms, key), Vec::new());
             }
+        }
+        if old.is_none() {
+            self.note("new", key);
         }
         self.put(meta_key(key), new.encode());
     }
@@ -277,6 +297,8 @@ impl<'a> Txn<'a> {
     /// Removes the meta entry (and expiry index entry) of a key whose
     /// members the caller has already deleted.
     pub fn drop_meta(&mut self, key: &[u8], meta: &Meta) {
+        // A collection emptied by a command is deleted: a `del` event.
+        self.note("del", key);
         if meta.expire_ms != 0 {
             self.delete(expire_index_key(meta.expire_ms, key));
         }
@@ -309,6 +331,7 @@ impl<'a> Txn<'a> {
         if !(self.cleared && self.scope == ClearScope::Everything) {
             self.scope = scope;
         }
+        self.ops += 1;
         self.cleared = true;
         self.writes.clear();
         self.base.clear();

@@ -44,6 +44,7 @@ impl Drop for Conn {
         // A client that leaves while blocked is no longer counted as blocked.
         let shared = self._guard.0.clone();
         self.unblock(&shared);
+        crate::cmd::leave_all(&shared, &mut self.sess);
     }
 }
 
@@ -56,6 +57,10 @@ impl Drop for ClientGuard {
 /// A client connection owned by one event loop.
 pub(crate) struct Conn {
     pub(crate) stream: TcpStream,
+    /// The TLS session over `stream` (TLS port), or none (plain TCP).
+    tls: Option<Box<rustls::ServerConnection>>,
+    /// The TLS session's close_notify is queued (closing).
+    sent_close_notify: bool,
     /// Bytes read and not yet parsed.
     rbuf: BytesMut,
     /// Requests parsed but not yet run (the output grew past the pause
@@ -97,11 +102,22 @@ pub(crate) enum Leftover {
 }
 
 impl Conn {
-    /// Wraps an accepted stream.
-    pub(crate) fn new(shared: &Shared, stream: TcpStream, addr: String, guard: ClientGuard) -> Conn {
+    /// Wraps an accepted stream; with `tls`, a TLS session runs over it
+    /// (a session that cannot start leaves the connection to be closed).
+    pub(crate) fn new(
+        shared: &Shared,
+        stream: TcpStream,
+        addr: String,
+        guard: ClientGuard,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Conn {
         let _ = stream.set_nodelay(true);
+        let session = tls.map(super::tls::session);
+        let broken = matches!(session, Some(None));
         Conn {
             stream,
+            tls: session.flatten(),
+            sent_close_notify: false,
             rbuf: BytesMut::new(),
             queued: VecDeque::new(),
             out: Vec::new(),
@@ -110,7 +126,7 @@ impl Conn {
             readable: true,
             eof: false,
             closing: false,
-            broken: false,
+            broken,
             want_write: false,
             scheduled: false,
             last_active: Instant::now(),
@@ -121,9 +137,31 @@ impl Conn {
         }
     }
 
-    /// Unsent output bytes.
+    /// Gives the connection its pub/sub mailbox.
+    pub(crate) fn set_mailbox(&mut self, mb: Arc<crate::pubsub::Mailbox>) {
+        self.sess.mailbox = Some(mb);
+    }
+
+    /// The connection's client id.
+    pub(crate) fn client_id(&self) -> u64 {
+        self.sess.id
+    }
+
+    /// Appends the pub/sub messages waiting for this connection to its
+    /// output. A subscriber too far behind (more than
+    /// [`crate::pubsub::OUTPUT_LIMIT`] unsent) is closed, as Redis closes
+    /// a pub/sub client past its output buffer limit.
+    pub(crate) fn take_mail(&mut self) {
+        let Some(mb) = self.sess.mailbox.as_ref() else { return };
+        if !mb.drain(self.sess.proto, &mut self.out) || self.unsent() > crate::pubsub::OUTPUT_LIMIT {
+            self.broken = true;
+        }
+    }
+
+    /// Unsent output bytes (plus one while the TLS session has records
+    /// to send, so that the loop waits for writable readiness).
     pub(crate) fn unsent(&self) -> usize {
-        self.out.len() - self.sent
+        self.out.len() - self.sent + usize::from(self.tls.as_ref().is_some_and(|t| t.wants_write()))
     }
 
     /// Whether this connection's requests wait until its output drains.
@@ -139,6 +177,15 @@ impl Conn {
     /// Reads what the kernel holds (up to a per-pass budget) into the
     /// request buffer. `scratch` is the loop's shared read buffer.
     fn fill(&mut self, scratch: &mut [u8]) {
+        if let Some(tls) = self.tls.as_mut() {
+            let f = super::tls::fill(tls, &mut self.stream, scratch, &mut self.rbuf, MAX_READ_PER_PASS);
+            if f.got > 0 {
+                self.last_active = Instant::now();
+            }
+            self.eof |= f.eof;
+            self.readable = !f.drained;
+            return;
+        }
         let mut got = 0;
         while got < MAX_READ_PER_PASS {
             match self.stream.read(scratch) {
@@ -311,6 +358,32 @@ impl Conn {
 
     /// Writes as much unsent output as the socket takes.
     pub(crate) fn flush(&mut self) {
+        if let Some(tls) = self.tls.as_mut() {
+            let rest = self.out.get(self.sent..).unwrap_or_default();
+            let (n, broken) = super::tls::flush(tls, &mut self.stream, rest);
+            self.sent += n;
+            if n > 0 {
+                self.last_active = Instant::now();
+            }
+            if broken {
+                self.broken = true;
+                return;
+            }
+            if self.sent < self.out.len() {
+                self.compact();
+                return;
+            }
+            if self.closing && !tls.is_handshaking() && !self.sent_close_notify {
+                // Everything is out: end the session cleanly (QUIT), so the
+                // client sees close_notify rather than a truncated stream.
+                self.sent_close_notify = true;
+                tls.send_close_notify();
+                if super::tls::flush(tls, &mut self.stream, &[]).1 {
+                    self.broken = true;
+                    return;
+                }
+            }
+        }
         while self.sent < self.out.len() {
             let Some(rest) = self.out.get(self.sent..) else { break };
             match self.stream.write(rest) {

@@ -19,6 +19,7 @@ use mio::{Events, Interest, Poll, Token};
 use super::conn::{Conn, Leftover};
 use super::Incoming;
 use crate::cmd::Shared;
+use crate::pubsub::{LoopMail, Mailbox};
 use crate::resp::Reply;
 
 /// The token of the loop's waker (new connections, shutdown).
@@ -48,6 +49,9 @@ pub(crate) struct EventLoop {
     queue: Vec<usize>,
     carry: Vec<usize>,
     last_idle_check: Instant,
+    /// Connections of this loop with pub/sub mail (publishers list them
+    /// and wake the loop).
+    mail: Arc<LoopMail>,
 }
 
 impl EventLoop {
@@ -57,6 +61,7 @@ impl EventLoop {
         poll: Poll,
         incoming: Receiver<Incoming>,
         load: Arc<AtomicUsize>,
+        mail: Arc<LoopMail>,
     ) -> EventLoop {
         EventLoop {
             shared,
@@ -69,6 +74,7 @@ impl EventLoop {
             queue: Vec::new(),
             carry: Vec::new(),
             last_idle_check: Instant::now(),
+            mail,
         }
     }
 
@@ -101,6 +107,7 @@ impl EventLoop {
             for ev in events.iter() {
                 if ev.token() == WAKER {
                     self.take_incoming();
+                    self.take_mail();
                     continue;
                 }
                 let idx = ev.token().0;
@@ -161,11 +168,24 @@ impl EventLoop {
                 self.free.push(idx);
                 continue; // dropping the stream and guard closes and uncounts it
             }
-            let conn = Conn::new(&self.shared, stream, inc.addr, inc.guard);
+            let mut conn = Conn::new(&self.shared, stream, inc.addr, inc.guard, inc.tls);
+            conn.set_mailbox(Mailbox::new(conn.client_id(), idx, self.mail.clone()));
             if let Some(slot) = self.conns.get_mut(idx) {
                 *slot = Some(conn);
                 self.load.fetch_add(1, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// Moves pub/sub mail into the output of the connections that have
+    /// some, and writes it. Runs between passes, so the output holds no
+    /// reply still waiting for the pass's sync.
+    fn take_mail(&mut self) {
+        for idx in self.mail.take() {
+            let Some(c) = self.conn(idx) else { continue };
+            c.take_mail();
+            c.flush();
+            self.after_flush(idx);
         }
     }
 

@@ -5,6 +5,7 @@
 
 mod conn;
 mod event_loop;
+mod tls;
 
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,6 +29,8 @@ pub struct Incoming {
     pub addr: String,
     /// Keeps the connection counted until it closes.
     pub guard: ClientGuard,
+    /// The TLS settings when it came in on the TLS port.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 struct Handle {
@@ -52,7 +55,8 @@ impl Loops {
             let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
             let (tx, rx) = channel();
             let load = Arc::new(AtomicUsize::new(0));
-            let el = EventLoop::new(shared.clone(), poll, rx, load.clone());
+            let mail = crate::pubsub::LoopMail::new(waker.clone());
+            let el = EventLoop::new(shared.clone(), poll, rx, load.clone(), mail);
             let thread = std::thread::Builder::new().name(format!("strata-loop-{i}")).spawn(move || el.run())?;
             handles.push(Handle { tx, waker, load, thread: Some(thread) });
         }

@@ -31,6 +31,12 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// `,d` double (bulk string in RESP2).
     Double(f64),
+    /// `>n` push frame (pub/sub; an array in RESP2). Sent even while
+    /// CLIENT REPLY is OFF, as Redis does.
+    Push(Vec<Reply>),
+    /// Several replies of one command, one after another (SUBSCRIBE to n
+    /// channels answers n frames).
+    Many(Vec<Reply>),
 }
 
 impl Reply {
@@ -59,6 +65,16 @@ impl Reply {
         matches!(self, Reply::Error(_))
     }
 
+    /// Whether this reply is a push (or only pushes): it is sent even when
+    /// CLIENT REPLY silences the command's reply.
+    pub fn is_push(&self) -> bool {
+        match self {
+            Reply::Push(_) => true,
+            Reply::Many(items) => items.iter().all(Reply::is_push),
+            _ => false,
+        }
+    }
+
     /// Appends the encoding for protocol version `proto` (2 or 3) to `out`.
     pub fn encode(&self, proto: u8, out: &mut Vec<u8>) {
         let resp3 = proto >= 3;
@@ -82,6 +98,17 @@ impl Reply {
             Reply::NilArray => out.extend_from_slice(b"*-1\r\n"),
             Reply::Array(items) => {
                 header(out, b'*', items.len());
+                for i in items {
+                    i.encode(proto, out);
+                }
+            }
+            Reply::Push(items) => {
+                header(out, if resp3 { b'>' } else { b'*' }, items.len());
+                for i in items {
+                    i.encode(proto, out);
+                }
+            }
+            Reply::Many(items) => {
                 for i in items {
                     i.encode(proto, out);
                 }
