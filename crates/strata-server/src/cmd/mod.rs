@@ -5,7 +5,6 @@ mod bits;
 mod blocking;
 mod collscan;
 mod connection;
-mod functions;
 mod hashes;
 mod keys;
 mod listedit;
@@ -13,6 +12,7 @@ mod lists;
 mod memory;
 mod object;
 mod rename;
+mod script;
 mod server;
 mod session;
 mod sets;
@@ -34,6 +34,7 @@ use crate::keyspace::{now_ms, Meta, Txn};
 use crate::resp::Reply;
 use crate::store::StoreError;
 
+pub use script::Scripts;
 pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
 pub use table::{lookup, Keys, Run, Spec};
@@ -196,6 +197,11 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
     if !sess.authed && !matches!(spec.name, "auth" | "hello" | "quit") {
         return Some(Reply::err("NOAUTH Authentication required."));
     }
+    if script_busy(shared, spec, args) {
+        return Some(Reply::err(
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
+        ));
+    }
     if let Some(queue) = sess.multi.as_mut() {
         // Redis 7 refuses these inside a transaction (and aborts the EXEC):
         // a queued SHUTDOWN would let EXEC stop the server.
@@ -214,6 +220,23 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         Run::Data(f) if BLOCKING.contains(&spec.name) => return run_blocking(shared, sess, spec, f, args),
         Run::Data(f) => run_data(shared, sess.db, sess.proto, spec, f, args),
     })
+}
+
+/// Whether a script has run past `lua-time-limit` and this command must
+/// get `-BUSY` (all but SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE).
+fn script_busy(shared: &Shared, spec: &Spec, args: &[Bytes]) -> bool {
+    let limit = u64::try_from(shared.tuning.int("lua-time-limit")).unwrap_or(0);
+    if !shared.scripts.busy(limit) {
+        return false;
+    }
+    let sub = args.get(1).map(|a| a.as_ref()).unwrap_or_default();
+    let allowed = match spec.name {
+        "script" | "function" => is(sub, "kill"),
+        "shutdown" => is(sub, "nosave"),
+        "auth" | "hello" | "quit" => true,
+        _ => false,
+    };
+    !allowed
 }
 
 /// Commands that may wait for data (see `blocking`).

@@ -139,6 +139,8 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
             &[
                 kv("used_memory", used.to_string()),
                 kv("used_memory_human", human(used)),
+                kv("used_memory_lua", shared.scripts.lua_memory().to_string()),
+                kv("number_of_cached_scripts", shared.scripts.cached().to_string()),
                 kv("maxmemory", "0".into()),
                 kv("maxmemory_policy", "noeviction".into()),
             ],

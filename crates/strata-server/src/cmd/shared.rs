@@ -70,6 +70,8 @@ pub struct Shared {
     pub bgsave_running: Arc<AtomicBool>,
     /// Tuning parameters CONFIG SET accepts (no effect here).
     pub tuning: crate::tuning::Tuning,
+    /// The Lua scripting engine (EVAL, FUNCTION).
+    pub scripts: super::script::Scripts,
 }
 
 impl Shared {
@@ -94,6 +96,7 @@ impl Shared {
             shutdown_save: AtomicU8::new(0),
             bgsave_running: Arc::new(AtomicBool::new(false)),
             tuning: crate::tuning::Tuning::default(),
+            scripts: super::script::Scripts::new(),
         };
         shared.check_format()?;
         shared.count_keys()?;

@@ -8,12 +8,12 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 
 use super::{
-    bits as b, blocking as bl, collscan as cs, connection as c, functions as f, hashes as h, keys as k, lists as l,
-    server as s, sets as st, strings as str_,
+    bits as b, blocking as bl, collscan as cs, connection as c, hashes as h, keys as k, lists as l, server as s,
+    sets as st, strings as str_,
 };
 use super::{
-    listedit as le, memory as m, object as o, rename as rn, setstore as ss, transactions as t, zalgebra as za,
-    zlex as zl, zpop as zp, zsets as z, CmdResult, Ctx, Session, Shared,
+    listedit as le, memory as m, object as o, rename as rn, script as sc, setstore as ss, transactions as t,
+    zalgebra as za, zlex as zl, zpop as zp, zsets as z, CmdResult, Ctx, Session, Shared,
 };
 use crate::resp::Reply;
 
@@ -88,7 +88,14 @@ static COMMANDS: &[Spec] = &[
     sess("bgsave", -1, s::bgsave),
     sess("lastsave", 1, s::lastsave),
     sess("shutdown", -1, s::shutdown),
-    sess("function", -2, f::function),
+    sess("function", -2, sc::function),
+    sess("script", -2, sc::script),
+    data("eval", -3, Global, sc::eval),
+    data("evalsha", -3, Global, sc::evalsha),
+    data("eval_ro", -3, Global, sc::eval_ro),
+    data("evalsha_ro", -3, Global, sc::evalsha_ro),
+    data("fcall", -3, Global, sc::fcall),
+    data("fcall_ro", -3, Global, sc::fcall_ro),
     data("flushdb", -1, Global, s::flushdb),
     data("flushall", -1, Global, s::flushall),
     data("swapdb", 3, Global, rn::swapdb),

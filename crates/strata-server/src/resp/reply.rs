@@ -31,6 +31,8 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// `,d` double (bulk string in RESP2).
     Double(f64),
+    /// `#t` / `#f` boolean (`:1` / `:0` in RESP2).
+    Bool(bool),
 }
 
 impl Reply {
@@ -103,6 +105,8 @@ impl Reply {
                     v.encode(proto, out);
                 }
             }
+            Reply::Bool(b) if resp3 => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+            Reply::Bool(b) => out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
             Reply::Double(d) => {
                 let text = format_double(*d);
                 if resp3 {
