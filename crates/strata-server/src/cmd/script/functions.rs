@@ -26,6 +26,13 @@ struct Func {
     description: Option<String>,
 }
 
+impl Library {
+    /// The library's code, as loaded.
+    pub(crate) fn code(&self) -> Bytes {
+        self.code.clone()
+    }
+}
+
 impl Func {
     fn no_writes(&self) -> bool {
         self.flags.iter().any(|f| f == "no-writes")
@@ -95,7 +102,7 @@ fn err_text(v: &Value) -> String {
 
 impl State {
     /// FUNCTION LOAD: the library's name, or the error text.
-    fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
+    pub(crate) fn load_library(&mut self, code: &[u8], replace: bool) -> Result<String, String> {
         if !code.starts_with(b"#!") {
             return Err("ERR Missing library metadata".into());
         }

@@ -1,5 +1,5 @@
 //! Libraries Redis gives scripts beyond Lua's own: `bit` (LuaBitOp's
-//! 32-bit operations), written here in Rust.
+//! 32-bit operations), `cjson` and `cmsgpack`, written here in Rust.
 
 use mlua::{Lua, Variadic};
 
@@ -50,5 +50,7 @@ pub(crate) fn install(lua: &Lua) -> mlua::Result<()> {
         })?,
     )?;
     lua.globals().raw_set("bit", bit)?;
+    lua.globals().raw_set("cjson", super::json::table(lua)?)?;
+    lua.globals().raw_set("cmsgpack", super::msgpack::table(lua)?)?;
     Ok(())
 }

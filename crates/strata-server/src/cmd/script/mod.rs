@@ -9,7 +9,9 @@
 mod api;
 mod convert;
 mod functions;
+mod json;
 mod libs;
+mod msgpack;
 mod run;
 
 use std::collections::{BTreeMap, HashMap};
@@ -129,6 +131,21 @@ impl Scripts {
         Reply::ok()
     }
 
+    /// SCRIPT FLUSH: a new Lua state without the cached scripts (as Redis
+    /// resets its VM); the function libraries are loaded again.
+    fn flush(&self) -> Result<(), String> {
+        let mut guard = self.state.lock();
+        let codes: Vec<Bytes> = guard.as_ref().map(|st| st.libs.values().map(|l| l.code()).collect()).unwrap_or_default();
+        let mut st = State::new(self.kill.clone(), self.deadline.clone()).map_err(|e| format!("ERR Lua init failed: {e}"))?;
+        for code in codes {
+            st.load_library(&code, true)?;
+        }
+        self.cached.store(0, Ordering::Relaxed);
+        self.lua_memory.store(st.lua.used_memory(), Ordering::Relaxed);
+        *guard = Some(st);
+        Ok(())
+    }
+
     /// Runs `f` with the Lua state (created on first use).
     pub(crate) fn with_state<R>(&self, f: impl FnOnce(&mut State) -> Result<R, String>) -> Result<R, String> {
         let mut guard = self.state.lock();
@@ -155,7 +172,8 @@ impl Scripts {
 
 impl State {
     fn new(kill: Arc<AtomicBool>, deadline: Arc<AtomicU64>) -> mlua::Result<State> {
-        let lua = Lua::new();
+        let libs = mlua::StdLib::TABLE | mlua::StdLib::STRING | mlua::StdLib::MATH;
+        let lua = Lua::new_with(libs, mlua::LuaOptions::new())?;
         let (hidden, globals, env) = api::setup(&lua)?;
         let (k, d) = (kill.clone(), deadline.clone());
         let killed = move || {
@@ -322,11 +340,7 @@ pub(crate) fn script(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
         if args.len() == 3 && !is(arg(args, 2), "async") && !is(arg(args, 2), "sync") {
             return Reply::err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
         }
-        scripts.with_state(|st| {
-            st.scripts.clear();
-            st.lua.gc_collect().map_err(|e| format!("ERR {e}"))?;
-            Ok(Reply::ok())
-        })
+        scripts.flush().map(|_| Reply::ok())
     } else if is(sub, "kill") && args.len() == 2 {
         Ok(scripts.kill())
     } else if is(sub, "help") && args.len() == 2 {
