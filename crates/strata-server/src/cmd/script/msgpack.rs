@@ -115,11 +115,14 @@ fn pack(out: &mut Vec<u8>, v: &Value, level: usize) -> mlua::Result<()> {
                 }
             }
             None => {
-                let pairs: Vec<(Value, Value)> = t.pairs::<Value, Value>().collect::<mlua::Result<_>>()?;
-                pack_len(out, pairs.len(), 0x80, 16, [0xde, 0xdf]);
-                for (k, val) in &pairs {
-                    pack(out, k, level + 1)?;
-                    pack(out, val, level + 1)?;
+                // Counted first, then packed pair by pair: every value
+                // held at once takes a slot of Lua's stack.
+                let n = t.pairs::<Value, Value>().count();
+                pack_len(out, n, 0x80, 16, [0xde, 0xdf]);
+                for pair in t.pairs::<Value, Value>() {
+                    let (k, val) = pair?;
+                    pack(out, &k, level + 1)?;
+                    pack(out, &val, level + 1)?;
                 }
             }
         },
