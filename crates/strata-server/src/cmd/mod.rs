@@ -179,8 +179,16 @@ fn validate(args: &[Bytes]) -> Result<&'static Spec, Reply> {
 }
 
 /// Runs one request and returns its reply (`None`: no reply, for an
-/// empty request).
+/// empty request). Error replies are counted (INFO errorstats).
 pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
+    let reply = execute_one(shared, sess, args);
+    if let Some(Reply::Error(e)) = &reply {
+        shared.stats.count_error(e);
+    }
+    reply
+}
+
+fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
     if args.is_empty() {
         return None;
     }
@@ -391,7 +399,12 @@ fn run_group(
                 run_data(shared, db, proto, spec, *f, args).encode(proto, out);
             }
         }
-        None => replies.iter().for_each(|r| r.encode(proto, out)),
+        None => replies.iter().for_each(|r| {
+            if let Reply::Error(e) = r {
+                shared.stats.count_error(e);
+            }
+            r.encode(proto, out)
+        }),
     }
     replies.len()
 }

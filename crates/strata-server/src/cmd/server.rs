@@ -29,6 +29,8 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
         shared.stats.total_connections.store(0, Ordering::Relaxed);
         shared.stats.rejected_connections.store(0, Ordering::Relaxed);
         shared.stats.expired_keys.store(0, Ordering::Relaxed);
+        shared.stats.total_error_replies.store(0, Ordering::Relaxed);
+        shared.stats.errors.lock().clear();
         Reply::ok()
     } else if is(sub, "set") {
         config_set(shared, args)
@@ -146,6 +148,11 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
             ],
         );
     }
+    if want("errorstats") {
+        let errors = st.errors.lock();
+        let fields: Vec<_> = errors.iter().map(|(code, n)| kv(&format!("errorstat_{code}"), format!("count={n}"))).collect();
+        section(&mut out, "Errorstats", &fields);
+    }
     if want("persistence") {
         let mut f = vec![kv("loading", "0".into())];
         f.push(kv("durability", if shared.config.durability_sync { "sync" } else { "default" }.into()));
@@ -163,6 +170,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("rejected_connections", st.rejected_connections.load(Ordering::Relaxed).to_string()),
                 kv("expired_keys", st.expired_keys.load(Ordering::Relaxed).to_string()),
                 kv("evicted_keys", "0".into()),
+                kv("total_error_replies", st.total_error_replies.load(Ordering::Relaxed).to_string()),
             ],
         );
     }

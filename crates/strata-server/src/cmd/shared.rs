@@ -28,6 +28,24 @@ pub struct ServerStats {
     pub block_seq: AtomicU64,
     /// Last client id handed out.
     pub next_client_id: AtomicU64,
+    /// Error replies sent, by error code (INFO errorstats; at most 128 codes).
+    pub errors: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// Error replies sent in all.
+    pub total_error_replies: AtomicU64,
+}
+
+impl ServerStats {
+    /// Counts an error reply by its code (the text's first word).
+    pub fn count_error(&self, text: &str) {
+        self.total_error_replies.fetch_add(1, Ordering::Relaxed);
+        let code = text.split(' ').next().unwrap_or("ERR");
+        let mut errors = self.errors.lock();
+        if let Some(n) = errors.get_mut(code) {
+            *n += 1;
+        } else if errors.len() < 128 {
+            errors.insert(code.to_string(), 1);
+        }
+    }
 }
 
 /// One database (SELECT n): its keyspace and key counts.
