@@ -150,7 +150,8 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
     }
     if want("errorstats") {
         let errors = st.errors.lock();
-        let fields: Vec<_> = errors.iter().map(|(code, n)| kv(&format!("errorstat_{code}"), format!("count={n}"))).collect();
+        let fields: Vec<_> =
+            errors.iter().map(|(code, n)| kv(&format!("errorstat_{code}"), format!("count={n}"))).collect();
         section(&mut out, "Errorstats", &fields);
     }
     if want("persistence") {

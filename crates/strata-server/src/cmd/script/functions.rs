@@ -163,7 +163,7 @@ impl State {
                 Reply::Map(vec![
                     (Reply::bulk("name"), Reply::bulk(&f.name)),
                     (Reply::bulk("description"), f.description.as_ref().map_or(Reply::Nil, Reply::bulk)),
-                    (Reply::bulk("flags"), Reply::Set(f.flags.iter().map(Reply::bulk).collect())),
+                    (Reply::bulk("flags"), Reply::Set(f.flags.iter().map(|s| Reply::Status(s.clone())).collect())),
                 ])
             });
             let mut m = vec![

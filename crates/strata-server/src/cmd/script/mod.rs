@@ -135,8 +135,10 @@ impl Scripts {
     /// resets its VM); the function libraries are loaded again.
     fn flush(&self) -> Result<(), String> {
         let mut guard = self.state.lock();
-        let codes: Vec<Bytes> = guard.as_ref().map(|st| st.libs.values().map(|l| l.code()).collect()).unwrap_or_default();
-        let mut st = State::new(self.kill.clone(), self.deadline.clone()).map_err(|e| format!("ERR Lua init failed: {e}"))?;
+        let codes: Vec<Bytes> =
+            guard.as_ref().map(|st| st.libs.values().map(|l| l.code()).collect()).unwrap_or_default();
+        let mut st =
+            State::new(self.kill.clone(), self.deadline.clone()).map_err(|e| format!("ERR Lua init failed: {e}"))?;
         for code in codes {
             st.load_library(&code, true)?;
         }
