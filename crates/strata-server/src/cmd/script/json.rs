@@ -7,6 +7,10 @@ use std::sync::Arc;
 
 use mlua::{LightUserData, Lua, Table, Value};
 
+/// The deepest nesting either depth setting allows (encoding and decoding
+/// recurse; the server's stack must hold them).
+const MAX_DEPTH: u32 = 1000;
+
 #[derive(Default)]
 struct Cfg {
     encode_depth: AtomicU32,
@@ -296,8 +300,8 @@ impl Parser<'_> {
 /// Builds the `cjson` table.
 pub(crate) fn table(lua: &Lua) -> mlua::Result<Table> {
     let cfg = Arc::new(Cfg::default());
-    cfg.encode_depth.store(1000, Ordering::Relaxed);
-    cfg.decode_depth.store(1000, Ordering::Relaxed);
+    cfg.encode_depth.store(MAX_DEPTH, Ordering::Relaxed);
+    cfg.decode_depth.store(MAX_DEPTH, Ordering::Relaxed);
     let t = lua.create_table()?;
     let c = cfg.clone();
     t.raw_set(
@@ -327,7 +331,7 @@ pub(crate) fn table(lua: &Lua) -> mlua::Result<Table> {
         "encode_max_depth",
         lua.create_function(move |_, n: Option<u32>| {
             if let Some(n) = n {
-                c.encode_depth.store(n.max(1), Ordering::Relaxed);
+                c.encode_depth.store(n.clamp(1, MAX_DEPTH), Ordering::Relaxed);
             }
             Ok(c.encode_depth.load(Ordering::Relaxed))
         })?,
@@ -337,7 +341,7 @@ pub(crate) fn table(lua: &Lua) -> mlua::Result<Table> {
         "decode_max_depth",
         lua.create_function(move |_, n: Option<u32>| {
             if let Some(n) = n {
-                c.decode_depth.store(n.max(1), Ordering::Relaxed);
+                c.decode_depth.store(n.clamp(1, MAX_DEPTH), Ordering::Relaxed);
             }
             Ok(c.decode_depth.load(Ordering::Relaxed))
         })?,

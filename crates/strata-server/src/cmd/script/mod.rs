@@ -185,8 +185,11 @@ impl State {
         let check = killed.clone();
         hidden.raw_set("killed", lua.create_function(move |_, ()| Ok(check()))?)?;
         lua.set_hook(mlua::HookTriggers::new().every_nth_instruction(1000), move |_, _| {
-            if killed() {
+            if kill.load(Ordering::Acquire) {
                 return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
+            }
+            if killed() {
+                return Err(mlua::Error::runtime("Script killed: it ran more than a second past lua-time-limit"));
             }
             Ok(mlua::VmState::Continue)
         })?;

@@ -131,9 +131,13 @@ fn pack(out: &mut Vec<u8>, v: &Value, level: usize) -> mlua::Result<()> {
     Ok(())
 }
 
+/// Deepest nesting unpacked (decoding recurses).
+const MAX_UNPACK_DEPTH: usize = 1000;
+
 struct Reader<'a> {
     s: &'a [u8],
     i: usize,
+    depth: usize,
 }
 
 impl Reader<'_> {
@@ -174,6 +178,16 @@ impl Reader<'_> {
     }
 
     fn value(&mut self, lua: &Lua) -> mlua::Result<Value> {
+        if self.depth >= MAX_UNPACK_DEPTH {
+            return Err(rt("Bad data format in input: nesting too deep."));
+        }
+        self.depth += 1;
+        let v = self.value_at(lua);
+        self.depth -= 1;
+        v
+    }
+
+    fn value_at(&mut self, lua: &Lua) -> mlua::Result<Value> {
         let tag = self.uint(1)? as u8;
         Ok(match tag {
             0x00..=0x7f => Value::Number(f64::from(tag)),
@@ -230,7 +244,7 @@ impl Reader<'_> {
 /// Decodes up to `limit` objects (0: all) from `offset`; the offset after
 /// them (-1 at the end of the input) and the objects.
 fn unpack(lua: &Lua, s: &[u8], limit: usize, offset: usize) -> mlua::Result<(i64, Vec<Value>)> {
-    let mut r = Reader { s, i: offset };
+    let mut r = Reader { s, i: offset, depth: 0 };
     let mut out = Vec::new();
     while r.i < s.len() && (limit == 0 || out.len() < limit) {
         out.push(r.value(lua)?);

@@ -67,7 +67,7 @@ pub(crate) fn run(
     let limit = u64::try_from(ctx.shared.tuning.int("lua-time-limit")).unwrap_or(0);
     scripts.deadline.store(now.saturating_add(limit).saturating_add(1000), Ordering::Release);
     scripts.running_since.store(now, Ordering::Release);
-    let state = RefCell::new(Call { ctx, read_only: opts.read_only, wrote: &scripts.wrote });
+    let state = RefCell::new(Call { ctx, read_only: opts.read_only, wrote: &scripts.wrote, session: None });
     let result = lua.scope(|scope| {
         hidden.raw_set("resp", 2)?;
         let d = scope.create_function(|lua, args: MultiValue| dispatch(lua, &state, hidden, args))?;
@@ -151,6 +151,9 @@ struct Call<'c, 'a> {
     ctx: &'c mut Ctx<'a>,
     read_only: bool,
     wrote: &'c AtomicBool,
+    /// The session the script's connection-level commands (PING, INFO
+    /// ...) run in, made on first use.
+    session: Option<Session>,
 }
 
 /// Commands a script may not run (Redis's `noscript` flag), blocking
@@ -315,10 +318,10 @@ impl Call<'_, '_> {
                 }
             }
             Run::Session(f) => {
-                let mut sess = Session::new(ctx.shared, "lua".into());
+                let sess = self.session.get_or_insert_with(|| Session::new(ctx.shared, "lua".into()));
                 sess.db = ctx.db;
                 sess.proto = resp;
-                f(ctx.shared, &mut sess, args)
+                f(ctx.shared, sess, args)
             }
         }
     }
