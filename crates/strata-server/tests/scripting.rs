@@ -156,3 +156,24 @@ fn script_writes_are_durable() {
     roundtrip(&mut s, &req(&["LINDEX", "l", "99"]), b"$3\r\n100\r\n");
     roundtrip(&mut s, &req(&["GET", "k"]), b"$1\r\nv\r\n");
 }
+
+/// A script's writes are changes like any other: a WATCH on a key it
+/// wrote aborts the EXEC, and a client blocked on a list it pushed to is
+/// served.
+#[test]
+fn script_writes_wake_watchers_and_blocked_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut a = connect(srv.port);
+    let mut b = connect(srv.port);
+    roundtrip(&mut a, &req(&["WATCH", "w"]), b"+OK\r\n");
+    roundtrip(&mut b, &req(&["EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "w"]), b"+OK\r\n");
+    roundtrip(&mut a, &req(&["MULTI"]), b"+OK\r\n");
+    roundtrip(&mut a, &req(&["SET", "w", "y"]), b"+QUEUED\r\n");
+    roundtrip(&mut a, &req(&["EXEC"]), b"*-1\r\n");
+    use std::io::Write;
+    a.write_all(&req(&["BLPOP", "q", "10"])).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    roundtrip(&mut b, &req(&["EVAL", "return redis.call('rpush', 'q', 'v')", "0"]), b":1\r\n");
+    roundtrip(&mut a, b"", b"*2\r\n$1\r\nq\r\n$1\r\nv\r\n");
+}

@@ -130,6 +130,11 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Whether anything is staged in any database.
+    pub(crate) fn is_dirty(&self) -> bool {
+        self.txn.is_dirty() || self.others.iter().any(|(_, t)| t.is_dirty())
+    }
+
     /// Makes `db` the selected database (SELECT inside MULTI).
     pub(crate) fn select(&mut self, db: usize) {
         if db == self.db {

@@ -83,6 +83,13 @@ pub(crate) fn run(
     scripts.deadline.store(0, Ordering::Release);
     scripts.kill.store(false, Ordering::Release);
     let call = state.into_inner();
+    if call.ctx.is_dirty() {
+        // A script's keys are not known before it runs: every lock stripe
+        // moves on, so WATCHes see the change (a false alarm for other
+        // keys) and blocked clients look again. Under the locks of all
+        // stripes, as before the commit that follows.
+        call.ctx.shared.locks.bump::<&[u8]>(&[], true);
+    }
     call.ctx.select(db);
     call.ctx.proto = proto;
     if opts.eval {
