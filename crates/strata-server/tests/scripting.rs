@@ -177,3 +177,63 @@ fn script_writes_wake_watchers_and_blocked_clients() {
     roundtrip(&mut b, &req(&["EVAL", "return redis.call('rpush', 'q', 'v')", "0"]), b":1\r\n");
     roundtrip(&mut a, b"", b"*2\r\n$1\r\nq\r\n$1\r\nv\r\n");
 }
+
+/// SORT and SORT_RO (which scripts use), reply bytes from redis-server
+/// 7.0.15: numeric, ALPHA, BY/GET patterns, LIMIT, STORE, and a set
+/// sorted BY a constant inside a script coming out ordered.
+#[test]
+fn sort_matches_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    let cases: &[(&[&str], &[u8])] = &[
+        (&["FLUSHALL"], b"+OK\r\n"),
+        (&["RPUSH", "l", "3", "1", "10", "2"], b":4\r\n"),
+        (&["SORT", "l"], b"*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$2\r\n10\r\n"),
+        (&["SORT", "l", "DESC"], b"*4\r\n$2\r\n10\r\n$1\r\n3\r\n$1\r\n2\r\n$1\r\n1\r\n"),
+        (&["SORT", "l", "ALPHA"], b"*4\r\n$1\r\n1\r\n$2\r\n10\r\n$1\r\n2\r\n$1\r\n3\r\n"),
+        (&["SORT", "l", "LIMIT", "1", "2"], b"*2\r\n$1\r\n2\r\n$1\r\n3\r\n"),
+        (&["SORT", "l", "LIMIT", "-5", "-1"], b"*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$2\r\n10\r\n"),
+        (&["MSET", "w_3", "30", "w_1", "100", "w_10", "5", "w_2", "20"], b"+OK\r\n"),
+        (&["SORT", "l", "BY", "w_*"], b"*4\r\n$2\r\n10\r\n$1\r\n2\r\n$1\r\n3\r\n$1\r\n1\r\n"),
+        (
+            &["SORT", "l", "BY", "w_*", "GET", "#", "GET", "w_*"],
+            b"*8\r\n$2\r\n10\r\n$1\r\n5\r\n$1\r\n2\r\n$2\r\n20\r\n$1\r\n3\r\n$2\r\n30\r\n$1\r\n1\r\n$3\r\n100\r\n",
+        ),
+        (&["SORT", "l", "BY", "nosort"], b"*4\r\n$1\r\n3\r\n$1\r\n1\r\n$2\r\n10\r\n$1\r\n2\r\n"),
+        (&["SORT", "l", "BY", "nosort", "DESC"], b"*4\r\n$1\r\n2\r\n$2\r\n10\r\n$1\r\n1\r\n$1\r\n3\r\n"),
+        (&["HSET", "h_1", "f", "9"], b":1\r\n"),
+        (
+            &["SORT", "l", "GET", "h_*->f", "GET", "#"],
+            b"*8\r\n$1\r\n9\r\n$1\r\n1\r\n$-1\r\n$1\r\n2\r\n$-1\r\n$1\r\n3\r\n$-1\r\n$2\r\n10\r\n",
+        ),
+        (&["SADD", "s", "a", "c", "b"], b":3\r\n"),
+        (&["SORT", "s"], b"-ERR One or more scores can't be converted into double\r\n"),
+        (&["SORT", "s", "ALPHA"], b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"),
+        (&["SORT", "s", "ALPHA", "DESC", "STORE", "dst"], b":3\r\n"),
+        (&["LRANGE", "dst", "0", "-1"], b"*3\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n"),
+        (&["ZADD", "z", "1", "x", "2", "y", "3", "a"], b":3\r\n"),
+        (&["SORT", "z", "BY", "nosort"], b"*3\r\n$1\r\nx\r\n$1\r\ny\r\n$1\r\na\r\n"),
+        (&["SORT", "z", "BY", "nosort", "DESC"], b"*3\r\n$1\r\na\r\n$1\r\ny\r\n$1\r\nx\r\n"),
+        (&["SORT", "z", "ALPHA"], b"*3\r\n$1\r\na\r\n$1\r\nx\r\n$1\r\ny\r\n"),
+        (&["SET", "str", "v"], b"+OK\r\n"),
+        (&["SORT", "str"], b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"),
+        (&["SORT", "nokey"], b"*0\r\n"),
+        (&["SORT", "l", "FOO"], b"-ERR syntax error\r\n"),
+        (&["SORT_RO", "l", "STORE", "x"], b"-ERR syntax error\r\n"),
+        (&["SORT_RO", "l", "DESC"], b"*4\r\n$2\r\n10\r\n$1\r\n3\r\n$1\r\n2\r\n$1\r\n1\r\n"),
+        (&["SORT", "l", "STORE", "dst2"], b":4\r\n"),
+        (&["LRANGE", "dst2", "0", "-1"], b"*4\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$2\r\n10\r\n"),
+        (
+            &["EVAL", "return redis.call('sort', KEYS[1], 'by', '_')", "1", "s"],
+            b"*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n",
+        ),
+        (
+            &["EVAL", "return redis.call('sort', KEYS[1], 'by', '_', 'get', '#', 'get', '_:*')", "1", "s"],
+            b"*6\r\n$1\r\na\r\n$-1\r\n$1\r\nb\r\n$-1\r\n$1\r\nc\r\n$-1\r\n",
+        ),
+    ];
+    for (args, want) in cases {
+        roundtrip(&mut s, &req(args), want);
+    }
+}

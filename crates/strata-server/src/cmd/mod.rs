@@ -18,6 +18,7 @@ mod session;
 mod sets;
 mod setstore;
 mod shared;
+mod sort;
 mod strings;
 mod table;
 mod transactions;
@@ -100,6 +101,9 @@ pub struct Ctx<'a> {
     pub shared: &'a Shared,
     /// The client's protocol version.
     pub proto: u8,
+    /// The command runs inside a script (SORT orders a set it would leave
+    /// unsorted).
+    pub in_script: bool,
     /// A blocked command run again because a key changed: keys that now
     /// hold another type are passed over (Redis wakes a blocked client
     /// only for a key of the type it waits on), not an error.
@@ -109,7 +113,15 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// A context over database `db` at time `now`.
     pub fn new(shared: &'a Shared, db: usize, proto: u8, now: u64) -> Ctx<'a> {
-        Ctx { txn: Txn::new(shared.store_of(db), now), db, others: Vec::new(), shared, proto, retry: false }
+        Ctx {
+            txn: Txn::new(shared.store_of(db), now),
+            db,
+            others: Vec::new(),
+            shared,
+            proto,
+            retry: false,
+            in_script: false,
+        }
     }
 
     /// The transaction over database `db` (the selected one's is `txn`).

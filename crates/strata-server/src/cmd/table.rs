@@ -12,8 +12,8 @@ use super::{
     sets as st, strings as str_,
 };
 use super::{
-    listedit as le, memory as m, object as o, rename as rn, script as sc, setstore as ss, transactions as t,
-    zalgebra as za, zlex as zl, zpop as zp, zsets as z, CmdResult, Ctx, Session, Shared,
+    listedit as le, memory as m, object as o, rename as rn, script as sc, setstore as ss, sort as so,
+    transactions as t, zalgebra as za, zlex as zl, zpop as zp, zsets as z, CmdResult, Ctx, Session, Shared,
 };
 use crate::resp::Reply;
 
@@ -105,6 +105,8 @@ static COMMANDS: &[Spec] = &[
     data("exists", -2, All, k::exists),
     data("type", 2, First, k::type_),
     data("scan", -2, Keys::None, k::scan),
+    data("sort", -2, Global, so::sort),
+    data("sort_ro", -2, Global, so::sort_ro),
     data("keys", 2, Keys::None, k::keys),
     data("expire", -3, First, k::expire),
     data("pexpire", -3, First, k::pexpire),

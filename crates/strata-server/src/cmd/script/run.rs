@@ -61,6 +61,7 @@ pub(crate) fn run(
         return Reply::err("ERR could not set KEYS and ARGV");
     }
     let (db, proto) = (ctx.db, ctx.proto);
+    ctx.in_script = true;
     scripts.kill.store(false, Ordering::Release);
     scripts.wrote.store(false, Ordering::Release);
     let now = crate::keyspace::now_ms().max(1);
@@ -92,6 +93,7 @@ pub(crate) fn run(
     }
     call.ctx.select(db);
     call.ctx.proto = proto;
+    call.ctx.in_script = false;
     if opts.eval {
         let _ = st.globals.raw_set("KEYS", Value::Nil);
         let _ = st.globals.raw_set("ARGV", Value::Nil);
@@ -275,6 +277,7 @@ const WRITES: &[&str] = &[
     "sinterstore",
     "sunionstore",
     "sdiffstore",
+    "sort",
 ];
 
 /// Session commands a script may run.
