@@ -149,6 +149,10 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> CmdResult
     }
     match store {
         Some(dest) => {
+            // SORT runs under the locks of every stripe (its patterns may
+            // name any key): tell WATCH the destination changed, even
+            // when the result is empty, as Redis does.
+            ctx.shared.locks.bump(&[dest.as_ref()], false);
             keys::del(ctx, &[name(b"del"), dest.clone()])?;
             let n = out.len();
             if n > 0 {
