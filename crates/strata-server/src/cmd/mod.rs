@@ -250,6 +250,10 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
 /// Whether a script has run past `lua-time-limit` and this command must
 /// get `-BUSY` (all but SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE).
 fn script_busy(shared: &Shared, spec: &Spec, args: &[Bytes]) -> bool {
+    // One atomic load on the common path: no script runs.
+    if !shared.scripts.running() {
+        return false;
+    }
     let limit = u64::try_from(shared.tuning.int("lua-time-limit")).unwrap_or(0);
     if !shared.scripts.busy(limit) {
         return false;

@@ -109,6 +109,11 @@ impl Scripts {
         self.lua_memory.load(Ordering::Relaxed)
     }
 
+    /// Whether a script is running now.
+    pub fn running(&self) -> bool {
+        self.running_since.load(Ordering::Acquire) != 0
+    }
+
     /// Whether a script has been running for more than `limit_ms`: other
     /// clients then get `-BUSY`.
     pub fn busy(&self, limit_ms: u64) -> bool {
