@@ -223,9 +223,7 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         return Some(Reply::err("NOAUTH Authentication required."));
     }
     if script_busy(shared, spec, args) {
-        return Some(Reply::err(
-            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
-        ));
+        return Some(Reply::err(shared.scripts.busy_error()));
     }
     if let Some(queue) = sess.multi.as_mut() {
         // Redis 7 refuses these inside a transaction (and aborts the EXEC):

@@ -45,6 +45,8 @@ pub struct Scripts {
     runs: AtomicU64,
     /// The running script has written (it can no longer be killed).
     wrote: AtomicBool,
+    /// The running script is a function (FCALL), not EVAL.
+    function: AtomicBool,
     /// Scripts in the EVAL cache (INFO).
     cached: AtomicUsize,
     /// Bytes the Lua state used after the last script (INFO).
@@ -94,6 +96,7 @@ impl Scripts {
             deadline: Arc::new(AtomicU64::new(0)),
             runs: AtomicU64::new(0),
             wrote: AtomicBool::new(false),
+            function: AtomicBool::new(false),
             cached: AtomicUsize::new(0),
             lua_memory: AtomicUsize::new(0),
         }
@@ -107,6 +110,15 @@ impl Scripts {
     /// Bytes the Lua state uses (as of the last script).
     pub fn lua_memory(&self) -> usize {
         self.lua_memory.load(Ordering::Relaxed)
+    }
+
+    /// The `-BUSY` error other clients get while a script runs too long.
+    pub fn busy_error(&self) -> &'static str {
+        if self.function.load(Ordering::Acquire) {
+            "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+        } else {
+            "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
+        }
     }
 
     /// Whether a script is running now.

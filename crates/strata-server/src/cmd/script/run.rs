@@ -64,6 +64,7 @@ pub(crate) fn run(
     ctx.in_script = true;
     scripts.kill.store(false, Ordering::Release);
     scripts.wrote.store(false, Ordering::Release);
+    scripts.function.store(!opts.eval, Ordering::Release);
     let now = crate::keyspace::now_ms().max(1);
     let limit = u64::try_from(ctx.shared.tuning.int("lua-time-limit")).unwrap_or(0);
     scripts.deadline.store(now.saturating_add(limit).saturating_add(1000), Ordering::Release);
