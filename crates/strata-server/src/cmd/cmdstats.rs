@@ -1,11 +1,9 @@
-//! Per-command counters for INFO commandstats and errorstats: calls, time
-//! spent, calls refused before they ran (arity, auth) and calls that
-//! answered with an error, as Redis 7 counts them.
+//! Per-command counters for INFO commandstats: calls, time spent, calls
+//! refused before they ran (arity, auth) and calls that answered with an
+//! error, as Redis 7 counts them. (Error replies by code, INFO
+//! errorstats, are `ServerStats::count_error`'s.)
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use parking_lot::Mutex;
 
 use crate::resp::Reply;
 
@@ -21,17 +19,11 @@ struct Counters {
 /// Counters of every command in the table, indexed as the table is.
 pub struct CommandStats {
     per: Vec<Counters>,
-    /// Error replies by their first word (`ERR`, `WRONGTYPE`, ...); errors
-    /// are rare, so a lock is fine here.
-    errors: Mutex<HashMap<String, u64>>,
 }
 
 impl Default for CommandStats {
     fn default() -> Self {
-        CommandStats {
-            per: (0..super::table::count()).map(|_| Counters::default()).collect(),
-            errors: Mutex::default(),
-        }
+        CommandStats { per: (0..super::table::count()).map(|_| Counters::default()).collect() }
     }
 }
 
@@ -41,31 +33,17 @@ impl CommandStats {
         if let Some(c) = self.per.get(id) {
             c.calls.fetch_add(1, Ordering::Relaxed);
             c.usec.fetch_add(usec, Ordering::Relaxed);
-            if let Reply::Error(e) = reply {
+            if reply.is_error() {
                 c.failed.fetch_add(1, Ordering::Relaxed);
-                self.error(e);
             }
         }
     }
 
-    /// Counts command `id` (if it is known) refused before it ran with `reply`.
-    pub fn rejected(&self, id: Option<usize>, reply: &Reply) {
+    /// Counts command `id` (if it is known) refused before it ran.
+    pub fn rejected(&self, id: Option<usize>) {
         if let Some(c) = id.and_then(|i| self.per.get(i)) {
             c.rejected.fetch_add(1, Ordering::Relaxed);
         }
-        if let Reply::Error(e) = reply {
-            self.error(e);
-        }
-    }
-
-    fn error(&self, text: &str) {
-        let code = text.split(' ').next().unwrap_or("ERR");
-        *self.errors.lock().entry(code.to_string()).or_insert(0) += 1;
-    }
-
-    /// Error replies sent since start (INFO stats `total_error_replies`).
-    pub fn total_errors(&self) -> u64 {
-        self.errors.lock().values().sum()
     }
 
     /// Zeroes everything (CONFIG RESETSTAT).
@@ -76,7 +54,6 @@ impl CommandStats {
             c.rejected.store(0, Ordering::Relaxed);
             c.failed.store(0, Ordering::Relaxed);
         }
-        self.errors.lock().clear();
     }
 
     /// INFO commandstats: one `cmdstat_<name>` line per command used.
@@ -100,14 +77,6 @@ impl CommandStats {
             ));
         }
         out
-    }
-
-    /// INFO errorstats: one `errorstat_<code>` line per error code seen.
-    pub fn errorstats(&self) -> Vec<(String, String)> {
-        let mut v: Vec<(String, String)> =
-            self.errors.lock().iter().map(|(k, n)| (format!("errorstat_{k}"), format!("count={n}"))).collect();
-        v.sort();
-        v
     }
 }
 

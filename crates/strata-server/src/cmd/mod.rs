@@ -6,7 +6,6 @@ mod blocking;
 mod cmdstats;
 mod collscan;
 mod connection;
-mod functions;
 mod hashes;
 mod keys;
 mod lcs;
@@ -18,6 +17,7 @@ mod object;
 mod pubsub;
 mod random;
 mod rename;
+mod script;
 mod server;
 mod session;
 mod sets;
@@ -44,6 +44,7 @@ use crate::store::StoreError;
 
 pub use cmdstats::CommandStats;
 pub use pubsub::{leave_all, Subscriptions};
+pub use script::Scripts;
 pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
 pub use table::{lookup, Keys, Run, Spec};
@@ -109,6 +110,9 @@ pub struct Ctx<'a> {
     pub shared: &'a Shared,
     /// The client's protocol version.
     pub proto: u8,
+    /// The command runs inside a script (SORT orders a set it would leave
+    /// unsorted).
+    pub in_script: bool,
     /// A blocked command run again because a key changed: keys that now
     /// hold another type are passed over (Redis wakes a blocked client
     /// only for a key of the type it waits on), not an error.
@@ -128,6 +132,7 @@ impl<'a> Ctx<'a> {
             proto,
             retry: false,
             events: Vec::new(),
+            in_script: false,
         }
     }
 
@@ -147,6 +152,11 @@ impl<'a> Ctx<'a> {
             Some((_, t)) => t,
             None => &mut self.txn, // not reached: `at` was just found or pushed
         }
+    }
+
+    /// Whether anything is staged in any database.
+    pub(crate) fn is_dirty(&self) -> bool {
+        self.txn.is_dirty() || self.others.iter().any(|(_, t)| t.is_dirty())
     }
 
     /// Makes `db` the selected database (SELECT inside MULTI).
@@ -199,8 +209,16 @@ fn validate(args: &[Bytes]) -> Result<(usize, &'static Spec), (Option<usize>, Re
 }
 
 /// Runs one request and returns its reply (`None`: no reply, for an
-/// empty request).
+/// empty request). Error replies are counted (INFO errorstats).
 pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
+    let reply = execute_one(shared, sess, args);
+    if let Some(Reply::Error(e)) = &reply {
+        shared.stats.count_error(e);
+    }
+    reply
+}
+
+fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
     if args.is_empty() {
         return None;
     }
@@ -211,17 +229,20 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
             if sess.multi.is_some() {
                 sess.multi_failed = true;
             }
-            shared.cmdstats.rejected(id, &e);
+            shared.cmdstats.rejected(id);
             return Some(e);
         }
     };
     if !sess.authed && !matches!(spec.name, "auth" | "hello" | "quit") {
         let e = Reply::err("NOAUTH Authentication required.");
-        shared.cmdstats.rejected(Some(id), &e);
+        shared.cmdstats.rejected(Some(id));
         return Some(e);
     }
     if sess.proto == 2 && sess.subs.active() && !pubsub::ALLOWED_SUBSCRIBED.contains(&spec.name) {
         return Some(pubsub::not_allowed(spec.name, args));
+    }
+    if script_busy(shared, spec, args) {
+        return Some(Reply::err(shared.scripts.busy_error()));
     }
     if let Some(queue) = sess.multi.as_mut() {
         // Redis 7 refuses these inside a transaction (and aborts the EXEC):
@@ -247,6 +268,27 @@ pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         shared.cmdstats.ran(id, cmdstats::usec_since(started), r);
     }
     reply
+}
+
+/// Whether a script has run past `lua-time-limit` and this command must
+/// get `-BUSY` (all but SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE).
+fn script_busy(shared: &Shared, spec: &Spec, args: &[Bytes]) -> bool {
+    // One atomic load on the common path: no script runs.
+    if !shared.scripts.running() {
+        return false;
+    }
+    let limit = u64::try_from(shared.tuning.int("lua-time-limit")).unwrap_or(0);
+    if !shared.scripts.busy(limit) {
+        return false;
+    }
+    let sub = args.get(1).map(|a| a.as_ref()).unwrap_or_default();
+    let allowed = match spec.name {
+        "script" | "function" => is(sub, "kill"),
+        "shutdown" => is(sub, "nosave"),
+        "auth" | "hello" | "quit" => true,
+        _ => false,
+    };
+    !allowed
 }
 
 /// Commands that may wait for data (see `blocking`).
@@ -415,6 +457,9 @@ fn run_group(shared: &Shared, db: usize, proto: u8, group: Vec<Grouped>, out: &m
                 let started = std::time::Instant::now();
                 let r = run_data(shared, db, proto, spec, *f, args);
                 shared.cmdstats.ran(*id, cmdstats::usec_since(started), &r);
+                if let Reply::Error(e) = &r {
+                    shared.stats.count_error(e);
+                }
                 r.encode(proto, out);
             }
         }
@@ -423,6 +468,9 @@ fn run_group(shared: &Shared, db: usize, proto: u8, group: Vec<Grouped>, out: &m
             let each = cmdstats::usec_since(started) / replies.len().max(1) as u64;
             for ((id, ..), r) in group.iter().zip(&replies) {
                 shared.cmdstats.ran(*id, each, r);
+                if let Reply::Error(e) = r {
+                    shared.stats.count_error(e);
+                }
                 r.encode(proto, out);
             }
         }

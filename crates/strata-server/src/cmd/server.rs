@@ -31,6 +31,8 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
         shared.stats.rejected_connections.store(0, Ordering::Relaxed);
         shared.stats.expired_keys.store(0, Ordering::Relaxed);
         shared.cmdstats.reset();
+        shared.stats.total_error_replies.store(0, Ordering::Relaxed);
+        shared.stats.errors.lock().clear();
         Reply::ok()
     } else if is(sub, "set") {
         config_set(shared, args)
@@ -163,10 +165,18 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
             &[
                 kv("used_memory", used.to_string()),
                 kv("used_memory_human", human(used)),
+                kv("used_memory_lua", shared.scripts.lua_memory().to_string()),
+                kv("number_of_cached_scripts", shared.scripts.cached().to_string()),
                 kv("maxmemory", "0".into()),
                 kv("maxmemory_policy", "noeviction".into()),
             ],
         );
+    }
+    if want("errorstats") {
+        let errors = st.errors.lock();
+        let fields: Vec<_> =
+            errors.iter().map(|(code, n)| kv(&format!("errorstat_{code}"), format!("count={n}"))).collect();
+        section(&mut out, "Errorstats", &fields);
     }
     if want("persistence") {
         let mut f = vec![kv("loading", "0".into())];
@@ -186,7 +196,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("rejected_connections", st.rejected_connections.load(Ordering::Relaxed).to_string()),
                 kv("expired_keys", st.expired_keys.load(Ordering::Relaxed).to_string()),
                 kv("evicted_keys", "0".into()),
-                kv("total_error_replies", shared.cmdstats.total_errors().to_string()),
+                kv("total_error_replies", st.total_error_replies.load(Ordering::Relaxed).to_string()),
                 kv("pubsub_channels", channels.to_string()),
                 kv("pubsub_patterns", patterns.to_string()),
                 kv("pubsubshard_channels", shard.to_string()),
@@ -210,9 +220,6 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
     }
     if want("commandstats") {
         section(&mut out, "Commandstats", &shared.cmdstats.commandstats());
-    }
-    if want("errorstats") {
-        section(&mut out, "Errorstats", &shared.cmdstats.errorstats());
     }
     if want("keyspace") {
         let mut f = Vec::new();

@@ -28,6 +28,24 @@ pub struct ServerStats {
     pub block_seq: AtomicU64,
     /// Last client id handed out.
     pub next_client_id: AtomicU64,
+    /// Error replies sent, by error code (INFO errorstats; at most 128 codes).
+    pub errors: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// Error replies sent in all.
+    pub total_error_replies: AtomicU64,
+}
+
+impl ServerStats {
+    /// Counts an error reply by its code (the text's first word).
+    pub fn count_error(&self, text: &str) {
+        self.total_error_replies.fetch_add(1, Ordering::Relaxed);
+        let code = text.split(' ').next().unwrap_or("ERR");
+        let mut errors = self.errors.lock();
+        if let Some(n) = errors.get_mut(code) {
+            *n += 1;
+        } else if errors.len() < 128 {
+            errors.insert(code.to_string(), 1);
+        }
+    }
 }
 
 /// One database (SELECT n): its keyspace and key counts.
@@ -74,6 +92,8 @@ pub struct Shared {
     pub cmdstats: super::CommandStats,
     /// Pub/sub subscriptions and keyspace notification settings.
     pub pubsub: crate::pubsub::Registry,
+    /// The Lua scripting engine (EVAL, FUNCTION).
+    pub scripts: super::script::Scripts,
 }
 
 impl Shared {
@@ -100,6 +120,7 @@ impl Shared {
             tuning: crate::tuning::Tuning::default(),
             cmdstats: super::CommandStats::default(),
             pubsub: crate::pubsub::Registry::default(),
+            scripts: super::script::Scripts::new(),
         };
         shared.check_format()?;
         shared.count_keys()?;

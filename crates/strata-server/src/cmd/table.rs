@@ -8,13 +8,13 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 
 use super::{
-    bits as b, blocking as bl, collscan as cs, connection as c, functions as f, hashes as h, keys as k, lists as l,
-    server as s, sets as st, strings as str_,
+    bits as b, blocking as bl, collscan as cs, connection as c, hashes as h, keys as k, lists as l, server as s,
+    sets as st, strings as str_,
 };
 use super::{
-    lcs, listedit as le, memory as m, object as o, pubsub as ps, random as rnd, rename as rn, setstore as ss,
-    sort as so, transactions as t, zalgebra as za, zlex as zl, zmore as zm, zpop as zp, zrange as zr, zsets as z,
-    CmdResult, Ctx, Session, Shared,
+    lcs, listedit as le, memory as m, object as o, pubsub as ps, random as rnd, rename as rn, script as sc,
+    setstore as ss, sort as so, transactions as t, zalgebra as za, zlex as zl, zmore as zm, zpop as zp, zrange as zr,
+    zsets as z, CmdResult, Ctx, Session, Shared,
 };
 use crate::resp::Reply;
 
@@ -89,7 +89,14 @@ static COMMANDS: &[Spec] = &[
     sess("bgsave", -1, s::bgsave),
     sess("lastsave", 1, s::lastsave),
     sess("shutdown", -1, s::shutdown),
-    sess("function", -2, f::function),
+    sess("function", -2, sc::function),
+    sess("script", -2, sc::script),
+    data("eval", -3, Global, sc::eval),
+    data("evalsha", -3, Global, sc::evalsha),
+    data("eval_ro", -3, Global, sc::eval_ro),
+    data("evalsha_ro", -3, Global, sc::evalsha_ro),
+    data("fcall", -3, Global, sc::fcall),
+    data("fcall_ro", -3, Global, sc::fcall_ro),
     data("flushdb", -1, Global, s::flushdb),
     data("flushall", -1, Global, s::flushall),
     data("swapdb", 3, Global, rn::swapdb),
@@ -99,6 +106,8 @@ static COMMANDS: &[Spec] = &[
     data("exists", -2, All, k::exists),
     data("type", 2, First, k::type_),
     data("scan", -2, Keys::None, k::scan),
+    data("sort", -2, Global, so::sort),
+    data("sort_ro", -2, Global, so::sort_ro),
     data("keys", 2, Keys::None, k::keys),
     data("expire", -3, First, k::expire),
     data("pexpire", -3, First, k::pexpire),
@@ -224,8 +233,6 @@ static COMMANDS: &[Spec] = &[
     data("sadd", -3, First, st::sadd),
     data("srem", -3, First, st::srem),
     data("srandmember", -2, First, rnd::srandmember),
-    data("sort", -2, All, so::sort),
-    data("sort_ro", -2, All, so::sort_ro),
     data("spop", -2, First, st::spop),
     data("scard", 2, First, st::scard),
     data("smembers", 2, First, st::smembers),

@@ -37,6 +37,8 @@ pub enum Reply {
     /// Several replies of one command, one after another (SUBSCRIBE to n
     /// channels answers n frames).
     Many(Vec<Reply>),
+    /// `#t` / `#f` boolean (`:1` / `:0` in RESP2).
+    Bool(bool),
 }
 
 impl Reply {
@@ -130,6 +132,8 @@ impl Reply {
                     v.encode(proto, out);
                 }
             }
+            Reply::Bool(b) if resp3 => out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" }),
+            Reply::Bool(b) => out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" }),
             Reply::Double(d) => {
                 let text = format_double(*d);
                 if resp3 {
