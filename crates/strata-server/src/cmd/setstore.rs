@@ -77,16 +77,8 @@ pub(crate) fn sdiffstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     store(ctx, args, |acc, s| acc.retain(|m| !s.contains(m)))
 }
 
-/// SINTERCARD numkeys key [key ...] [LIMIT limit]
-pub(crate) fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let numkeys = crate::numbers::parse_i64(arg(args, 1))
-        .filter(|n| *n > 0)
-        .ok_or_else(|| CmdError::Msg("ERR numkeys should be greater than 0".into()))? as usize;
-    let rest = args.get(2..).unwrap_or_default();
-    if numkeys > rest.len() {
-        return Err(CmdError::Msg("ERR Number of keys can't be greater than number of args".into()));
-    }
-    let (keys, opts) = rest.split_at(numkeys);
+/// The `[LIMIT limit]` after SINTERCARD's and ZINTERCARD's keys (0: none).
+pub(crate) fn card_limit(opts: &[Bytes]) -> Result<u64, CmdError> {
     let mut limit = 0u64;
     let mut i = 0;
     while i < opts.len() {
@@ -99,6 +91,20 @@ pub(crate) fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::Syntax);
         }
     }
+    Ok(limit)
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit]
+pub(crate) fn sintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
+    let numkeys = crate::numbers::parse_i64(arg(args, 1))
+        .filter(|n| *n > 0)
+        .ok_or_else(|| CmdError::Msg("ERR numkeys should be greater than 0".into()))? as usize;
+    let rest = args.get(2..).unwrap_or_default();
+    if numkeys > rest.len() {
+        return Err(CmdError::Msg("ERR Number of keys can't be greater than number of args".into()));
+    }
+    let (keys, opts) = rest.split_at(numkeys);
+    let limit = card_limit(opts)?;
     for k in keys {
         read_typed(ctx, k, KeyType::Set)?;
     }

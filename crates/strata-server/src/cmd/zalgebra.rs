@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::zsets::{put_member, scored, walk, Scored, ALL};
+use super::zsets::{scored, walk, Scored, ALL};
 use super::{arg, is, CmdError, CmdResult, Ctx};
-use crate::keyspace::{member_prefix, KeyType, Meta};
-use crate::resp::Reply;
+use crate::keyspace::{member_prefix, KeyType};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Op {
@@ -157,18 +156,7 @@ fn read(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op, name: &str) -> CmdResult {
 fn store(ctx: &mut Ctx<'_>, args: &[Bytes], op: Op, name: &str) -> CmdResult {
     let dst = arg(args, 1);
     let (items, _) = compute(ctx, args, 2, op, name, true)?;
-    let old = ctx.txn.meta_for_write(dst)?;
-    if let Some(o) = &old {
-        ctx.txn.delete_key(dst, o)?;
-    }
-    let n = items.len() as u64;
-    for (m, s) in &items {
-        put_member(ctx, dst, m, *s, None);
-    }
-    if n > 0 {
-        ctx.txn.put_count(dst, None, Meta::collection(KeyType::ZSet, 0, 0), n);
-    }
-    Ok(Reply::Int(n as i64))
+    super::zrange::store_items(ctx, dst, items)
 }
 
 pub(crate) fn zunion(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -7,7 +7,7 @@ use super::zalgebra::source;
 use super::zlex::lex_arg;
 use super::zrange::lex_items;
 use super::zsets::{range_items, remove_member, score_of, RangeBy, RangeQuery};
-use super::{arg, int_arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use super::{arg, int_arg, read_typed, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::KeyType;
 use crate::numbers::ScoreBound;
 use crate::resp::Reply;
@@ -90,18 +90,7 @@ pub(crate) fn zintercard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     let (keys, opts) = rest.split_at(numkeys);
-    let mut limit = 0u64;
-    let mut i = 0;
-    while i < opts.len() {
-        if is(arg(opts, i), "limit") && i + 1 < opts.len() {
-            limit = crate::numbers::parse_i64(arg(opts, i + 1))
-                .filter(|n| *n >= 0)
-                .ok_or_else(|| CmdError::Msg("ERR LIMIT can't be negative".into()))? as u64;
-            i += 2;
-        } else {
-            return Err(CmdError::Syntax);
-        }
-    }
+    let limit = super::setstore::card_limit(opts)?;
     let mut sources = Vec::with_capacity(keys.len());
     for k in keys {
         sources.push(source(ctx, k)?);

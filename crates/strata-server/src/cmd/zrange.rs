@@ -126,7 +126,7 @@ pub(crate) fn lex_items(
 }
 
 /// Replaces `dst` with a sorted set of `items` (deletes it when empty).
-fn store_items(ctx: &mut Ctx<'_>, dst: &[u8], items: Scored) -> CmdResult {
+pub(crate) fn store_items(ctx: &mut Ctx<'_>, dst: &[u8], items: Scored) -> CmdResult {
     let old = ctx.txn.meta_for_write(dst)?;
     if let Some(o) = &old {
         ctx.txn.delete_key(dst, o)?;
