@@ -76,7 +76,8 @@ def ycsb_table(out):
         m = re.match(r"ycsb-(\w+)-(\w+)\.txt", os.path.basename(p))
         if m:
             by.setdefault(m.group(1), {})[m.group(2)] = read_ycsb(p)
-    lines = ["\n### YCSB through Jedis (8 threads)\n",
+    threads = os.environ.get("YCSB_THREADS", "8")
+    lines = [f"\n### YCSB through Jedis ({threads} threads)\n",
              "| workload | redis ops/s | strata ops/s | ratio | redis read p99 us | strata read p99 us |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for wl in ["load", "a", "b", "c", "f", "d", "e"]:

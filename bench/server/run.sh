@@ -40,7 +40,7 @@ fi
 N="${N:-1000000}"
 YCSB_RECORDS="${YCSB_RECORDS:-100000}"
 YCSB_OPS="${YCSB_OPS:-100000}"
-YCSB_THREADS="${YCSB_THREADS:-8}"
+export YCSB_THREADS="${YCSB_THREADS:-8}"
 OUT="${OUT:-$ROOT/bench/server/results/$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/strata-server-bench.XXXXXX)"
