@@ -152,3 +152,20 @@ fn table_reply(t: &Table, resp: u8, depth: usize) -> Reply {
     }
     Reply::Array(items)
 }
+
+/// The largest key and the number of keys of `t` when every key is a
+/// positive integer (an array as cjson and cmsgpack see one), else `None`.
+pub(crate) fn integer_keys(t: &mlua::Table) -> mlua::Result<Option<(usize, usize)>> {
+    let (mut max, mut count) = (0usize, 0usize);
+    for pair in t.pairs::<Value, Value>() {
+        let (k, _) = pair?;
+        let n = match k {
+            Value::Integer(i) if i >= 1 => i as usize,
+            Value::Number(f) if f >= 1.0 && f == f.trunc() => f as usize,
+            _ => return Ok(None),
+        };
+        max = max.max(n);
+        count += 1;
+    }
+    Ok(Some((max, count)))
+}

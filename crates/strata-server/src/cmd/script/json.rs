@@ -84,17 +84,7 @@ fn encode_number(out: &mut Vec<u8>, n: f64, cfg: &Cfg) -> mlua::Result<()> {
 
 /// The length of `t` as a JSON array, or `None` if it is an object.
 fn array_len(t: &Table) -> mlua::Result<Option<usize>> {
-    let (mut max, mut count) = (0usize, 0usize);
-    for pair in t.pairs::<Value, Value>() {
-        let (k, _) = pair?;
-        let n = match k {
-            Value::Integer(i) if i >= 1 => i as usize,
-            Value::Number(f) if f >= 1.0 && f == f.trunc() => f as usize,
-            _ => return Ok(None),
-        };
-        max = max.max(n);
-        count += 1;
-    }
+    let Some((max, count)) = super::convert::integer_keys(t)? else { return Ok(None) };
     if max > 10 && max > count * 2 {
         return Err(rt("Cannot serialise table: excessively sparse array"));
     }

@@ -71,18 +71,7 @@ fn pack_number(out: &mut Vec<u8>, n: f64) {
 
 /// The length of `t` if its keys are exactly 1..n.
 fn array_len(t: &Table) -> mlua::Result<Option<usize>> {
-    let (mut count, mut max) = (0usize, 0usize);
-    for pair in t.pairs::<Value, Value>() {
-        let (k, _) = pair?;
-        let n = match k {
-            Value::Integer(i) if i >= 1 => i as usize,
-            Value::Number(f) if f >= 1.0 && f == f.trunc() => f as usize,
-            _ => return Ok(None),
-        };
-        count += 1;
-        max = max.max(n);
-    }
-    Ok((max == count).then_some(count))
+    Ok(super::convert::integer_keys(t)?.and_then(|(max, count)| (max == count).then_some(count)))
 }
 
 fn pack(out: &mut Vec<u8>, v: &Value, level: usize) -> mlua::Result<()> {
