@@ -16,7 +16,9 @@ fn set_fields(ctx: &mut Ctx<'_>, key: &[u8], pairs: &[Bytes], only_new: bool) ->
     for pair in pairs.chunks(2) {
         let [f, v] = pair else { continue };
         let fk = member_key(b'H', key, f);
-        let existed = ctx.txn.get(&fk)?.is_some();
+        // A hash that does not exist has no fields in the store (a key's
+        // members go with its meta), only those this command staged.
+        let existed = if old.is_none() { ctx.txn.staged(&fk) } else { ctx.txn.get(&fk)?.is_some() };
         if existed && only_new {
             continue;
         }

@@ -113,6 +113,11 @@ impl<'a> Txn<'a> {
         Ok(v)
     }
 
+    /// Whether this transaction has staged a value (not a delete) for `k`.
+    pub fn staged(&self, k: &[u8]) -> bool {
+        matches!(self.writes.get(k), Some(Some(_)))
+    }
+
     /// Stages `k = v`.
     pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) {
         self.ops += 1;
