@@ -72,6 +72,9 @@ pub(crate) struct Conn {
     sess: Session,
     /// The kernel may hold unread bytes (edge-triggered readiness).
     pub(crate) readable: bool,
+    /// The poller reported the peer's end (or an error): read on to EOF
+    /// even after a short read (see [`Conn::fill`]).
+    pub(crate) peer_closed: bool,
     /// The peer sends nothing more (EOF or read error).
     eof: bool,
     /// Close once the output is written.
@@ -124,6 +127,7 @@ impl Conn {
             sent: 0,
             sess: Session::new(shared, addr),
             readable: true,
+            peer_closed: false,
             eof: false,
             closing: false,
             broken,
@@ -198,6 +202,15 @@ impl Conn {
                     self.rbuf.extend_from_slice(scratch.get(..n).unwrap_or_default());
                     got += n;
                     self.last_active = Instant::now();
+                    // A short read took all the kernel held: bytes that
+                    // arrive later raise a new edge, so reading again
+                    // would only fetch EWOULDBLOCK (one syscall per request
+                    // saved, as tokio does). Not once the poller reported
+                    // the peer's end: that edge is spent, read on to EOF.
+                    if n < scratch.len() && !self.peer_closed {
+                        self.readable = false;
+                        return;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     self.readable = false;

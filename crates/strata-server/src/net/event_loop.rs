@@ -117,6 +117,7 @@ impl EventLoop {
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     if let Some(c) = self.conn(idx) {
                         c.readable = true;
+                        c.peer_closed |= ev.is_read_closed() || ev.is_error();
                     }
                     self.schedule(idx);
                 }
