@@ -70,6 +70,12 @@ pub struct Session {
     /// A blocking command waiting for data; the connection runs nothing
     /// else meanwhile.
     pub blocked: Option<Blocked>,
+    /// Its script, run on the script thread past `lua-time-limit`; the
+    /// connection runs nothing else until the reply is collected.
+    pub script: Option<std::sync::Arc<super::ScriptWait>>,
+    /// Set for a network connection: its scripts run on the script thread
+    /// (otherwise on the caller's thread).
+    pub script_host: Option<super::ScriptHost>,
     /// The selected database (SELECT).
     pub db: usize,
     /// Where pub/sub messages for this connection go (`None`: the
@@ -102,12 +108,20 @@ impl Session {
             watch_deadline: None,
             watched_flushes: Vec::new(),
             blocked: None,
+            script: None,
+            script_host: None,
             db: 0,
             mailbox: None,
             subs: Default::default(),
             reply_off: false,
             reply_skip: 0,
         }
+    }
+
+    /// Whether the connection waits (blocking command or script) and runs
+    /// nothing else meanwhile.
+    pub fn parked(&self) -> bool {
+        self.blocked.is_some() || self.script.is_some()
     }
 
     /// Forgets every WATCHed key.

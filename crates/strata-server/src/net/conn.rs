@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use mio::net::TcpStream;
 
-use crate::cmd::{execute_batch, Session, Shared};
+use crate::cmd::{collect_script, execute_batch, script_done, ScriptHost, Session, Shared};
 use crate::resp::{parse_request, Reply};
 
 /// Most requests of one connection run per loop pass (the rest wait for
@@ -82,6 +82,8 @@ pub(crate) struct Conn {
     pub(crate) want_write: bool,
     /// Queued for processing in the current pass.
     pub(crate) scheduled: bool,
+    /// Held back until a running script ends or passes its time limit.
+    pub(crate) deferred: bool,
     /// Last time bytes arrived (idle timeout).
     pub(crate) last_active: Instant,
     /// Replies of the current pass: whether any ran, where they start in
@@ -114,6 +116,8 @@ impl Conn {
         let _ = stream.set_nodelay(true);
         let session = tls.map(super::tls::session);
         let broken = matches!(session, Some(None));
+        let mut sess = Session::new(shared, addr);
+        sess.script_host = Some(ScriptHost(guard.0.clone()));
         Conn {
             stream,
             tls: session.flatten(),
@@ -122,13 +126,14 @@ impl Conn {
             queued: VecDeque::new(),
             out: Vec::new(),
             sent: 0,
-            sess: Session::new(shared, addr),
+            sess,
             readable: true,
             eof: false,
             closing: false,
             broken,
             want_write: false,
             scheduled: false,
+            deferred: false,
             last_active: Instant::now(),
             in_pass: false,
             pass_start: 0,
@@ -219,8 +224,9 @@ impl Conn {
         if self.closing || self.paused() {
             return Leftover::Idle;
         }
-        if self.sess.blocked.is_some() {
-            // Waiting in a blocking command: only notice the client leaving.
+        if self.sess.parked() {
+            // Waiting in a blocking command or for its script: only notice
+            // the client leaving.
             if self.readable && !self.eof {
                 self.fill(scratch);
             }
@@ -229,8 +235,17 @@ impl Conn {
                 return Leftover::Idle;
             }
         }
+        if self.sess.script.is_some() {
+            if !script_done(&self.sess) {
+                return Leftover::Idle;
+            }
+            self.begin_pass();
+            self.pass_replies += collect_script(shared, &mut self.sess, &mut self.out);
+        }
         if let Some(b) = self.sess.blocked.as_ref() {
-            if b.may_run(shared) {
+            // Not while a script runs: the command would wait for its locks
+            // (the loop looks at blocked clients again every few ms).
+            if b.may_run(shared) && !shared.scripts.active() {
                 // Run it again, ahead of what was sent after it.
                 let args = b.args.clone();
                 self.queued.push_front(args);
@@ -267,8 +282,8 @@ impl Conn {
                 self.closing = true;
                 return Leftover::Idle;
             }
-            if self.sess.blocked.is_some() {
-                // Blocked: what came after it waits, in order.
+            if self.sess.parked() {
+                // Blocked or parked: what came after it waits, in order.
                 for r in done.rest.into_iter().rev() {
                     self.queued.push_front(r);
                 }
@@ -311,6 +326,16 @@ impl Conn {
             self.pass_start = self.out.len();
             self.pass_replies = 0;
         }
+    }
+
+    /// Whether the connection waits for its script and the script has ended.
+    pub(crate) fn script_done(&self) -> bool {
+        script_done(&self.sess)
+    }
+
+    /// Whether the connection waits for its script (parked).
+    pub(crate) fn awaits_script(&self) -> bool {
+        self.sess.script.is_some()
     }
 
     /// When the connection began to wait in a blocking command, if it does.

@@ -1,0 +1,286 @@
+//! The script thread: EVAL, EVALSHA, FCALL and their `_RO` forms sent by a
+//! connection run here rather than on the connection's event loop, so
+//! that the loop stays free to serve the other clients once a script runs
+//! past `lua-time-limit` (`-BUSY`, `SCRIPT KILL`, `SHUTDOWN NOSAVE`).
+//!
+//! The loop hands the script over and waits for it as Redis's other
+//! clients wait for a script: until it ends or passes `lua-time-limit`.
+//! Past the limit the connection is parked (like a client in a blocking
+//! command) and the loop goes on; the script thread rings the
+//! connection's mailbox when the reply is ready. Meanwhile every loop
+//! refrains from commands that would wait for the script's locks (see
+//! [`Scripts::active`], `net::event_loop` and `cmd::busy`).
+
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex};
+
+use super::Scripts;
+use crate::cmd::{cmdstats, commit, notify, table, CmdError, Ctx, Session, Shared, Spec};
+use crate::pubsub::Mailbox;
+use crate::resp::Reply;
+
+/// Commands that run a script (on the script thread, outside MULTI).
+const SCRIPT_COMMANDS: &[&str] = &["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"];
+
+/// Whether `name` runs a script.
+pub(crate) fn runs_script(name: &str) -> bool {
+    SCRIPT_COMMANDS.contains(&name)
+}
+
+thread_local! {
+    static ON_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is the script thread (whose scripts the
+/// server never stops by itself: the loops stay free for SCRIPT KILL).
+pub(crate) fn on_worker() -> bool {
+    ON_WORKER.with(Cell::get)
+}
+
+/// What lets the session of a network connection hand its scripts to the
+/// script thread (which needs the server to outlive the call).
+#[derive(Clone)]
+pub struct ScriptHost(pub Arc<Shared>);
+
+impl std::fmt::Debug for ScriptHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScriptHost")
+    }
+}
+
+/// A script handed to the script thread: where its reply lands.
+pub struct ScriptWait {
+    slot: Mutex<Slot>,
+    ready: Condvar,
+    /// The command's table index and when it was sent (commandstats).
+    id: usize,
+    started: Instant,
+}
+
+#[derive(Default)]
+struct Slot {
+    reply: Option<Reply>,
+    /// Set once the connection stopped waiting: rung when the reply lands.
+    parked: Option<Arc<Mailbox>>,
+}
+
+impl std::fmt::Debug for ScriptWait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ScriptWait(done: {})", self.done())
+    }
+}
+
+impl ScriptWait {
+    /// Whether the script has ended (its reply is waiting).
+    pub fn done(&self) -> bool {
+        self.slot.lock().reply.is_some()
+    }
+
+    fn finish(&self, reply: Reply) {
+        let mut slot = self.slot.lock();
+        slot.reply = Some(reply);
+        let ring = slot.parked.take();
+        drop(slot);
+        self.ready.notify_all();
+        if let Some(mb) = ring {
+            mb.ring();
+        }
+    }
+
+    /// Waits until the script ends (its reply) or has run past the limit
+    /// (`None`: the connection is parked, rung through `mailbox`).
+    fn wait(&self, scripts: &Scripts, shared: &Shared, mailbox: Option<&Arc<Mailbox>>) -> Option<Reply> {
+        let mut slot = self.slot.lock();
+        loop {
+            if let Some(r) = slot.reply.take() {
+                return Some(r);
+            }
+            let limit = lua_time_limit(shared);
+            let left = scripts.busy_in(limit);
+            if left == Some(Duration::ZERO) {
+                if let Some(mb) = mailbox {
+                    // Under the slot's lock: the script thread either sees
+                    // the mailbox and rings, or has not finished yet.
+                    slot.parked = Some(mb.clone());
+                    return None;
+                }
+            }
+            // Not started yet (waiting for the locks), before the limit, or
+            // nowhere to park: look again when it may have changed.
+            let nap = match left {
+                Some(d) if !d.is_zero() => d.min(Duration::from_millis(50)),
+                _ => Duration::from_millis(5),
+            };
+            self.ready.wait_for(&mut slot, nap);
+        }
+    }
+}
+
+/// A script for the script thread.
+pub(crate) struct Job {
+    shared: Arc<Shared>,
+    db: usize,
+    proto: u8,
+    spec: &'static Spec,
+    f: table::DataFn,
+    args: Vec<Bytes>,
+    wait: Arc<ScriptWait>,
+}
+
+/// `lua-time-limit` in ms.
+pub fn lua_time_limit(shared: &Shared) -> u64 {
+    u64::try_from(shared.tuning.int("lua-time-limit")).unwrap_or(0)
+}
+
+/// Runs a script command on the script thread for a connection: its
+/// reply if the script ended before `lua-time-limit`, else `None` with
+/// `sess.script` set (the reply comes through [`collect`]).
+pub(crate) fn offload(
+    host: &ScriptHost,
+    sess: &mut Session,
+    id: usize,
+    spec: &'static Spec,
+    f: table::DataFn,
+    args: &[Bytes],
+) -> Option<Reply> {
+    let shared = &host.0;
+    let scripts = &shared.scripts;
+    let wait = Arc::new(ScriptWait { slot: Mutex::default(), ready: Condvar::new(), id, started: Instant::now() });
+    let job = Job {
+        shared: shared.clone(),
+        db: sess.db,
+        proto: sess.proto,
+        spec,
+        f,
+        args: args.to_vec(),
+        wait: wait.clone(),
+    };
+    // Counted before the hand-over: from here on the loops hold back the
+    // commands that would wait for the script's locks.
+    scripts.queued.fetch_add(1, Ordering::AcqRel);
+    if !scripts.send(job) {
+        scripts.queued.fetch_sub(1, Ordering::AcqRel);
+        return Some(Reply::err("ERR the script thread could not be started"));
+    }
+    match wait.wait(scripts, shared, sess.mailbox.as_ref()) {
+        Some(r) => Some(r),
+        None => {
+            sess.script = Some(wait);
+            None
+        }
+    }
+}
+
+/// Whether the session's parked script has ended.
+pub fn script_done(sess: &Session) -> bool {
+    sess.script.as_ref().is_some_and(|w| w.done())
+}
+
+/// Appends the reply of the session's ended script to `out` (counted in
+/// the command and error stats; silenced by CLIENT REPLY like any reply)
+/// and ends the wait; returns the number of replies appended.
+pub fn collect(shared: &Shared, sess: &mut Session, out: &mut Vec<u8>) -> usize {
+    let Some(wait) = sess.script.take() else { return 0 };
+    let Some(reply) = wait.slot.lock().reply.take() else {
+        sess.script = Some(wait);
+        return 0;
+    };
+    shared.cmdstats.ran(wait.id, cmdstats::usec_since(wait.started), &reply);
+    if let Reply::Error(e) = &reply {
+        shared.stats.count_error(e);
+    }
+    let silenced = sess.reply_off || sess.reply_skip > 0;
+    sess.reply_skip = sess.reply_skip.saturating_sub(1);
+    if silenced {
+        return 0;
+    }
+    reply.encode(sess.proto, out);
+    1
+}
+
+impl Scripts {
+    /// Hands `job` to the script thread (started on first use); false if
+    /// it cannot be started.
+    fn send(&self, job: Job) -> bool {
+        let mut worker = self.worker.lock();
+        if worker.is_none() {
+            let (tx, rx) = channel();
+            let spawned = std::thread::Builder::new().name("strata-script".into()).spawn(move || serve(rx));
+            if spawned.is_err() {
+                return false;
+            }
+            *worker = Some(tx);
+        }
+        match worker.as_ref() {
+            Some(tx) => tx.send(job).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Whether a script runs or waits to run: the loops must not start a
+    /// command that could wait for its locks. Until the script passes
+    /// `lua-time-limit` they hold their clients' commands back, past it
+    /// those commands get `-BUSY` (see `cmd::script_busy`).
+    pub fn active(&self) -> bool {
+        self.queued.load(Ordering::Acquire) > 0 || self.running()
+    }
+
+    /// How long until the running script passes `limit_ms` (zero: it has);
+    /// `None` if no script has started.
+    fn busy_in(&self, limit_ms: u64) -> Option<Duration> {
+        let since = self.running_since.load(Ordering::Acquire);
+        if since == 0 {
+            return None;
+        }
+        let ran = crate::keyspace::now_ms().saturating_sub(since);
+        Some(Duration::from_millis((limit_ms + 1).saturating_sub(ran)))
+    }
+
+    /// At shutdown, after the loops stopped: stops a script still running
+    /// (its writes are dropped, as `SHUTDOWN NOSAVE` drops Redis's) and
+    /// waits up to `limit` for the script thread to be idle.
+    pub fn stop_all(&self, limit: Duration) {
+        self.abort.store(true, Ordering::Release);
+        let deadline = Instant::now() + limit;
+        while self.queued.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// The script thread: runs the jobs one after another. It ends when the
+/// server (holding the sending side) is dropped.
+fn serve(rx: Receiver<Job>) {
+    ON_WORKER.with(|w| w.set(true));
+    while let Ok(job) = rx.recv() {
+        let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(&job)));
+        let reply = ran.unwrap_or_else(|_| Reply::err("ERR the script failed unexpectedly"));
+        // After the locks are released (run_job returned): a loop that sees
+        // no script active never waits for them.
+        job.shared.scripts.queued.fetch_sub(1, Ordering::AcqRel);
+        job.wait.finish(reply);
+    }
+}
+
+/// Runs one script command under every key lock, as a data command runs,
+/// and commits its writes as one batch (none if the server stopped it).
+fn run_job(job: &Job) -> Reply {
+    let shared = &*job.shared;
+    if shared.scripts.abort.load(Ordering::Acquire) {
+        return Reply::err("ERR the server is shutting down");
+    }
+    let _locks = shared.locks.lock_all();
+    let mut ctx = Ctx::new(shared, job.db, job.proto, crate::keyspace::now_ms());
+    let reply = notify::call(&mut ctx, job.spec, job.f, &job.args).unwrap_or_else(CmdError::into_reply);
+    if shared.scripts.abort.load(Ordering::Acquire) {
+        // Stopped at shutdown: nothing of it is applied.
+        return reply;
+    }
+    commit(ctx, reply, &[])
+}
