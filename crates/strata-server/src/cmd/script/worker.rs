@@ -12,7 +12,7 @@
 //! [`Scripts::active`], `net::event_loop` and `cmd::busy`).
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,6 +57,8 @@ impl std::fmt::Debug for ScriptHost {
 /// A script handed to the script thread: where its reply lands.
 pub struct ScriptWait {
     slot: Mutex<Slot>,
+    /// Set with the reply (read without the lock while spinning).
+    finished: AtomicBool,
     ready: Condvar,
     /// The command's table index and when it was sent (commandstats).
     id: usize,
@@ -85,6 +87,7 @@ impl ScriptWait {
     fn finish(&self, reply: Reply) {
         let mut slot = self.slot.lock();
         slot.reply = Some(reply);
+        self.finished.store(true, Ordering::Release);
         let ring = slot.parked.take();
         drop(slot);
         self.ready.notify_all();
@@ -96,6 +99,9 @@ impl ScriptWait {
     /// Waits until the script ends (its reply) or has run past the limit
     /// (`None`: the connection is parked, rung through `mailbox`).
     fn wait(&self, scripts: &Scripts, shared: &Shared, mailbox: Option<&Arc<Mailbox>>) -> Option<Reply> {
+        // Most scripts take microseconds: looking a moment saves the sleep
+        // and wake-up that would cost more than the script.
+        spin_until(|| self.finished.load(Ordering::Acquire));
         let mut slot = self.slot.lock();
         loop {
             if let Some(r) = slot.reply.take() {
@@ -151,7 +157,13 @@ pub(crate) fn offload(
 ) -> Option<Reply> {
     let shared = &host.0;
     let scripts = &shared.scripts;
-    let wait = Arc::new(ScriptWait { slot: Mutex::default(), ready: Condvar::new(), id, started: Instant::now() });
+    let wait = Arc::new(ScriptWait {
+        slot: Mutex::default(),
+        finished: AtomicBool::new(false),
+        ready: Condvar::new(),
+        id,
+        started: Instant::now(),
+    });
     let job = Job {
         shared: shared.clone(),
         db: sess.db,
@@ -265,6 +277,21 @@ fn serve(rx: Receiver<Job>) {
         // no script active never waits for them.
         job.shared.scripts.queued.fetch_sub(1, Ordering::AcqRel);
         job.wait.finish(reply);
+    }
+}
+
+/// How long a loop waiting for a script keeps looking (yielding the CPU,
+/// which on a busy machine the script thread may need) before it sleeps.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// Yields until `ready` holds or [`SPIN`] has passed.
+fn spin_until(mut ready: impl FnMut() -> bool) {
+    let until = Instant::now() + SPIN;
+    while !ready() {
+        if Instant::now() >= until {
+            return;
+        }
+        std::thread::yield_now();
     }
 }
 
