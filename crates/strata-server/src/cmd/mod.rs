@@ -45,7 +45,10 @@ use crate::store::StoreError;
 
 pub use cmdstats::CommandStats;
 pub use pubsub::{leave_all, Subscriptions};
-pub use script::{collect as collect_script, lua_time_limit, script_done, ScriptHost, ScriptWait, Scripts};
+pub use script::{
+    collect as collect_script, lua_time_limit, run_all as run_scripts, script_done, ScriptHost, ScriptJob, ScriptWait,
+    Scripts,
+};
 pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
 pub use table::{lookup, Keys, Run, Spec};

@@ -70,9 +70,11 @@ pub struct Session {
     /// A blocking command waiting for data; the connection runs nothing
     /// else meanwhile.
     pub blocked: Option<Blocked>,
-    /// Its script, run on the script thread past `lua-time-limit`; the
-    /// connection runs nothing else until the reply is collected.
+    /// Its script, run on the script thread; the connection runs nothing
+    /// else until the reply is collected.
     pub script: Option<std::sync::Arc<super::ScriptWait>>,
+    /// Its script, until the event loop hands it to the script thread.
+    pub script_job: Option<super::ScriptJob>,
     /// Set for a network connection: its scripts run on the script thread
     /// (otherwise on the caller's thread).
     pub script_host: Option<super::ScriptHost>,
@@ -109,6 +111,7 @@ impl Session {
             watched_flushes: Vec::new(),
             blocked: None,
             script: None,
+            script_job: None,
             script_host: None,
             db: 0,
             mailbox: None,

@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use mio::net::TcpStream;
 
-use crate::cmd::{collect_script, execute_batch, script_done, ScriptHost, Session, Shared};
+use crate::cmd::{collect_script, execute_batch, script_done, ScriptHost, ScriptJob, Session, Shared};
 use crate::resp::{parse_request, Reply};
 
 /// Most requests of one connection run per loop pass (the rest wait for
@@ -336,6 +336,12 @@ impl Conn {
     /// Whether the connection waits for its script (parked).
     pub(crate) fn awaits_script(&self) -> bool {
         self.sess.script.is_some()
+    }
+
+    /// The script this pass parked the connection on, for the loop to hand
+    /// to the script thread.
+    pub(crate) fn take_script_job(&mut self) -> Option<ScriptJob> {
+        self.sess.script_job.take()
     }
 
     /// When the connection began to wait in a blocking command, if it does.

@@ -237,6 +237,7 @@ impl EventLoop {
         let shared = self.shared.clone();
         let queue = std::mem::take(&mut self.queue);
         let mut ran = false;
+        let mut scripts = Vec::new();
         for &idx in &queue {
             // Looked at for each connection: a script may start in the pass.
             let hold = self.holds_clients();
@@ -253,6 +254,9 @@ impl EventLoop {
                 self.carry.push(idx);
             }
             ran |= c.ran_this_pass();
+            if let Some(job) = c.take_script_job() {
+                scripts.push((idx, job));
+            }
         }
         if ran && shared.replies_wait_for_sync() {
             if let Err(e) = shared.wait_durable_all() {
@@ -272,6 +276,18 @@ impl EventLoop {
             self.after_flush(idx);
         }
         self.queue = queue;
+        if !scripts.is_empty() {
+            // After the pass's replies are out: the scripts of the pass go to
+            // the script thread together, and the loop waits for them (until
+            // one passes lua-time-limit). Those that ended answer next pass.
+            let (conns, jobs): (Vec<usize>, Vec<_>) = scripts.into_iter().unzip();
+            crate::cmd::run_scripts(&shared, jobs);
+            for idx in conns {
+                if self.conn(idx).is_some_and(|c| c.script_done()) {
+                    self.carry.push(idx);
+                }
+            }
+        }
     }
 
     /// Closes a finished connection, or (de)registers write interest.

@@ -27,7 +27,7 @@ use super::{arg, is, wrong_args, CmdError, CmdResult, Ctx, Session, Shared};
 use crate::resp::Reply;
 
 pub(crate) use functions::{fcall, fcall_ro, function};
-pub use worker::{collect, lua_time_limit, script_done, ScriptHost, ScriptWait};
+pub use worker::{collect, lua_time_limit, run_all, script_done, ScriptHost, ScriptJob, ScriptWait};
 pub(crate) use worker::{offload, runs_script};
 
 /// The scripting engine of a server: the Lua state, the script cache and
@@ -51,7 +51,7 @@ pub struct Scripts {
     /// Scripts handed to the script thread and not finished.
     queued: AtomicUsize,
     /// The script thread's queue (started on first use).
-    worker: Mutex<Option<std::sync::mpsc::Sender<worker::Job>>>,
+    worker: Mutex<Option<std::sync::mpsc::Sender<worker::ScriptJob>>>,
     /// Scripts run (a GC step every so many).
     runs: AtomicU64,
     /// The running script has written (it can no longer be killed).

@@ -3,11 +3,12 @@
 //! that the loop stays free to serve the other clients once a script runs
 //! past `lua-time-limit` (`-BUSY`, `SCRIPT KILL`, `SHUTDOWN NOSAVE`).
 //!
-//! The loop hands the script over and waits for it as Redis's other
-//! clients wait for a script: until it ends or passes `lua-time-limit`.
-//! Past the limit the connection is parked (like a client in a blocking
-//! command) and the loop goes on; the script thread rings the
-//! connection's mailbox when the reply is ready. Meanwhile every loop
+//! A connection that sends one is parked (like a client in a blocking
+//! command); at the end of the pass its loop hands the pass's scripts over
+//! together and waits for them as Redis's other clients wait for a
+//! script: until they end or one passes `lua-time-limit`. Past the limit
+//! the loop goes on serving; the script thread rings the connection's
+//! mailbox when its reply is ready. The reply is sent in a later pass. Meanwhile every loop
 //! refrains from commands that would wait for the script's locks (see
 //! [`Scripts::active`], `net::event_loop` and `cmd::busy`).
 
@@ -96,29 +97,29 @@ impl ScriptWait {
         }
     }
 
-    /// Waits until the script ends (its reply) or has run past the limit
-    /// (`None`: the connection is parked, rung through `mailbox`).
-    fn wait(&self, scripts: &Scripts, shared: &Shared, mailbox: Option<&Arc<Mailbox>>) -> Option<Reply> {
+    /// Waits until the script ends (true) or has run past the limit
+    /// (false: the connection is parked, rung through `mailbox`).
+    fn wait(&self, scripts: &Scripts, shared: &Shared, mailbox: Option<&Arc<Mailbox>>) -> bool {
         // Most scripts take microseconds: looking a moment saves the sleep
         // and wake-up that would cost more than the script.
         spin_until(|| self.finished.load(Ordering::Acquire));
         let mut slot = self.slot.lock();
         loop {
-            if let Some(r) = slot.reply.take() {
-                return Some(r);
+            if slot.reply.is_some() {
+                return true;
             }
-            let limit = lua_time_limit(shared);
-            let left = scripts.busy_in(limit);
+            let left = scripts.busy_in(lua_time_limit(shared));
             if left == Some(Duration::ZERO) {
                 if let Some(mb) = mailbox {
                     // Under the slot's lock: the script thread either sees
                     // the mailbox and rings, or has not finished yet.
                     slot.parked = Some(mb.clone());
-                    return None;
+                    return false;
                 }
             }
-            // Not started yet (waiting for the locks), before the limit, or
-            // nowhere to park: look again when it may have changed.
+            // Not started yet (waiting for the locks or for the scripts
+            // before it), before the limit, or nowhere to park: look again
+            // when it may have changed.
             let nap = match left {
                 Some(d) if !d.is_zero() => d.min(Duration::from_millis(50)),
                 _ => Duration::from_millis(5),
@@ -126,10 +127,20 @@ impl ScriptWait {
             self.ready.wait_for(&mut slot, nap);
         }
     }
+
+    /// Parks the connection without waiting: rung through `mailbox` when
+    /// the script ends, unless it has already.
+    fn park(&self, mailbox: Option<&Arc<Mailbox>>) {
+        let mut slot = self.slot.lock();
+        if slot.reply.is_none() {
+            slot.parked = mailbox.cloned();
+        }
+    }
 }
 
-/// A script for the script thread.
-pub(crate) struct Job {
+/// A script command a connection sent, for the script thread: its event
+/// loop hands the scripts of a pass over together (see [`run_all`]).
+pub struct ScriptJob {
     shared: Arc<Shared>,
     db: usize,
     proto: u8,
@@ -137,6 +148,14 @@ pub(crate) struct Job {
     f: table::DataFn,
     args: Vec<Bytes>,
     wait: Arc<ScriptWait>,
+    /// Where to ring when the reply is ready (the connection's mailbox).
+    mailbox: Option<Arc<Mailbox>>,
+}
+
+impl std::fmt::Debug for ScriptJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ScriptJob({})", self.spec.name)
+    }
 }
 
 /// `lua-time-limit` in ms.
@@ -144,9 +163,10 @@ pub fn lua_time_limit(shared: &Shared) -> u64 {
     u64::try_from(shared.tuning.int("lua-time-limit")).unwrap_or(0)
 }
 
-/// Runs a script command on the script thread for a connection: its
-/// reply if the script ended before `lua-time-limit`, else `None` with
-/// `sess.script` set (the reply comes through [`collect`]).
+/// Parks a connection on a script command: the session's `script` is
+/// set, and its `script_job` waits for the event loop to hand it to the
+/// script thread at the end of the pass ([`run_all`]); the reply comes
+/// through [`collect`].
 pub(crate) fn offload(
     host: &ScriptHost,
     sess: &mut Session,
@@ -155,8 +175,6 @@ pub(crate) fn offload(
     f: table::DataFn,
     args: &[Bytes],
 ) -> Option<Reply> {
-    let shared = &host.0;
-    let scripts = &shared.scripts;
     let wait = Arc::new(ScriptWait {
         slot: Mutex::default(),
         finished: AtomicBool::new(false),
@@ -164,27 +182,43 @@ pub(crate) fn offload(
         id,
         started: Instant::now(),
     });
-    let job = Job {
-        shared: shared.clone(),
+    sess.script_job = Some(ScriptJob {
+        shared: host.0.clone(),
         db: sess.db,
         proto: sess.proto,
         spec,
         f,
         args: args.to_vec(),
         wait: wait.clone(),
-    };
-    // Counted before the hand-over: from here on the loops hold back the
-    // commands that would wait for the script's locks.
-    scripts.queued.fetch_add(1, Ordering::AcqRel);
-    if !scripts.send(job) {
-        scripts.queued.fetch_sub(1, Ordering::AcqRel);
-        return Some(Reply::err("ERR the script thread could not be started"));
+        mailbox: sess.mailbox.clone(),
+    });
+    sess.script = Some(wait);
+    None
+}
+
+/// Hands the scripts of a loop pass to the script thread, in order, and
+/// waits for them as Redis's other clients wait for a script: until they
+/// have ended or one runs past `lua-time-limit`. The connections of those
+/// not ended then stay parked (rung when their reply is ready).
+pub fn run_all(shared: &Shared, jobs: Vec<ScriptJob>) {
+    let scripts = &shared.scripts;
+    let mut waits = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        waits.push((job.wait.clone(), job.mailbox.clone()));
+        // Counted before the hand-over: from here on the loops hold back
+        // the commands that would wait for the script's locks.
+        scripts.queued.fetch_add(1, Ordering::AcqRel);
+        if let Err(job) = scripts.send(job) {
+            scripts.queued.fetch_sub(1, Ordering::AcqRel);
+            job.wait.finish(Reply::err("ERR the script thread could not be started"));
+        }
     }
-    match wait.wait(scripts, shared, sess.mailbox.as_ref()) {
-        Some(r) => Some(r),
-        None => {
-            sess.script = Some(wait);
-            None
+    let mut waiting = true;
+    for (wait, mailbox) in waits {
+        if waiting {
+            waiting = wait.wait(scripts, shared, mailbox.as_ref());
+        } else {
+            wait.park(mailbox.as_ref());
         }
     }
 }
@@ -217,21 +251,21 @@ pub fn collect(shared: &Shared, sess: &mut Session, out: &mut Vec<u8>) -> usize 
 }
 
 impl Scripts {
-    /// Hands `job` to the script thread (started on first use); false if
-    /// it cannot be started.
-    fn send(&self, job: Job) -> bool {
+    /// Hands `job` to the script thread (started on first use); the job
+    /// back if it cannot be started.
+    fn send(&self, job: ScriptJob) -> Result<(), ScriptJob> {
         let mut worker = self.worker.lock();
         if worker.is_none() {
             let (tx, rx) = channel();
             let spawned = std::thread::Builder::new().name("strata-script".into()).spawn(move || serve(rx));
             if spawned.is_err() {
-                return false;
+                return Err(job);
             }
             *worker = Some(tx);
         }
         match worker.as_ref() {
-            Some(tx) => tx.send(job).is_ok(),
-            None => false,
+            Some(tx) => tx.send(job).map_err(|e| e.0),
+            None => Err(job),
         }
     }
 
@@ -268,7 +302,7 @@ impl Scripts {
 
 /// The script thread: runs the jobs one after another. It ends when the
 /// server (holding the sending side) is dropped.
-fn serve(rx: Receiver<Job>) {
+fn serve(rx: Receiver<ScriptJob>) {
     ON_WORKER.with(|w| w.set(true));
     while let Ok(job) = rx.recv() {
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_job(&job)));
@@ -297,7 +331,7 @@ fn spin_until(mut ready: impl FnMut() -> bool) {
 
 /// Runs one script command under every key lock, as a data command runs,
 /// and commits its writes as one batch (none if the server stopped it).
-fn run_job(job: &Job) -> Reply {
+fn run_job(job: &ScriptJob) -> Reply {
     let shared = &*job.shared;
     if shared.scripts.abort.load(Ordering::Acquire) {
         return Reply::err("ERR the server is shutting down");
