@@ -109,3 +109,30 @@ fn script_that_wrote_is_unkillable_and_shutdown_nosave_drops_its_writes() {
     let mut c = connect(srv.port);
     roundtrip(&mut c, &req(&["GET", "x"]), b"$1\r\n1\r\n");
 }
+
+#[test]
+fn pipelined_scripts_answer_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &["--event-loops", "1"]);
+    let mut a = connect(srv.port);
+    roundtrip(&mut a, &req(&["SET", "x", "5"]), b"+OK\r\n");
+    // Scripts after a script go to the script thread in the same pass;
+    // everything else (errors included) waits for their replies.
+    let incr = "return redis.call('incr', KEYS[1])";
+    let mut pipeline = Vec::new();
+    for r in [
+        req(&["EVAL", incr, "1", "x"]),
+        req(&["EVAL", incr, "1", "x"]),
+        req(&["GET", "x"]),
+        req(&["EVAL", "return 1"]),
+        req(&["EVAL", incr, "1", "x"]),
+        req(&["EVALSHA", "ffd632c7d33e571e9f24556ebed26c3479a87130", "0"]),
+        req(&["EVAL", incr, "1", "x"]),
+        req(&["PING"]),
+    ] {
+        pipeline.extend_from_slice(&r);
+    }
+    let want: &[u8] = b":6\r\n:7\r\n$1\r\n7\r\n-ERR wrong number of arguments for 'eval' command\r\n:8\r\n\
+        -NOSCRIPT No matching script. Please use EVAL.\r\n:9\r\n+PONG\r\n";
+    roundtrip(&mut a, &pipeline, want);
+}

@@ -366,6 +366,10 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
             return BatchOutcome { replies, keep_open: false, rest: Vec::new() };
         }
         if sess.parked() {
+            // Scripts right after a parked one are parked too (one pass).
+            while reqs.peek().is_some_and(|a| script::park_next(shared, sess, a)) {
+                reqs.next();
+            }
             return BatchOutcome { replies, keep_open: true, rest: reqs.collect() };
         }
         // The command may have changed the session (AUTH, MULTI, ...).

@@ -70,11 +70,12 @@ pub struct Session {
     /// A blocking command waiting for data; the connection runs nothing
     /// else meanwhile.
     pub blocked: Option<Blocked>,
-    /// Its script, run on the script thread; the connection runs nothing
-    /// else until the reply is collected.
-    pub script: Option<std::sync::Arc<super::ScriptWait>>,
-    /// Its script, until the event loop hands it to the script thread.
-    pub script_job: Option<super::ScriptJob>,
+    /// Its scripts run on the script thread, in order (pipelined script
+    /// commands after the first); the connection runs nothing else until
+    /// their replies are collected.
+    pub script: std::collections::VecDeque<std::sync::Arc<super::ScriptWait>>,
+    /// Its scripts, until the event loop hands them to the script thread.
+    pub script_job: Vec<super::ScriptJob>,
     /// Set for a network connection: its scripts run on the script thread
     /// (otherwise on the caller's thread).
     pub script_host: Option<super::ScriptHost>,
@@ -110,8 +111,8 @@ impl Session {
             watch_deadline: None,
             watched_flushes: Vec::new(),
             blocked: None,
-            script: None,
-            script_job: None,
+            script: Default::default(),
+            script_job: Vec::new(),
             script_host: None,
             db: 0,
             mailbox: None,
@@ -124,7 +125,7 @@ impl Session {
     /// Whether the connection waits (blocking command or script) and runs
     /// nothing else meanwhile.
     pub fn parked(&self) -> bool {
-        self.blocked.is_some() || self.script.is_some()
+        self.blocked.is_some() || !self.script.is_empty()
     }
 
     /// Forgets every WATCHed key.

@@ -235,12 +235,16 @@ impl Conn {
                 return Leftover::Idle;
             }
         }
-        if self.sess.script.is_some() {
+        if !self.sess.script.is_empty() {
             if !script_done(&self.sess) {
                 return Leftover::Idle;
             }
             self.begin_pass();
             self.pass_replies += collect_script(shared, &mut self.sess, &mut self.out);
+            if !self.sess.script.is_empty() {
+                // A later pipelined script still runs.
+                return Leftover::Idle;
+            }
         }
         if let Some(b) = self.sess.blocked.as_ref() {
             // Not while a script runs: the command would wait for its locks
@@ -328,20 +332,20 @@ impl Conn {
         }
     }
 
-    /// Whether the connection waits for its script and the script has ended.
+    /// Whether the connection waits for its scripts and the first has ended.
     pub(crate) fn script_done(&self) -> bool {
         script_done(&self.sess)
     }
 
     /// Whether the connection waits for its script (parked).
     pub(crate) fn awaits_script(&self) -> bool {
-        self.sess.script.is_some()
+        !self.sess.script.is_empty()
     }
 
-    /// The script this pass parked the connection on, for the loop to hand
-    /// to the script thread.
-    pub(crate) fn take_script_job(&mut self) -> Option<ScriptJob> {
-        self.sess.script_job.take()
+    /// The scripts this pass parked the connection on, for the loop to
+    /// hand to the script thread.
+    pub(crate) fn take_script_jobs(&mut self) -> Vec<ScriptJob> {
+        std::mem::take(&mut self.sess.script_job)
     }
 
     /// When the connection began to wait in a blocking command, if it does.

@@ -237,7 +237,7 @@ impl EventLoop {
         let shared = self.shared.clone();
         let queue = std::mem::take(&mut self.queue);
         let mut ran = false;
-        let mut scripts = Vec::new();
+        let (mut scripts, mut script_jobs) = (Vec::new(), Vec::new());
         for &idx in &queue {
             // Looked at for each connection: a script may start in the pass.
             let hold = self.holds_clients();
@@ -254,8 +254,10 @@ impl EventLoop {
                 self.carry.push(idx);
             }
             ran |= c.ran_this_pass();
-            if let Some(job) = c.take_script_job() {
-                scripts.push((idx, job));
+            let jobs = c.take_script_jobs();
+            if !jobs.is_empty() {
+                scripts.push(idx);
+                script_jobs.extend(jobs);
             }
         }
         if ran && shared.replies_wait_for_sync() {
@@ -280,9 +282,8 @@ impl EventLoop {
             // After the pass's replies are out: the scripts of the pass go to
             // the script thread together, and the loop waits for them (until
             // one passes lua-time-limit). Those that ended answer next pass.
-            let (conns, jobs): (Vec<usize>, Vec<_>) = scripts.into_iter().unzip();
-            crate::cmd::run_scripts(&shared, jobs);
-            for idx in conns {
+            crate::cmd::run_scripts(&shared, script_jobs);
+            for idx in scripts {
                 if self.conn(idx).is_some_and(|c| c.script_done()) {
                     self.carry.push(idx);
                 }

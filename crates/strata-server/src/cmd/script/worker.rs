@@ -163,8 +163,8 @@ pub fn lua_time_limit(shared: &Shared) -> u64 {
     u64::try_from(shared.tuning.int("lua-time-limit")).unwrap_or(0)
 }
 
-/// Parks a connection on a script command: the session's `script` is
-/// set, and its `script_job` waits for the event loop to hand it to the
+/// Parks a connection on a script command: the session's `script` has
+/// its wait, and its `script_job` waits for the event loop to hand it to the
 /// script thread at the end of the pass ([`run_all`]); the reply comes
 /// through [`collect`].
 pub(crate) fn offload(
@@ -182,7 +182,7 @@ pub(crate) fn offload(
         id,
         started: Instant::now(),
     });
-    sess.script_job = Some(ScriptJob {
+    sess.script_job.push(ScriptJob {
         shared: host.0.clone(),
         db: sess.db,
         proto: sess.proto,
@@ -192,8 +192,28 @@ pub(crate) fn offload(
         wait: wait.clone(),
         mailbox: sess.mailbox.clone(),
     });
-    sess.script = Some(wait);
+    sess.script.push_back(wait);
     None
+}
+
+/// Parks the session on `args` too when it already waits for a script and
+/// `args` is a script command that would be parked: pipelined scripts go
+/// to the script thread in the same pass, their replies follow in order.
+/// False (nothing done) for anything else, which waits for the replies.
+pub(crate) fn park_next(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> bool {
+    if sess.script.is_empty() || sess.blocked.is_some() || sess.multi.is_some() || !sess.authed || sess.subs.active() {
+        return false;
+    }
+    let Some(host) = sess.script_host.clone() else { return false };
+    let Ok((id, spec)) = crate::cmd::validate(args) else { return false };
+    let table::Run::Data(f) = spec.run else { return false };
+    // No script runs, so none refuses it with -BUSY (see `cmd::busy`).
+    if !runs_script(spec.name) || shared.scripts.running() {
+        return false;
+    }
+    shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
+    offload(&host, sess, id, spec, f, args);
+    true
 }
 
 /// Hands the scripts of a loop pass to the script thread, in order, and
@@ -223,31 +243,32 @@ pub fn run_all(shared: &Shared, jobs: Vec<ScriptJob>) {
     }
 }
 
-/// Whether the session's parked script has ended.
+/// Whether the first of the session's parked scripts has ended.
 pub fn script_done(sess: &Session) -> bool {
-    sess.script.as_ref().is_some_and(|w| w.done())
+    sess.script.front().is_some_and(|w| w.done())
 }
 
-/// Appends the reply of the session's ended script to `out` (counted in
-/// the command and error stats; silenced by CLIENT REPLY like any reply)
-/// and ends the wait; returns the number of replies appended.
+/// Appends the replies of the session's parked scripts that have ended,
+/// in order up to the first still running, to `out` (counted in the
+/// command and error stats; silenced by CLIENT REPLY like any reply) and
+/// ends their waits; returns the number of replies appended.
 pub fn collect(shared: &Shared, sess: &mut Session, out: &mut Vec<u8>) -> usize {
-    let Some(wait) = sess.script.take() else { return 0 };
-    let Some(reply) = wait.slot.lock().reply.take() else {
-        sess.script = Some(wait);
-        return 0;
-    };
-    shared.cmdstats.ran(wait.id, cmdstats::usec_since(wait.started), &reply);
-    if let Reply::Error(e) = &reply {
-        shared.stats.count_error(e);
+    let mut appended = 0;
+    while let Some(wait) = sess.script.front().cloned() {
+        let Some(reply) = wait.slot.lock().reply.take() else { break };
+        sess.script.pop_front();
+        shared.cmdstats.ran(wait.id, cmdstats::usec_since(wait.started), &reply);
+        if let Reply::Error(e) = &reply {
+            shared.stats.count_error(e);
+        }
+        let silenced = sess.reply_off || sess.reply_skip > 0;
+        sess.reply_skip = sess.reply_skip.saturating_sub(1);
+        if !silenced {
+            reply.encode(sess.proto, out);
+            appended += 1;
+        }
     }
-    let silenced = sess.reply_off || sess.reply_skip > 0;
-    sess.reply_skip = sess.reply_skip.saturating_sub(1);
-    if silenced {
-        return 0;
-    }
-    reply.encode(sess.proto, out);
-    1
+    appended
 }
 
 impl Scripts {
