@@ -8,9 +8,10 @@
 //! together and waits for them as Redis's other clients wait for a
 //! script: until they end or one passes `lua-time-limit`. Past the limit
 //! the loop goes on serving; the script thread rings the connection's
-//! mailbox when its reply is ready. The reply is sent in a later pass. Meanwhile every loop
-//! refrains from commands that would wait for the script's locks (see
-//! [`Scripts::active`], `net::event_loop` and `cmd::busy`).
+//! mailbox when its reply is ready. Replies are sent in a later pass.
+//! While a script is active every loop refrains from commands that would
+//! wait for its locks (see [`Scripts::active`], `net::event_loop` and
+//! `cmd::busy`).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -293,7 +294,7 @@ impl Scripts {
     /// Whether a script runs or waits to run: the loops must not start a
     /// command that could wait for its locks. Until the script passes
     /// `lua-time-limit` they hold their clients' commands back, past it
-    /// those commands get `-BUSY` (see `cmd::script_busy`).
+    /// those commands get `-BUSY` (see `cmd::busy`).
     pub fn active(&self) -> bool {
         self.queued.load(Ordering::Acquire) > 0 || self.running()
     }
