@@ -38,8 +38,19 @@ const BUSY: &str = "-BUSY Redis is busy running a script. You can only call SCRI
 
 #[test]
 fn busy_script_serves_others_and_script_kill_ends_it() {
+    busy_script_with_loops("1");
+}
+
+/// The same with the two clients on two event loops: the other loop holds
+/// its client back, then answers -BUSY, as the script's own loop does.
+#[test]
+fn busy_script_with_two_event_loops() {
+    busy_script_with_loops("2");
+}
+
+fn busy_script_with_loops(loops: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let srv = start(dir.path(), &["--event-loops", "1"]);
+    let srv = start(dir.path(), &["--event-loops", loops]);
     let mut a = connect(srv.port);
     let mut b = connect(srv.port);
     roundtrip(&mut a, &req(&["CONFIG", "SET", "lua-time-limit", "200"]), b"+OK\r\n");
