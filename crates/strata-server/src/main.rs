@@ -91,6 +91,10 @@ fn run() -> anyhow::Result<()> {
     rt.block_on(server::run(shared.clone(), plain, tls, &mut loops));
     // Requests already read are answered; then the loops exit.
     loops.stop(std::time::Duration::from_secs(30));
+    // A script still running on the script thread (SHUTDOWN NOSAVE during
+    // a busy script) is stopped and its writes dropped before the store
+    // shuts down.
+    shared.scripts.stop_all(std::time::Duration::from_secs(10));
     eprintln!("strata-server shutting down: making data durable");
     stop_sweeper.store(true, Ordering::Release);
     let _ = sweeper.join();

@@ -1,7 +1,8 @@
 //! Redis's tuning parameters that clients and test suites set with CONFIG
 //! SET but that change nothing here: encoding thresholds (listpack vs
 //! hashtable sizes; the keyspace has one encoding per type), hash-table
-//! rehashing, slow-log and latency thresholds. They are accepted, checked
+//! rehashing, slow-log and latency thresholds (and `lua-time-limit`, alias
+//! `busy-reply-threshold`, which the scripts read). They are accepted, checked
 //! as Redis checks them, remembered, and shown by CONFIG GET, so clients
 //! that set them keep working. Parameters that would change behaviour are
 //! not in this list (CONFIG SET of them is an error).
@@ -91,7 +92,12 @@ impl Tuning {
     pub fn set(&self, pairs: Vec<(String, String)>) {
         let mut values = self.values.write();
         for (name, v) in pairs {
-            if let Some(&(n, _, _)) = PARAMS.iter().find(|p| p.0 == name) {
+            // Redis 7 renamed lua-time-limit busy-reply-threshold and keeps
+            // the old name as an alias: one value (the scripts' time limit).
+            if name == "lua-time-limit" || name == "busy-reply-threshold" {
+                values.insert("lua-time-limit", v.clone());
+                values.insert("busy-reply-threshold", v);
+            } else if let Some(&(n, _, _)) = PARAMS.iter().find(|p| p.0 == name) {
                 values.insert(n, v);
             }
         }
@@ -123,5 +129,7 @@ mod tests {
         assert!(Tuning::check("activerehashing", b"maybe").is_err());
         t.set(vec![("hash-max-listpack-entries".into(), "1".into())]);
         assert!(t.params().contains(&("hash-max-listpack-entries", "1".into())));
+        t.set(vec![("busy-reply-threshold".into(), "10".into())]);
+        assert_eq!(t.int("lua-time-limit"), 10);
     }
 }

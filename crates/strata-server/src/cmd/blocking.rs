@@ -11,11 +11,55 @@
 
 use bytes::Bytes;
 
+use std::sync::atomic::Ordering;
+
 use super::listedit::move_one;
 use super::lists::pop_n;
-use super::{arg, is, CmdError, CmdResult, Ctx};
-use crate::keyspace::KeyType;
+use super::{arg, commit, is, keys_of, notify, table, Blocked, CmdError, CmdResult, Ctx, Session, Shared, Spec};
+use crate::keyspace::{now_ms, KeyType};
 use crate::resp::Reply;
+
+/// Runs a blocking command outside MULTI: its reply, or `None` with
+/// `sess.blocked` set when it must wait (nothing was written). A command
+/// run again keeps the deadline it had.
+pub(super) fn run(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Option<Reply> {
+    let keys = keys_of(spec, args);
+    let _locks = shared.locks.lock(&keys);
+    let mut ctx = Ctx::new(shared, sess.db, sess.proto, now_ms());
+    ctx.retry = sess.blocked.is_some();
+    match notify::call(&mut ctx, spec, f, args) {
+        Err(CmdError::WouldBlock { timeout, nil }) => {
+            // Read under the locks: any later write to a key moves them on.
+            let versions = keys
+                .iter()
+                .map(|k| {
+                    let s = crate::keyspace::locks::stripe_of(k);
+                    (s, shared.locks.version(s))
+                })
+                .collect();
+            let (deadline, seq) = match sess.blocked.take() {
+                Some(b) => (b.deadline, b.seq),
+                None => {
+                    shared.stats.blocked_clients.fetch_add(1, Ordering::AcqRel);
+                    let deadline = (timeout > 0.0)
+                        .then(|| std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout.min(1e9)));
+                    (deadline, shared.stats.block_seq.fetch_add(1, Ordering::Relaxed))
+                }
+            };
+            // A wait that times out answers with a null array, whatever the
+            // command (Redis 7); `nil` is the answer where it cannot wait.
+            let _ = nil;
+            sess.blocked = Some(Blocked { args: args.to_vec(), deadline, versions, nil: Reply::NilArray, seq });
+            None
+        }
+        r => {
+            if sess.blocked.take().is_some() {
+                shared.stats.blocked_clients.fetch_sub(1, Ordering::AcqRel);
+            }
+            Some(commit(ctx, r.unwrap_or_else(CmdError::into_reply), &keys))
+        }
+    }
+}
 
 /// A timeout argument in seconds (0: forever), checked as Redis checks it.
 pub(crate) fn timeout_arg(b: &[u8]) -> Result<f64, CmdError> {

@@ -3,6 +3,7 @@
 
 mod bits;
 mod blocking;
+mod busy;
 mod cmdstats;
 mod collscan;
 mod connection;
@@ -44,7 +45,10 @@ use crate::store::StoreError;
 
 pub use cmdstats::CommandStats;
 pub use pubsub::{leave_all, Subscriptions};
-pub use script::Scripts;
+pub use script::{
+    collect as collect_script, lua_time_limit, run_all as run_scripts, script_done, ScriptHost, ScriptJob, ScriptWait,
+    Scripts,
+};
 pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
 pub use table::{lookup, Keys, Run, Spec};
@@ -241,8 +245,8 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
     if sess.proto == 2 && sess.subs.active() && !pubsub::ALLOWED_SUBSCRIBED.contains(&spec.name) {
         return Some(pubsub::not_allowed(spec.name, args));
     }
-    if script_busy(shared, spec, args) {
-        return Some(Reply::err(shared.scripts.busy_error()));
+    if let Some(refused) = busy::refusal(shared, sess, spec, args) {
+        return Some(refused);
     }
     if let Some(queue) = sess.multi.as_mut() {
         // Redis 7 refuses these inside a transaction (and aborts the EXEC):
@@ -260,81 +264,24 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
     let started = std::time::Instant::now();
     let reply = match spec.run {
         Run::Session(f) => Some(f(shared, sess, args)),
-        Run::Data(f) if BLOCKING.contains(&spec.name) => run_blocking(shared, sess, spec, f, args),
+        Run::Data(f) if BLOCKING.contains(&spec.name) => blocking::run(shared, sess, spec, f, args),
+        // A connection's script runs on the script thread, so that its
+        // event loop can serve the others (-BUSY, SCRIPT KILL) meanwhile.
+        Run::Data(f) if script::runs_script(spec.name) && sess.script_host.is_some() => {
+            let host = sess.script_host.clone()?;
+            script::offload(&host, sess, id, spec, f, args)
+        }
         Run::Data(f) => Some(run_data(shared, sess.db, sess.proto, spec, f, args)),
     };
-    // A blocked command is counted when it finally answers.
+    // A blocked command or a parked script is counted when it answers.
     if let Some(r) = &reply {
         shared.cmdstats.ran(id, cmdstats::usec_since(started), r);
     }
     reply
 }
 
-/// Whether a script has run past `lua-time-limit` and this command must
-/// get `-BUSY` (all but SCRIPT KILL, FUNCTION KILL and SHUTDOWN NOSAVE).
-fn script_busy(shared: &Shared, spec: &Spec, args: &[Bytes]) -> bool {
-    // One atomic load on the common path: no script runs.
-    if !shared.scripts.running() {
-        return false;
-    }
-    let limit = u64::try_from(shared.tuning.int("lua-time-limit")).unwrap_or(0);
-    if !shared.scripts.busy(limit) {
-        return false;
-    }
-    let sub = args.get(1).map(|a| a.as_ref()).unwrap_or_default();
-    let allowed = match spec.name {
-        "script" | "function" => is(sub, "kill"),
-        "shutdown" => is(sub, "nosave"),
-        "auth" | "hello" | "quit" => true,
-        _ => false,
-    };
-    !allowed
-}
-
 /// Commands that may wait for data (see `blocking`).
 const BLOCKING: &[&str] = &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop"];
-
-/// Runs a blocking command outside MULTI: its reply, or `None` with
-/// `sess.blocked` set when it must wait (nothing was written). A command
-/// run again keeps the deadline it had.
-fn run_blocking(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Option<Reply> {
-    let keys = keys_of(spec, args);
-    let _locks = shared.locks.lock(&keys);
-    let mut ctx = Ctx::new(shared, sess.db, sess.proto, now_ms());
-    ctx.retry = sess.blocked.is_some();
-    match notify::call(&mut ctx, spec, f, args) {
-        Err(CmdError::WouldBlock { timeout, nil }) => {
-            // Read under the locks: any later write to a key moves them on.
-            let versions = keys
-                .iter()
-                .map(|k| {
-                    let s = crate::keyspace::locks::stripe_of(k);
-                    (s, shared.locks.version(s))
-                })
-                .collect();
-            let (deadline, seq) = match sess.blocked.take() {
-                Some(b) => (b.deadline, b.seq),
-                None => {
-                    shared.stats.blocked_clients.fetch_add(1, Ordering::AcqRel);
-                    let deadline = (timeout > 0.0)
-                        .then(|| std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout.min(1e9)));
-                    (deadline, shared.stats.block_seq.fetch_add(1, Ordering::Relaxed))
-                }
-            };
-            // A wait that times out answers with a null array, whatever the
-            // command (Redis 7); `nil` is the answer where it cannot wait.
-            let _ = nil;
-            sess.blocked = Some(Blocked { args: args.to_vec(), deadline, versions, nil: Reply::NilArray, seq });
-            None
-        }
-        r => {
-            if sess.blocked.take().is_some() {
-                shared.stats.blocked_clients.fetch_sub(1, Ordering::AcqRel);
-            }
-            Some(commit(ctx, r.unwrap_or_else(CmdError::into_reply), &keys))
-        }
-    }
-}
 
 /// Commands Redis 7 flags `no-multi`: refused while MULTI queues.
 const NO_MULTI: &[&str] = &["shutdown", "save"];
@@ -342,9 +289,13 @@ const NO_MULTI: &[&str] = &["shutdown", "save"];
 /// Whether `args` can join a group of keyspace commands run in one
 /// transaction (see [`execute_batch`]): a valid, permitted data command
 /// outside MULTI that does not lock the whole keyspace.
-fn groupable(sess: &Session, args: &[Bytes]) -> Option<(usize, &'static Spec, table::DataFn)> {
+fn groupable(shared: &Shared, sess: &Session, args: &[Bytes]) -> Option<(usize, &'static Spec, table::DataFn)> {
     // Replies silenced (CLIENT REPLY) or RESP2 subscribed mode: one by one.
     if sess.multi.is_some() || !sess.authed || sess.reply_off || sess.reply_skip > 0 || sess.subs.active() {
+        return None;
+    }
+    // While a script runs every command goes through `execute` (-BUSY).
+    if shared.scripts.active() {
         return None;
     }
     let (id, spec) = validate(args).ok()?;
@@ -364,8 +315,8 @@ pub struct BatchOutcome {
     pub replies: usize,
     /// False when the connection must close once the output is written.
     pub keep_open: bool,
-    /// Requests not run because one blocked (the session's `blocked`);
-    /// they run, in order, after it.
+    /// Requests not run because one blocked or its script was parked (the
+    /// session's `blocked`, `script`); they run, in order, after it.
     pub rest: Vec<Vec<Bytes>>,
 }
 
@@ -381,11 +332,11 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
     let mut replies = 0;
     let mut reqs = reqs.into_iter().peekable();
     // Whether the current request may join a group (looked up once each).
-    let mut joins = reqs.peek().and_then(|a| groupable(sess, a));
+    let mut joins = reqs.peek().and_then(|a| groupable(shared, sess, a));
     while let Some(args) = reqs.next() {
         if let Some((id, spec, f)) = joins {
             group.push((id, spec, f, args));
-            joins = reqs.peek().and_then(|a| groupable(sess, a));
+            joins = reqs.peek().and_then(|a| groupable(shared, sess, a));
             if joins.is_none() || group.len() >= MAX_GROUP {
                 replies += run_group(shared, sess.db, sess.proto, std::mem::take(&mut group), out);
             }
@@ -414,11 +365,15 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
         if sess.quit {
             return BatchOutcome { replies, keep_open: false, rest: Vec::new() };
         }
-        if sess.blocked.is_some() {
+        if sess.parked() {
+            // Scripts right after a parked one are parked too (one pass).
+            while reqs.peek().is_some_and(|a| script::park_next(shared, sess, a)) {
+                reqs.next();
+            }
             return BatchOutcome { replies, keep_open: true, rest: reqs.collect() };
         }
         // The command may have changed the session (AUTH, MULTI, ...).
-        joins = reqs.peek().and_then(|a| groupable(sess, a));
+        joins = reqs.peek().and_then(|a| groupable(shared, sess, a));
     }
     BatchOutcome { replies, keep_open: true, rest: Vec::new() }
 }

@@ -70,6 +70,15 @@ pub struct Session {
     /// A blocking command waiting for data; the connection runs nothing
     /// else meanwhile.
     pub blocked: Option<Blocked>,
+    /// Its scripts run on the script thread, in order (pipelined script
+    /// commands after the first); the connection runs nothing else until
+    /// their replies are collected.
+    pub script: std::collections::VecDeque<std::sync::Arc<super::ScriptWait>>,
+    /// Its scripts, until the event loop hands them to the script thread.
+    pub script_job: Vec<super::ScriptJob>,
+    /// Set for a network connection: its scripts run on the script thread
+    /// (otherwise on the caller's thread).
+    pub script_host: Option<super::ScriptHost>,
     /// The selected database (SELECT).
     pub db: usize,
     /// Where pub/sub messages for this connection go (`None`: the
@@ -102,12 +111,21 @@ impl Session {
             watch_deadline: None,
             watched_flushes: Vec::new(),
             blocked: None,
+            script: Default::default(),
+            script_job: Vec::new(),
+            script_host: None,
             db: 0,
             mailbox: None,
             subs: Default::default(),
             reply_off: false,
             reply_skip: 0,
         }
+    }
+
+    /// Whether the connection waits (blocking command or script) and runs
+    /// nothing else meanwhile.
+    pub fn parked(&self) -> bool {
+        self.blocked.is_some() || !self.script.is_empty()
     }
 
     /// Forgets every WATCHed key.

@@ -13,7 +13,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use mio::net::TcpStream;
 
-use crate::cmd::{execute_batch, Session, Shared};
+use crate::cmd::{collect_script, execute_batch, script_done, ScriptHost, ScriptJob, Session, Shared};
 use crate::resp::{parse_request, Reply};
 
 /// Most requests of one connection run per loop pass (the rest wait for
@@ -85,6 +85,8 @@ pub(crate) struct Conn {
     pub(crate) want_write: bool,
     /// Queued for processing in the current pass.
     pub(crate) scheduled: bool,
+    /// Held back until a running script ends or passes its time limit.
+    pub(crate) deferred: bool,
     /// Last time bytes arrived (idle timeout).
     pub(crate) last_active: Instant,
     /// Replies of the current pass: whether any ran, where they start in
@@ -117,6 +119,8 @@ impl Conn {
         let _ = stream.set_nodelay(true);
         let session = tls.map(super::tls::session);
         let broken = matches!(session, Some(None));
+        let mut sess = Session::new(shared, addr);
+        sess.script_host = Some(ScriptHost(guard.0.clone()));
         Conn {
             stream,
             tls: session.flatten(),
@@ -125,7 +129,7 @@ impl Conn {
             queued: VecDeque::new(),
             out: Vec::new(),
             sent: 0,
-            sess: Session::new(shared, addr),
+            sess,
             readable: true,
             peer_closed: false,
             eof: false,
@@ -133,6 +137,7 @@ impl Conn {
             broken,
             want_write: false,
             scheduled: false,
+            deferred: false,
             last_active: Instant::now(),
             in_pass: false,
             pass_start: 0,
@@ -232,8 +237,9 @@ impl Conn {
         if self.closing || self.paused() {
             return Leftover::Idle;
         }
-        if self.sess.blocked.is_some() {
-            // Waiting in a blocking command: only notice the client leaving.
+        if self.sess.parked() {
+            // Waiting in a blocking command or for its script: only notice
+            // the client leaving.
             if self.readable && !self.eof {
                 self.fill(scratch);
             }
@@ -242,8 +248,21 @@ impl Conn {
                 return Leftover::Idle;
             }
         }
+        if !self.sess.script.is_empty() {
+            if !script_done(&self.sess) {
+                return Leftover::Idle;
+            }
+            self.begin_pass();
+            self.pass_replies += collect_script(shared, &mut self.sess, &mut self.out);
+            if !self.sess.script.is_empty() {
+                // A later pipelined script still runs.
+                return Leftover::Idle;
+            }
+        }
         if let Some(b) = self.sess.blocked.as_ref() {
-            if b.may_run(shared) {
+            // Not while a script runs: the command would wait for its locks
+            // (the loop looks at blocked clients again every few ms).
+            if b.may_run(shared) && !shared.scripts.active() {
                 // Run it again, ahead of what was sent after it.
                 let args = b.args.clone();
                 self.queued.push_front(args);
@@ -280,8 +299,8 @@ impl Conn {
                 self.closing = true;
                 return Leftover::Idle;
             }
-            if self.sess.blocked.is_some() {
-                // Blocked: what came after it waits, in order.
+            if self.sess.parked() {
+                // Blocked or parked: what came after it waits, in order.
                 for r in done.rest.into_iter().rev() {
                     self.queued.push_front(r);
                 }
@@ -324,6 +343,22 @@ impl Conn {
             self.pass_start = self.out.len();
             self.pass_replies = 0;
         }
+    }
+
+    /// Whether the connection waits for its scripts and the first has ended.
+    pub(crate) fn script_done(&self) -> bool {
+        script_done(&self.sess)
+    }
+
+    /// Whether the connection waits for its script (parked).
+    pub(crate) fn awaits_script(&self) -> bool {
+        !self.sess.script.is_empty()
+    }
+
+    /// The scripts this pass parked the connection on, for the loop to
+    /// hand to the script thread.
+    pub(crate) fn take_script_jobs(&mut self) -> Vec<ScriptJob> {
+        std::mem::take(&mut self.sess.script_job)
     }
 
     /// When the connection began to wait in a blocking command, if it does.

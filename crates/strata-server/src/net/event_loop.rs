@@ -34,6 +34,10 @@ const DRAIN_TIME: Duration = Duration::from_secs(10);
 /// How often a loop with clients in blocking commands looks at them.
 const BLOCKED_POLL: Duration = Duration::from_millis(5);
 
+/// How often a loop with clients held back by a running script looks
+/// whether the script has ended or passed its time limit.
+const DEFERRED_POLL: Duration = Duration::from_millis(1);
+
 /// The state of one event loop thread.
 pub(crate) struct EventLoop {
     shared: Arc<Shared>,
@@ -48,6 +52,9 @@ pub(crate) struct EventLoop {
     /// Connections to process this pass, and those left for the next one.
     queue: Vec<usize>,
     carry: Vec<usize>,
+    /// Connections held back while a script runs, before its time limit
+    /// (their commands would wait for the script's locks).
+    deferred: Vec<usize>,
     last_idle_check: Instant,
     /// Connections of this loop with pub/sub mail (publishers list them
     /// and wake the loop).
@@ -73,6 +80,7 @@ impl EventLoop {
             scratch: vec![0u8; SCRATCH],
             queue: Vec::new(),
             carry: Vec::new(),
+            deferred: Vec::new(),
             last_idle_check: Instant::now(),
             mail,
         }
@@ -88,6 +96,9 @@ impl EventLoop {
             let blocked = self.shared.stats.blocked_clients.load(Ordering::Relaxed) > 0;
             let timeout = if !self.carry.is_empty() {
                 Duration::ZERO
+            } else if !self.deferred.is_empty() {
+                // A script runs: look again soon (it ends, or passes its limit).
+                DEFERRED_POLL
             } else if blocked {
                 BLOCKED_POLL
             } else {
@@ -103,6 +114,14 @@ impl EventLoop {
             self.queue.clear();
             for idx in std::mem::take(&mut self.carry) {
                 self.schedule(idx);
+            }
+            if !self.deferred.is_empty() && !self.holds_clients() {
+                for idx in std::mem::take(&mut self.deferred) {
+                    if let Some(c) = self.conn(idx) {
+                        c.deferred = false;
+                    }
+                    self.schedule(idx);
+                }
             }
             for ev in events.iter() {
                 if ev.token() == WAKER {
@@ -139,6 +158,14 @@ impl EventLoop {
             self.close_idle();
         }
         self.drain();
+    }
+
+    /// Whether a script runs, not yet past `lua-time-limit`: clients wait
+    /// (Redis serves nobody meanwhile), other than those waiting for it.
+    fn holds_clients(&self) -> bool {
+        let scripts = &self.shared.scripts;
+        // One atomic load on the common path: no script.
+        scripts.active() && !scripts.busy(crate::cmd::lua_time_limit(&self.shared))
     }
 
     fn conn(&mut self, idx: usize) -> Option<&mut Conn> {
@@ -186,7 +213,12 @@ impl EventLoop {
             let Some(c) = self.conn(idx) else { continue };
             c.take_mail();
             c.flush();
+            // Rung by the script thread: the script's reply is ready.
+            let script_done = c.script_done();
             self.after_flush(idx);
+            if script_done {
+                self.schedule(idx);
+            }
         }
     }
 
@@ -206,13 +238,28 @@ impl EventLoop {
         let shared = self.shared.clone();
         let queue = std::mem::take(&mut self.queue);
         let mut ran = false;
+        let (mut scripts, mut script_jobs) = (Vec::new(), Vec::new());
         for &idx in &queue {
+            // Looked at for each connection: a script may start in the pass.
+            let hold = self.holds_clients();
             let scratch = &mut self.scratch;
             let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else { continue };
+            if hold && !c.awaits_script() {
+                if !c.deferred {
+                    c.deferred = true;
+                    self.deferred.push(idx);
+                }
+                continue;
+            }
             if c.run(&shared, scratch) == Leftover::More {
                 self.carry.push(idx);
             }
             ran |= c.ran_this_pass();
+            let jobs = c.take_script_jobs();
+            if !jobs.is_empty() {
+                scripts.push(idx);
+                script_jobs.extend(jobs);
+            }
         }
         if ran && shared.replies_wait_for_sync() {
             if let Err(e) = shared.wait_durable_all() {
@@ -232,6 +279,17 @@ impl EventLoop {
             self.after_flush(idx);
         }
         self.queue = queue;
+        if !scripts.is_empty() {
+            // After the pass's replies are out: the scripts of the pass go to
+            // the script thread together, and the loop waits for them (until
+            // one passes lua-time-limit). Those that ended answer next pass.
+            crate::cmd::run_scripts(&shared, script_jobs);
+            for idx in scripts {
+                if self.conn(idx).is_some_and(|c| c.script_done()) {
+                    self.carry.push(idx);
+                }
+            }
+        }
     }
 
     /// Closes a finished connection, or (de)registers write interest.
@@ -262,6 +320,7 @@ impl EventLoop {
             }
         }
         self.carry.retain(|&i| i != idx);
+        self.deferred.retain(|&i| i != idx);
     }
 
     /// Closes connections idle longer than `--timeout` (checked each second).

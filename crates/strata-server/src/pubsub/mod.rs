@@ -149,6 +149,12 @@ impl Mailbox {
         }
     }
 
+    /// Lists the connection with its loop and wakes the loop, with no
+    /// message: something else for it is ready (its script's reply).
+    pub fn ring(&self) {
+        self.home.list(self.token);
+    }
+
     /// Appends the waiting messages to `out`, encoded for protocol
     /// `proto`; false if the subscriber overflowed and must be closed.
     pub fn drain(&self, proto: u8, out: &mut Vec<u8>) -> bool {

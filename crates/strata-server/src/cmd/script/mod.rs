@@ -13,6 +13,7 @@ mod json;
 mod libs;
 mod msgpack;
 mod run;
+mod worker;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -26,6 +27,8 @@ use super::{arg, is, wrong_args, CmdError, CmdResult, Ctx, Session, Shared};
 use crate::resp::Reply;
 
 pub(crate) use functions::{fcall, fcall_ro, function};
+pub use worker::{collect, lua_time_limit, run_all, script_done, ScriptHost, ScriptJob, ScriptWait};
+pub(crate) use worker::{offload, park_next, runs_script};
 
 /// The scripting engine of a server: the Lua state, the script cache and
 /// the function libraries, and what other connections may see of a
@@ -38,9 +41,17 @@ pub struct Scripts {
     /// When the running script started (ms since the epoch), 0 when none runs.
     running_since: AtomicU64,
     /// When the running script is stopped (ms since the epoch, 0: never):
-    /// `lua-time-limit` plus a second. With one event loop a script that
-    /// runs forever would leave no connection to send SCRIPT KILL from.
+    /// `lua-time-limit` plus a second, for a script run on an event loop
+    /// (inside EXEC), which leaves that loop's clients no way to send
+    /// SCRIPT KILL. Scripts on the script thread are never stopped so.
     deadline: Arc<AtomicU64>,
+    /// Set at shutdown: the running script stops whatever it wrote, and
+    /// its writes are dropped (see `worker`).
+    abort: Arc<AtomicBool>,
+    /// Scripts handed to the script thread and not finished.
+    queued: AtomicUsize,
+    /// The script thread's queue (started on first use).
+    worker: Mutex<Option<std::sync::mpsc::Sender<worker::ScriptJob>>>,
     /// Scripts run (a GC step every so many).
     runs: AtomicU64,
     /// The running script has written (it can no longer be killed).
@@ -94,6 +105,9 @@ impl Scripts {
             kill: Arc::new(AtomicBool::new(false)),
             running_since: AtomicU64::new(0),
             deadline: Arc::new(AtomicU64::new(0)),
+            abort: Arc::new(AtomicBool::new(false)),
+            queued: AtomicUsize::new(0),
+            worker: Mutex::new(None),
             runs: AtomicU64::new(0),
             wrote: AtomicBool::new(false),
             function: AtomicBool::new(false),
@@ -154,8 +168,8 @@ impl Scripts {
         let mut guard = self.state.lock();
         let codes: Vec<Bytes> =
             guard.as_ref().map(|st| st.libs.values().map(|l| l.code()).collect()).unwrap_or_default();
-        let mut st =
-            State::new(self.kill.clone(), self.deadline.clone()).map_err(|e| format!("ERR Lua init failed: {e}"))?;
+        let mut st = State::new(self.kill.clone(), self.deadline.clone(), self.abort.clone())
+            .map_err(|e| format!("ERR Lua init failed: {e}"))?;
         for code in codes {
             st.load_library(&code, true)?;
         }
@@ -170,7 +184,7 @@ impl Scripts {
         let mut guard = self.state.lock();
         if guard.is_none() {
             *guard = Some(
-                State::new(self.kill.clone(), self.deadline.clone())
+                State::new(self.kill.clone(), self.deadline.clone(), self.abort.clone())
                     .map_err(|e| format!("ERR Lua init failed: {e}"))?,
             );
         }
@@ -190,20 +204,23 @@ impl Scripts {
 }
 
 impl State {
-    fn new(kill: Arc<AtomicBool>, deadline: Arc<AtomicU64>) -> mlua::Result<State> {
+    fn new(kill: Arc<AtomicBool>, deadline: Arc<AtomicU64>, abort: Arc<AtomicBool>) -> mlua::Result<State> {
         let libs = mlua::StdLib::TABLE | mlua::StdLib::STRING | mlua::StdLib::MATH;
         let lua = Lua::new_with(libs, mlua::LuaOptions::new())?;
         let (hidden, globals, env) = api::setup(&lua)?;
-        let (k, d) = (kill.clone(), deadline.clone());
+        let (k, d, a) = (kill.clone(), deadline.clone(), abort.clone());
         let killed = move || {
             let until = d.load(Ordering::Acquire);
-            k.load(Ordering::Acquire) || (until != 0 && crate::keyspace::now_ms() > until)
+            k.load(Ordering::Acquire) || a.load(Ordering::Acquire) || (until != 0 && crate::keyspace::now_ms() > until)
         };
         let check = killed.clone();
         hidden.raw_set("killed", lua.create_function(move |_, ()| Ok(check()))?)?;
         lua.set_hook(mlua::HookTriggers::new().every_nth_instruction(1000), move |_, _| {
             if kill.load(Ordering::Acquire) {
                 return Err(mlua::Error::runtime("Script killed by user with SCRIPT KILL..."));
+            }
+            if abort.load(Ordering::Acquire) {
+                return Err(mlua::Error::runtime("Script killed: the server is shutting down"));
             }
             if killed() {
                 return Err(mlua::Error::runtime("Script killed: it ran more than a second past lua-time-limit"));

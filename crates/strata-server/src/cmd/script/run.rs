@@ -66,8 +66,14 @@ pub(crate) fn run(
     scripts.wrote.store(false, Ordering::Release);
     scripts.function.store(!opts.eval, Ordering::Release);
     let now = crate::keyspace::now_ms().max(1);
-    let limit = u64::try_from(ctx.shared.tuning.int("lua-time-limit")).unwrap_or(0);
-    scripts.deadline.store(now.saturating_add(limit).saturating_add(1000), Ordering::Release);
+    // Only a script on an event loop (inside EXEC) is stopped by the
+    // server: it leaves that loop's clients no way to send SCRIPT KILL.
+    let stop_at = if super::worker::on_worker() {
+        0
+    } else {
+        now.saturating_add(super::lua_time_limit(ctx.shared)).saturating_add(1000)
+    };
+    scripts.deadline.store(stop_at, Ordering::Release);
     scripts.running_since.store(now, Ordering::Release);
     let state = RefCell::new(Call { ctx, read_only: opts.read_only, wrote: &scripts.wrote, session: None });
     let result = lua.scope(|scope| {
