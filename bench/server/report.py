@@ -62,6 +62,36 @@ def read_ycsb(path):
     return res
 
 
+def read_cpu(path):
+    """Server CPU seconds a YCSB run used (run.sh's ycsb-*.txt.cpu), or None."""
+    try:
+        with open(path) as f:
+            kv = dict(x.split("=", 1) for x in f.read().split())
+        return int(kv["ticks"]) / int(kv["hz"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def ycsb_ops(path):
+    """Operations of a YCSB run (its [OVERALL] RunTime x Throughput)."""
+    runtime = thr = None
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"\[OVERALL\], (RunTime|Throughput)\(\w+(?:/\w+)?\), ([0-9.eE+-]+)", line.strip())
+            if m and m.group(1) == "RunTime":
+                runtime = float(m.group(2)) / 1000
+            elif m:
+                thr = float(m.group(2))
+    return runtime * thr if runtime and thr else None
+
+
+def cpu_us_per_op(out, wl, server):
+    """Server CPU microseconds per YCSB operation, or None."""
+    p = os.path.join(out, f"ycsb-{wl}-{server}.txt")
+    cpu, ops = read_cpu(p + ".cpu"), (ycsb_ops(p) if os.path.exists(p) else None)
+    return cpu * 1e6 / ops if cpu is not None and ops else None
+
+
 def avg_latency(r):
     lats = [v["avg"] for k, v in r.items() if isinstance(v, dict) and "avg" in v and not k.startswith("CLEANUP")]
     return sum(lats) / len(lats) if lats else 0
@@ -78,8 +108,9 @@ def ycsb_table(out):
             by.setdefault(m.group(1), {})[m.group(2)] = read_ycsb(p)
     threads = os.environ.get("YCSB_THREADS", "8")
     lines = [f"\n### YCSB through Jedis ({threads} threads)\n",
-             "| workload | redis ops/s | strata ops/s | ratio | redis read p99 us | strata read p99 us |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+             "| workload | redis ops/s | strata ops/s | ratio | redis read p99 us | strata read p99 us "
+             "| redis CPU us/op | strata CPU us/op | CPU ratio |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for wl in ["load", "a", "b", "c", "f", "d", "e"]:
         d = by.get(wl, {})
         r, s = d.get("redis", {}), d.get("strata", {})
@@ -90,7 +121,12 @@ def ycsb_table(out):
         rp, sp = r.get(key, {}).get("p99", 0), s.get(key, {}).get("p99", 0)
         errs = sum(v.get("errors", 0) for v in s.values() if isinstance(v, dict))
         note = f" ({errs:.0f} errors)" if errs else ""
-        lines.append(f"| {wl} | {rt:,.0f} | {stt:,.0f}{note} | {stt / rt if rt else 0:.2f} | {rp:.0f} | {sp:.0f} |")
+        rc, sc = cpu_us_per_op(out, wl, "redis"), cpu_us_per_op(out, wl, "strata")
+        cpu = (f"{rc:.1f} | {sc:.1f} | {sc / rc:.2f}" if rc and sc else "- | - | -")
+        lines.append(f"| {wl} | {rt:,.0f} | {stt:,.0f}{note} | {stt / rt if rt else 0:.2f} | {rp:.0f} | {sp:.0f} | {cpu} |")
+    lines.append("\nCPU us/op: the server process's user + system CPU time over the run"
+                 " (all its threads), per operation; lower is better, and unlike ops/s it"
+                 " does not depend on how the two cores are shared with the Java client.")
     return "\n".join(lines)
 
 

@@ -147,13 +147,23 @@ if [ "$DO_RB" = 1 ]; then
 fi
 
 YCSB_DIR="$ROOT/bench/server/ycsb"
+# The server's CPU time (user + system, all threads, in clock ticks) from
+# /proc: ycsb() writes what each run used to OUT/<run>.txt.cpu, so the report
+# can give CPU per operation, which predicts a faster machine better than
+# ops/s on two cores shared with a 16-thread Java client.
+CPU_MARK=0
+server_cpu() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat" 2>/dev/null || echo 0; }
+server_cpu_since() { local now; now=$(server_cpu); echo "ticks=$((now - CPU_MARK)) hz=$(getconf CLK_TCK)"; }
+
 ycsb() { # load|run workload port outfile [extra -p ...]
     local mode="$1" wl="$2" p="$3" out="$4"; shift 4
+    CPU_MARK=$(server_cpu)
     [ "$mode" = run ] && mode=t
     java -cp "$YCSB_DIR/target/strata-ycsb-redis-0.1.0.jar:$YCSB_DIR/target/lib/*" site.ycsb.Client "-$mode" \
         -db site.ycsb.db.StrataRedisClient -P "$YCSB_DIR/workloads/$wl" \
         -p recordcount="$YCSB_RECORDS" -p operationcount="$YCSB_OPS" \
         -p redis.host=127.0.0.1 -p redis.port="$p" -threads "$YCSB_THREADS" "$@" >"$out" 2>"$out.err"
+    server_cpu_since >"$out.cpu"
     grep -E "^\[OVERALL\], Throughput" "$out" || { echo "YCSB failed, see $out.err" >&2; tail -5 "$out.err" >&2; return 1; }
 }
 
