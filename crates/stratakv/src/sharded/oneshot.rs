@@ -24,11 +24,19 @@ struct State<T> {
 pub(crate) struct Slot<T> {
     state: Mutex<State<T>>,
     cv: Condvar,
+    /// Set after the value is stored: a waiter polls it (yielding) for a
+    /// short while before it parks, since a worker usually answers within
+    /// one batch and parking costs two system calls and two switches.
+    ready: AtomicBool,
 }
 
 impl<T> Slot<T> {
     pub(crate) fn new() -> Arc<Slot<T>> {
-        Arc::new(Slot { state: Mutex::new(State { value: None, waker: None, taken: false }), cv: Condvar::new() })
+        Arc::new(Slot {
+            state: Mutex::new(State { value: None, waker: None, taken: false }),
+            cv: Condvar::new(),
+            ready: AtomicBool::new(false),
+        })
     }
 
     /// Stores the value and wakes whoever waits (a later fill is ignored).
@@ -39,6 +47,7 @@ impl<T> Slot<T> {
                 return;
             }
             s.value = Some(v);
+            self.ready.store(true, Ordering::Release);
             s.waker.take()
         };
         self.cv.notify_all();
@@ -47,6 +56,9 @@ impl<T> Slot<T> {
         }
     }
 }
+
+/// Yields a blocking waiter makes before it parks.
+const SPINS: usize = 64;
 
 /// The caller's side of a request: [`Completion::wait`] blocks, `.await` does not.
 #[must_use = "a completion does nothing unless waited for or awaited"]
@@ -74,6 +86,12 @@ impl<T> Completion<T> {
 
     /// Blocks until the request is done.
     pub fn wait(self) -> Result<T> {
+        for _ in 0..SPINS {
+            if self.slot.ready.load(Ordering::Acquire) {
+                break;
+            }
+            std::thread::yield_now();
+        }
         let mut s = self.slot.state.lock();
         loop {
             if let Some(v) = s.value.take() {

@@ -18,6 +18,9 @@ use crate::db::Snapshot;
 
 use super::oneshot::{Gather, GetJoin, WriteJoin};
 
+/// Times an idle worker yields before it sleeps on the condvar.
+const IDLE_YIELDS: usize = 16;
+
 /// A request to a shard's worker.
 pub(crate) enum Req {
     /// Apply `batch` (this shard's part of a write) with its GSN.
@@ -68,10 +71,20 @@ impl Queue {
     /// be empty). Never waits once something is queued: batching only folds
     /// what is already there. Returns false once the queue is closed and empty.
     pub(crate) fn drain(&self, into: &mut VecDeque<Req>) -> bool {
+        let mut idle = 0;
         let mut s = self.state.lock();
         while s.items.is_empty() {
             if s.closed {
                 return false;
+            }
+            if idle < IDLE_YIELDS {
+                // Yield before sleeping: a request usually comes soon, and
+                // a sleeping worker costs each caller a wake-up call.
+                idle += 1;
+                drop(s);
+                std::thread::yield_now();
+                s = self.state.lock();
+                continue;
             }
             self.cv.wait(&mut s);
         }
