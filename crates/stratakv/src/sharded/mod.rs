@@ -199,6 +199,15 @@ impl Sharded {
 
     /// Queues a batch and returns its completion (wait for it, or await it).
     pub fn write_async(&self, batch: WriteBatch, sync: bool) -> Completion<()> {
+        let c = self.submit(batch, sync);
+        if sync {
+            c.parking()
+        } else {
+            c
+        }
+    }
+
+    fn submit(&self, batch: WriteBatch, sync: bool) -> Completion<()> {
         if let Err(e) = self.check_write(&batch) {
             return Completion::ready(Err(e));
         }
@@ -325,7 +334,7 @@ impl Sharded {
 
     /// Makes every write queued so far durable against power loss.
     pub fn sync(&self) -> Result<()> {
-        self.sync_all().wait()
+        self.sync_all().parking().wait()
     }
 
     /// The current value of `key`.

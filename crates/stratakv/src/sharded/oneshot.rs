@@ -64,6 +64,8 @@ const SPINS: usize = 64;
 #[must_use = "a completion does nothing unless waited for or awaited"]
 pub struct Completion<T> {
     slot: Arc<Slot<Result<T>>>,
+    /// Poll before parking (not for requests that wait for an fsync).
+    spin: bool,
 }
 
 impl<T> std::fmt::Debug for Completion<T> {
@@ -74,19 +76,27 @@ impl<T> std::fmt::Debug for Completion<T> {
 
 impl<T> Completion<T> {
     pub(crate) fn new(slot: Arc<Slot<Result<T>>>) -> Completion<T> {
-        Completion { slot }
+        Completion { slot, spin: true }
+    }
+
+    /// The same completion, whose waiter parks at once: a `sync` write
+    /// waits for an msync or fdatasync (hundreds of microseconds), and
+    /// polling that long burns the CPU other callers need.
+    pub(crate) fn parking(mut self) -> Completion<T> {
+        self.spin = false;
+        self
     }
 
     /// A completion that is already done.
     pub(crate) fn ready(v: Result<T>) -> Completion<T> {
         let slot = Slot::new();
         slot.fill(v);
-        Completion { slot }
+        Completion { slot, spin: false }
     }
 
     /// Blocks until the request is done.
     pub fn wait(self) -> Result<T> {
-        for _ in 0..SPINS {
+        for _ in 0..if self.spin { SPINS } else { 0 } {
             if self.slot.ready.load(Ordering::Acquire) {
                 break;
             }
