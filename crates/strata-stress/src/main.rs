@@ -35,8 +35,8 @@ struct Args {
     /// Progress lines on stderr.
     #[arg(long)]
     verbose: bool,
-    /// Kill mode: rounds against the sharded front end with this many shards
-    /// (cross-shard batches all there or none after each SIGKILL). 0: the plain engine.
+    /// Kill and model modes: run against the sharded front end with this many shards (kill:
+    /// cross-shard batches all there or none after each SIGKILL). 0: the plain engine.
     #[arg(long, default_value_t = 0)]
     shards: usize,
     /// Internal: run as the child writer process of the kill mode.
