@@ -96,7 +96,16 @@ class ParseTest(unittest.TestCase):
 
     def test_suites_and_variants(self):
         s = compare.suites()
-        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "slm", "listdb", "trident", "qad", "crosscheck"})
+        self.assertEqual(set(s), {"smoke", "quick", "standard", "matrix", "slm", "listdb", "trident", "qad", "p2kvs", "crosscheck"})
+        # p2kvs: 1..16 threads (fill, reads, YCSB A and C), then synced fills; plain Db, shards 1/2/4, RocksDB.
+        p2 = s["p2kvs"]
+        self.assertEqual([g.extra for g in p2[:5]], [[f"--threads={t}"] for t in (1, 2, 4, 8, 16)])
+        self.assertTrue(all(g.value_size == 128 for g in p2))
+        self.assertEqual([v.label for v in p2[0].variants],
+                         ["rocksdb", "strata/matrix", "strata/matrix shards=1", "strata/matrix shards=2", "strata/matrix shards=4"])
+        self.assertIn("--writes=125000", p2[3].steps[0].flags)
+        self.assertTrue(p2[2].steps[2].ycsb and "ycsba" in p2[2].steps[2].benchmarks)
+        self.assertEqual([g.steps[0].flags[-1] for g in p2[5:]], ["--sync=1", "--sync=1"])
         slm = s["slm"][0]
         self.assertGreaterEqual(slm.num * (16 + slm.value_size), 4 * 2**30)
         self.assertEqual(slm.value_size, 1024)

@@ -9,6 +9,7 @@ use crate::flags::Flags;
 /// Opens the engine `--engine` names at `--db`.
 pub fn open(f: &Flags) -> Result<Box<dyn Engine>> {
     match f.engine.as_str() {
+        "strata" if f.shards > 0 => Ok(Box::new(crate::sharded_engine::ShardedEngine::open(&f.db, f)?)),
         "strata" => Ok(Box::new(StrataEngine::open(&f.db, f)?)),
         "fjall" => Ok(Box::new(crate::fjall_engine::FjallEngine::open(&f.db, f)?)),
         #[cfg(feature = "rocksdb")]
@@ -29,6 +30,12 @@ pub fn destroy(f: &Flags) -> Result<()> {
     if let Some(w) = &f.rocks.wal_dir {
         if w.exists() {
             std::fs::remove_dir_all(w).map_err(|e| anyhow!("removing {}: {e}", w.display()))?;
+        }
+    }
+    if let (Some(p), true) = (&f.pm_dir, f.shards > 0) {
+        // Each shard's PM region is in its own subdirectory of --pm_dir.
+        for i in 0..f.shards {
+            destroy_strata(&p.join(format!("shard-{i:03}")), None)?;
         }
     }
     destroy_strata(&f.db, f.pm_dir.as_deref())

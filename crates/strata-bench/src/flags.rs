@@ -172,6 +172,14 @@ pub struct Flags {
     /// fill benchmarks, overwrite, readrandom, seekrandom and deletehalf_*.
     #[arg(long, default_value_t = 1)]
     pub partitions: usize,
+    /// StrataKV through its sharded front end (p2KVS) with this many shards, one worker thread
+    /// each; 0 (default) = one plain `Db`.
+    #[arg(long, default_value_t = 0)]
+    pub shards: usize,
+    /// With --shards: most requests a worker folds into one batch or multi-get (0 = the
+    /// front end's default, 32).
+    #[arg(long, default_value_t = 0)]
+    pub shard_batch_cap: usize,
     /// Without --partitions: the contiguous key ranges [0, num) is cut into for deletehalf_range
     /// and deletehalf_point, as --partitions cuts it (0 = --partitions).
     #[arg(long, default_value_t = 0)]
@@ -377,6 +385,9 @@ impl Flags {
         }
         if self.partitions > 1 && self.engine == "fjall" {
             bad.push("--partitions is not supported by --engine=fjall".into());
+        }
+        if self.shards > 0 && (self.engine != "strata" || self.partitions > 1) {
+            bad.push("--shards needs --engine=strata and no --partitions".into());
         }
         if !matches!(self.read_keys.as_str(), "all" | "survivors") {
             bad.push(format!("--read_keys must be all or survivors, not {:?}", self.read_keys));

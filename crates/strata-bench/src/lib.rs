@@ -27,6 +27,7 @@ pub mod report;
 #[cfg(feature = "rocksdb")]
 pub mod rocks;
 pub mod runner;
+pub mod sharded_engine;
 pub mod sysinfo;
 pub mod workloads;
 pub mod ycsb;

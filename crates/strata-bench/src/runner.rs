@@ -384,6 +384,7 @@ impl Runner {
         };
         let before = engine.stats();
         let (io_read0, io_write0) = sysinfo::proc_io();
+        let cpu0 = sysinfo::proc_cpu_secs();
         let ycsb = self.ycsb.clone();
         let layout = Layout { fields: f.ycsb_fieldcount, field_len: f.ycsb_fieldlength };
         let barrier = Barrier::new(n);
@@ -458,6 +459,16 @@ impl Runner {
         let (io_read1, io_write1) = sysinfo::proc_io();
         let message = message(name, &spec.kind, &merged, num);
         let mut text = report::result_line(name, &merged, &message);
+        let cpu = sysinfo::proc_cpu_secs() - cpu0;
+        if merged.ops > 0 {
+            // Every thread of the process: callers, workers, flushes and compactions.
+            text.push_str(&format!(
+                "\n{:<12} : {:>11.3} cpu micros/op ({:.2} cpu seconds, user+system, whole process)",
+                "",
+                cpu * 1e6 / merged.ops as f64,
+                cpu
+            ));
+        }
         if f.histogram {
             text.push('\n');
             text.push_str(&report::histogram_text(spec.op, &merged));

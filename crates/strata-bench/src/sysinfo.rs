@@ -12,6 +12,18 @@ pub fn proc_io() -> (u64, u64) {
     (field(&text, "read_bytes:"), field(&text, "write_bytes:"))
 }
 
+/// CPU seconds (user + system) this process used so far, every thread
+/// included (`utime` + `stime` of `/proc/self/stat`, in clock ticks of 1/100 s).
+pub fn proc_cpu_secs() -> f64 {
+    let text = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The command name (field 2) may hold spaces: count fields after its ')'.
+    let rest = text.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // Fields 14 and 15 of the line are the 12th and 13th after the name.
+    (tick(11) + tick(12)) as f64 / 100.0
+}
+
 /// Peak resident set size of this process in bytes (`VmHWM`).
 pub fn peak_rss_bytes() -> u64 {
     let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

@@ -42,6 +42,9 @@ pub struct RunCfg {
     pub jobs: usize,
     /// Print progress lines to stderr.
     pub verbose: bool,
+    /// Run the kill mode against the sharded front end with this many
+    /// shards (0: the plain engine's rounds).
+    pub shards: usize,
 }
 
 impl RunCfg {

@@ -35,6 +35,10 @@ struct Args {
     /// Progress lines on stderr.
     #[arg(long)]
     verbose: bool,
+    /// Kill and model modes: run against the sharded front end with this many shards (kill:
+    /// cross-shard batches all there or none after each SIGKILL). 0: the plain engine.
+    #[arg(long, default_value_t = 0)]
+    shards: usize,
     /// Internal: run as the child writer process of the kill mode.
     #[arg(long, hide = true)]
     kill_child: Option<String>,
@@ -59,7 +63,10 @@ fn run_mode(mode: &str, cfg: &RunCfg) -> anyhow::Result<Report> {
 fn run() -> anyhow::Result<bool> {
     let args = Args::parse();
     if let Some(spec) = &args.kill_child {
-        kill::child::main(spec)?;
+        match spec.strip_prefix("sharded:") {
+            Some(rest) => kill::sharded::child(rest)?,
+            None => kill::child::main(spec)?,
+        }
         return Ok(true);
     }
     if let Some(dir) = &args.gen_corpus {
@@ -74,7 +81,7 @@ fn run() -> anyhow::Result<bool> {
             .unwrap_or(1)
     });
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2));
-    let cfg = RunCfg { seconds: args.seconds, seed, jobs, verbose: args.verbose };
+    let cfg = RunCfg { seconds: args.seconds, seed, jobs, verbose: args.verbose, shards: args.shards };
     let modes: Vec<&str> = if args.mode == "all" { MODES.to_vec() } else { vec![args.mode.as_str()] };
     let mut ok = true;
     for m in modes {

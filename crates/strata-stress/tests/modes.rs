@@ -5,7 +5,7 @@
 use strata_stress::{fs_fault, limits, model, pm_crash, RunCfg};
 
 fn cfg(seconds: f64, seed: u64) -> RunCfg {
-    RunCfg { seconds, seed, jobs: 2, verbose: false }
+    RunCfg { seconds, seed, jobs: 2, verbose: false, shards: 0 }
 }
 
 #[test]

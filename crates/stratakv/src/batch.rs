@@ -96,6 +96,31 @@ impl WriteBatch {
         self.rep.len()
     }
 
+    /// Appends `other`'s updates after this batch's (the sharded front end
+    /// folds queued batches into one; both were checked when queued).
+    pub(crate) fn append(&mut self, other: &WriteBatch) {
+        if self.invalid.is_none() {
+            self.invalid = other.invalid.clone();
+        }
+        self.rep.extend_from_slice(&other.rep);
+        self.count = self.count.saturating_add(other.count);
+        self.reserved |= other.reserved;
+    }
+
+    /// Rebuilds a batch from the bytes [`WriteBatch::rep`] gave; `None` if
+    /// they do not decode (a damaged coordinator record).
+    pub(crate) fn from_rep(rep: &[u8]) -> Option<WriteBatch> {
+        let mut b = WriteBatch::new();
+        for r in Records::new(rep, 0) {
+            let r = r.ok()?;
+            match r.kind {
+                Kind::Put => b.put(r.key, r.value),
+                Kind::Delete => b.delete(r.key),
+            };
+        }
+        Some(b)
+    }
+
     pub(crate) fn rep(&self) -> &[u8] {
         &self.rep
     }

@@ -60,6 +60,17 @@ pub enum Error {
     /// The database is shutting down or closed.
     #[error("database is closed")]
     Closed,
+    /// A sharded database was opened with a shard count other than the one
+    /// it was created with (keys would hash to other shards).
+    #[error("sharded database {} has {stored} shards, opened with {requested}", path.display())]
+    ShardCount {
+        /// The sharded database's directory.
+        path: PathBuf,
+        /// The count recorded at creation.
+        stored: usize,
+        /// The count the caller asked for.
+        requested: usize,
+    },
     /// A PM-region problem that is not corruption.
     #[error("PM region: {0}")]
     Pm(String),

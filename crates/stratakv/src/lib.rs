@@ -37,6 +37,7 @@ mod options;
 mod partition;
 mod pmlist;
 mod pmtree;
+mod sharded;
 mod sstable;
 mod stats;
 mod version;
@@ -56,5 +57,9 @@ pub use key::{FixedPrefix, KeyRange, PrefixExtractor, MAX_KEY_LEN, MAX_VALUE_LEN
 pub use options::{L0Kind, Options, ReadOptions, WriteOptions};
 pub use partition::split::RangePartition;
 pub use partition::{Partition, DEFAULT_PARTITION};
+pub use sharded::{
+    recorded_shards, Completion, Sharded, ShardedIter, ShardedOptions, ShardedSnapshot, ShardedStats, COORD_FILE,
+    META_PREFIX, SHARDS_FILE,
+};
 pub use sstable::{Compression, IndexKind};
 pub use stats::{LevelStats, Stats};

@@ -20,6 +20,9 @@
 //! other server round is a FLUSHALL round instead (`flushall`: databases 0,
 //! 3 and 5 of a server of its own, all flushed or none after the kill).
 //!
+//! With `--shards N`, the rounds run against the sharded front end instead
+//! (`sharded`): cross-shard batches must be all there or none.
+//!
 //! SIGKILL cannot catch a missing flush or fsync (the kernel keeps what was
 //! stored): modes pm-crash and fs-fault do that.
 
@@ -29,6 +32,7 @@ pub mod flushall;
 pub mod flushdb;
 pub mod scratch;
 pub mod server;
+pub mod sharded;
 pub mod verify;
 
 use std::collections::BTreeMap;
@@ -68,6 +72,10 @@ struct Target {
 /// Runs the mode for the configured time.
 pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     let mut rep = Report::new("kill", cfg.seed);
+    if cfg.shards > 0 {
+        sharded::run(cfg, &mut rep)?;
+        return Ok(rep);
+    }
     let root = tempfile::Builder::new().prefix("strata-stress-kill").tempdir()?;
     let shm = Path::new("/dev/shm");
     let shm_dir =

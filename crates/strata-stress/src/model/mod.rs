@@ -5,11 +5,15 @@
 //! random points. Every read must equal the model; at the end of a case
 //! the database is reopened, compared whole and `check`ed.
 //!
+//! With `--shards N`, the cases run against the sharded front end
+//! instead ([`sharded`]).
+//!
 //! `STRATA_MODEL_L0=<kind>` (`sstable`, `matrix`, `single-level`,
 //! `pm-only`) runs only the cases of that level-0 kind; each keeps the
 //! seed it has in a full run, so a reported seed reproduces either way.
 
 pub mod options;
+pub mod sharded;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,6 +33,10 @@ type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 /// Runs the mode for the configured time.
 pub fn run(cfg: &RunCfg) -> Report {
     let mut rep = Report::new("model", cfg.seed);
+    if cfg.shards > 0 {
+        sharded::run(cfg, &mut rep);
+        return rep;
+    }
     let shm = if Path::new("/dev/shm").is_dir() {
         tempfile::Builder::new().prefix("strata-stress-model").tempdir_in("/dev/shm").ok()
     } else {
