@@ -170,6 +170,8 @@ def main():
          "redis-everysec-P16", "strata-loops2-P16"),
         ("redis-benchmark, durable: strata --durability sync vs redis appendfsync always (-P 1)",
          "redis-always-P1", "strata-sync-P1"),
+        ("redis-benchmark, durable, 200 clients: strata --durability sync vs redis appendfsync always (-P 4)",
+         "redis-always-c200-P4", "strata-sync-c200-P4"),
         ("redis-benchmark, durable with PM emulated on /dev/shm (process-crash durability only): "
          "strata --durability sync --pm-dir /dev/shm/... vs redis appendfsync always (-P 1)",
          "redis-always-P1", "strata-sync-shm-P1"),

@@ -114,9 +114,9 @@ stop_server() {
     rm -rf "${SHM_DIR:-}"; SHM_DIR=""
 }
 
-rb() { # name port pipeline
+rb() { # name port pipeline (env RB_CLIENTS: connections, default 50)
     echo "== redis-benchmark $1 (-P $3)"
-    redis-benchmark -h 127.0.0.1 -p "$2" -t set,get,incr,hset,mset -n "$N" -r "$N" -c 50 -P "$3" --csv \
+    redis-benchmark -h 127.0.0.1 -p "$2" -t set,get,incr,hset,mset -n "$N" -r "$N" -c "${RB_CLIENTS:-50}" -P "$3" --csv \
         >"$OUT/rb-$1.csv" 2>"$OUT/rb-$1.err"
     cat "$OUT/rb-$1.csv"
 }
@@ -136,6 +136,11 @@ if [ "$DO_RB" = 1 ]; then
     rb "redis-always-P1" "$p" 1; stop_server
     next_port; start_strata "$p" --durability sync
     rb "strata-sync-P1" "$p" 1; stop_server
+    # Many clients with pipelines: what one sync per event-loop pass shares.
+    next_port; start_redis "$p" --appendonly yes --appendfsync always
+    RB_CLIENTS=200 rb "redis-always-c200-P4" "$p" 4; stop_server
+    next_port; start_strata "$p" --durability sync
+    RB_CLIENTS=200 rb "strata-sync-c200-P4" "$p" 4; stop_server
     # The same with the PM file on /dev/shm: PM emulated with DRAM as the
     # papers did (survives a process crash, not a power loss; DESIGN.md §3),
     # i.e. what sync costs when persisting is a cache-line flush.
