@@ -431,20 +431,12 @@ impl Engine for StrataEngine {
     fn scan(&self, start: Option<&[u8]>, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
         // stratakv's positionable `Cursor` is not nameable outside the crate
         // (db::iter is private), so seeks go through a range iterator.
-        let mut n = 0;
         let mut it = match (start, reverse) {
             (Some(s), false) => self.db.iter(s..)?,
             (Some(s), true) => self.db.iter(..=s)?,
             (None, _) => self.db.iter(..)?,
         };
-        loop {
-            let item = if reverse { it.next_back() } else { it.next() };
-            let Some((k, v)) = item else { break };
-            n += 1;
-            if !visit(&k, &v) {
-                break;
-            }
-        }
+        let n = visit_iter(&mut it, reverse, visit);
         if let Err(e) = it.status() {
             return Err(anyhow!("iteration failed: {e}"));
         }
@@ -582,4 +574,23 @@ impl Engine for StrataEngine {
         let s = self.db.stats();
         Some((s.range_tombstones, s.range_dropped_files))
     }
+}
+
+/// Feeds `visit` the pairs of a StrataKV range iterator, forward or
+/// backward, until it returns false; returns how many it saw.
+pub(crate) fn visit_iter(
+    it: &mut impl DoubleEndedIterator<Item = (Vec<u8>, Vec<u8>)>,
+    reverse: bool,
+    visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) -> u64 {
+    let mut n = 0;
+    loop {
+        let item = if reverse { it.next_back() } else { it.next() };
+        let Some((k, v)) = item else { break };
+        n += 1;
+        if !visit(&k, &v) {
+            break;
+        }
+    }
+    n
 }

@@ -8,7 +8,8 @@ use anyhow::{anyhow, Context, Result};
 use stratakv::{Sharded, ShardedOptions, WriteBatch};
 
 use crate::engine::{
-    own_build, strata_options, strata_settings, BatchOp, Engine, EngineInfo, EngineStats, Level, ReadCounts, Setting,
+    own_build, strata_options, strata_settings, visit_iter, BatchOp, Engine, EngineInfo, EngineStats, Level,
+    ReadCounts, Setting,
 };
 use crate::flags::Flags;
 
@@ -85,20 +86,12 @@ impl Engine for ShardedEngine {
     }
 
     fn scan(&self, start: Option<&[u8]>, reverse: bool, visit: &mut dyn FnMut(&[u8], &[u8]) -> bool) -> Result<u64> {
-        let mut n = 0;
         let mut it = match (start, reverse) {
             (Some(s), false) => self.db.iter(s..)?,
             (Some(s), true) => self.db.iter(..=s)?,
             (None, _) => self.db.iter(..)?,
         };
-        loop {
-            let item = if reverse { it.next_back() } else { it.next() };
-            let Some((k, v)) = item else { break };
-            n += 1;
-            if !visit(&k, &v) {
-                break;
-            }
-        }
+        let n = visit_iter(&mut it, reverse, visit);
         it.status().map_err(|e| anyhow!("iteration failed: {e}"))?;
         Ok(n)
     }

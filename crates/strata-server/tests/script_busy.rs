@@ -7,32 +7,10 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::time::{Duration, Instant};
 
-use common::{connect, roundtrip, start, wait_exit};
-
-/// A request in RESP (a multi-bulk of `args`).
-fn req(args: &[&str]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-    }
-    out
-}
-
-/// Reads one line reply (`+...`, `-...`, `:...`), without its CRLF.
-fn read_line(s: &mut TcpStream) -> String {
-    let mut line = Vec::new();
-    let mut b = [0u8; 1];
-    while !line.ends_with(b"\r\n") {
-        s.read_exact(&mut b).unwrap();
-        line.push(b[0]);
-    }
-    line.truncate(line.len() - 2);
-    String::from_utf8(line).unwrap()
-}
+use common::{connect, read_line, req, roundtrip, start, wait_exit};
 
 const BUSY: &str = "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 

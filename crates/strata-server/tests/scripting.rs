@@ -6,16 +6,7 @@
 
 mod common;
 
-use common::{connect, roundtrip, start};
-
-/// A request in RESP (a multi-bulk of `args`).
-fn req(args: &[&str]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-    }
-    out
-}
+use common::{connect, req, roundtrip, start};
 
 #[test]
 fn replies_match_redis() {

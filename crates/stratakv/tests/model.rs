@@ -5,16 +5,14 @@
 //! prints the seed, and `STRATA_MODEL_SEED` replays one case.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::ops::Bound;
+mod common;
+use common::{model_range, range, value, Model};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 
 use stratakv::{Db, FixedPrefix, IndexKind, KeyRange, L0Kind, Options, Partition, WriteBatch};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -28,39 +26,6 @@ fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
     } else {
         format!("k{n:06}").into_bytes()
     }
-}
-
-fn value(rng: &mut StdRng) -> Vec<u8> {
-    let len = match rng.gen_range(0..100) {
-        0..=9 => 0,
-        10..=89 => rng.gen_range(1..64),
-        90..=98 => rng.gen_range(64..2048),
-        _ => rng.gen_range(2048..20_000),
-    };
-    (0..len).map(|_| rng.gen()).collect()
-}
-
-fn range(rng: &mut StdRng, space: u32) -> KeyRange {
-    if rng.gen_bool(0.4) {
-        // The keys of one prefix group (what prefix filters serve), a few
-        // key lengths around the extractor's 5 bytes.
-        let k = key(rng, space);
-        let n = rng.gen_range(3..8).min(k.len());
-        return KeyRange::prefix(&k[..n]);
-    }
-    let mut b = || -> Bound<Vec<u8>> {
-        let k = format!("k{:06}", rng.gen_range(0..space)).into_bytes();
-        match rng.gen_range(0..3) {
-            0 => Bound::Unbounded,
-            1 => Bound::Included(k),
-            _ => Bound::Excluded(k),
-        }
-    };
-    KeyRange { start: b(), end: b() }
-}
-
-fn model_range(m: &Model, r: &KeyRange) -> Vec<(Vec<u8>, Vec<u8>)> {
-    m.iter().filter(|(k, _)| r.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 fn options(rng: &mut StdRng, l0: L0Kind) -> Options {
@@ -259,7 +224,7 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
             }
             820..=869 => {
                 stats.iterations += 1;
-                let r = range(&mut rng, space);
+                let r = range(&mut rng, space, key);
                 let want = model_range(&model, &r);
                 let reverse = rng.gen_bool(0.5);
                 let mut it = db.iter(r.clone()).unwrap();
@@ -324,7 +289,7 @@ fn run_case(seed: u64, ops: u64, l0: L0Kind, stats: &mut Stats) {
             }
             940..=954 => {
                 stats.compactions += 1;
-                let r = if rng.gen_bool(0.5) { KeyRange::all() } else { range(&mut rng, space) };
+                let r = if rng.gen_bool(0.5) { KeyRange::all() } else { range(&mut rng, space, key) };
                 db.compact_range(r).unwrap();
             }
             _ => {

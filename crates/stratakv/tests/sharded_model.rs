@@ -7,16 +7,14 @@
 //! prints the seed, and `STRATA_MODEL_SEED` replays one case.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
-use std::ops::Bound;
+mod common;
+use common::{model_range, range, value, Model};
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use stratakv::{Error, KeyRange, L0Kind, Options, Sharded, ShardedOptions, WriteBatch, META_PREFIX};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -30,37 +28,6 @@ fn key(rng: &mut StdRng, space: u32) -> Vec<u8> {
         4 => [&[0xff, 0xff, 0xff, 0xff, 0xff][..], format!("{n}").as_bytes()].concat(),
         _ => format!("k{n:06}").into_bytes(),
     }
-}
-
-fn value(rng: &mut StdRng) -> Vec<u8> {
-    let len = match rng.gen_range(0..100) {
-        0..=9 => 0,
-        10..=89 => rng.gen_range(1..64),
-        90..=98 => rng.gen_range(64..2048),
-        _ => rng.gen_range(2048..20_000),
-    };
-    (0..len).map(|_| rng.gen()).collect()
-}
-
-fn range(rng: &mut StdRng, space: u32) -> KeyRange {
-    if rng.gen_bool(0.3) {
-        let k = key(rng, space);
-        let n = rng.gen_range(3..8).min(k.len());
-        return KeyRange::prefix(&k[..n]);
-    }
-    let mut b = || -> Bound<Vec<u8>> {
-        let k = format!("k{:06}", rng.gen_range(0..space)).into_bytes();
-        match rng.gen_range(0..3) {
-            0 => Bound::Unbounded,
-            1 => Bound::Included(k),
-            _ => Bound::Excluded(k),
-        }
-    };
-    KeyRange { start: b(), end: b() }
-}
-
-fn model_range(m: &Model, r: &KeyRange) -> Vec<(Vec<u8>, Vec<u8>)> {
-    m.iter().filter(|(k, _)| r.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 fn options(rng: &mut StdRng, shards: usize) -> ShardedOptions {
@@ -164,7 +131,7 @@ fn run_case(seed: u64, ops: u64, shards: usize, counts: &mut [u64; 4]) {
             }
             780..=849 => {
                 counts[0] += 1;
-                let r = range(&mut rng, space);
+                let r = range(&mut rng, space, key);
                 let want = model_range(&model, &r);
                 let it = db.iter(r.clone()).unwrap();
                 let got: Vec<_> = match rng.gen_range(0..3) {
@@ -197,7 +164,7 @@ fn run_case(seed: u64, ops: u64, shards: usize, counts: &mut [u64; 4]) {
             }
             890..=929 => db.flush().unwrap(),
             930..=949 => {
-                let r = if rng.gen_bool(0.5) { KeyRange::all() } else { range(&mut rng, space) };
+                let r = if rng.gen_bool(0.5) { KeyRange::all() } else { range(&mut rng, space, key) };
                 db.compact_range(r).unwrap();
             }
             950..=959 => {

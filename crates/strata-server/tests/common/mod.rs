@@ -110,3 +110,24 @@ pub fn wait_exit(srv: &mut Server) -> i32 {
     }
     panic!("server did not exit");
 }
+
+/// A request in RESP (a multi-bulk of `args`).
+pub fn req(args: &[&str]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    out
+}
+
+/// Reads one line reply (`+...`, `-...`, `:...`), without its CRLF.
+pub fn read_line(s: &mut TcpStream) -> String {
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        s.read_exact(&mut b).unwrap();
+        line.push(b[0]);
+    }
+    line.truncate(line.len() - 2);
+    String::from_utf8(line).unwrap()
+}

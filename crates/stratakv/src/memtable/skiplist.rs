@@ -382,7 +382,8 @@ impl SkipList {
             while !active.is_empty() {
                 active.retain(|&a| {
                     let Some(&j) = which.get(a) else { return false };
-                    let (Some(&(key, _, _)), Some(&(_, _, pp)), Some(p)) = (items.get(j), nodes.get(j), prev.get_mut(a))
+                    let (Some(&(key, _, _)), Some(&(_, _, pp)), Some(p)) =
+                        (items.get(j), nodes.get(j), prev.get_mut(a))
                     else {
                         return false;
                     };
@@ -418,7 +419,13 @@ impl SkipList {
     /// forward from `finger` (nodes with smaller keys; kept above `height`),
     /// or None when some level needs more than a few steps: the probe is
     /// not near the finger in the list, and a search from the top is cheaper.
-    fn preds_near(&self, probe: &[u8], pp: u64, height: usize, finger: &[u32; MAX_HEIGHT]) -> Option<[u32; MAX_HEIGHT]> {
+    fn preds_near(
+        &self,
+        probe: &[u8],
+        pp: u64,
+        height: usize,
+        finger: &[u32; MAX_HEIGHT],
+    ) -> Option<[u32; MAX_HEIGHT]> {
         const MOST_STEPS: usize = 8;
         let mut prev = *finger;
         for (level, slot) in prev.iter_mut().enumerate().take(height) {
