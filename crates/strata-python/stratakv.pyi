@@ -239,6 +239,8 @@ class DB:
         """A handle on partition `name` ("default" is the DB's own keys)."""
     def partition_or_create(self, name: str) -> Partition: ...
     def drop_partition(self, name: str) -> None: ...
+    def clear_all_partitions(self) -> None:
+        """Removes every key of every partition (the DB's own included) at once; the partitions stay."""
     def list_partitions(self) -> list[str]:
         """The partition names, "default" first."""
     def delete_range(self, start: _Bytes, stop: _Bytes) -> None:

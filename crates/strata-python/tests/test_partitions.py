@@ -120,6 +120,24 @@ def test_drop_partition(db):
         p.get(b"k")
 
 
+def test_clear_all_partitions(db):
+    p = db.create_partition("p")
+    q = db.create_partition("q")
+    for k in (b"a", b"b"):
+        db[k] = b"db"
+        p[k] = b"p"
+        q[k] = b"q"
+    p.flush()
+    snap = db.snapshot()
+    db.clear_all_partitions()
+    assert db.list_partitions() == ["default", "p", "q"]
+    assert list(db) == [] and list(p) == [] and list(q) == []
+    assert db.get(b"a") is None and p.get(b"b") is None
+    assert snap.get(b"a") == b"db"
+    p[b"c"] = b"after"
+    assert list(p) == [(b"c", b"after")] and list(db) == []
+
+
 def test_delete_range(db):
     p = db.create_partition("p")
     for k in (b"a", b"b", b"c", b"d"):
