@@ -765,6 +765,17 @@ mod tests {
         }
     }
 
+    /// Asserts that `l` holds exactly the keys `want`, in order on every
+    /// level (seek relies on the upper levels).
+    fn holds_exactly(l: &SkipList, mut want: Vec<Vec<u8>>) {
+        want.sort_by(|a, b| compare_internal(a, b));
+        assert_eq!(l.len(), want.len());
+        assert_eq!(keys_in_order(l), want);
+        for k in &want {
+            assert_eq!(l.node(l.seek(k)).map(|n| n.key().to_vec()).as_ref(), Some(k));
+        }
+    }
+
     #[test]
     fn batch_inserts_from_threads_agree_with_a_sorted_set() {
         use rand::{Rng, SeedableRng};
@@ -773,7 +784,7 @@ mod tests {
         // keys linked earlier in a batch sit inside later keys' splices);
         // a third inserts one key at a time.
         let l = Arc::new(SkipList::new(1 << 20));
-        let mut want: Vec<Vec<u8>> = on_threads(&l, 3, |l, t| {
+        let want: Vec<Vec<u8>> = on_threads(&l, 3, |l, t| {
             let mut rng = rand::rngs::StdRng::seed_from_u64(t + 10);
             let mut mine: Vec<Vec<u8>> = Vec::new();
             let mut seq = t;
@@ -798,13 +809,7 @@ mod tests {
             mine
         })
         .concat();
-        want.sort_by(|a, b| compare_internal(a, b));
-        assert_eq!(l.len(), want.len());
-        assert_eq!(keys_in_order(&l), want);
-        // Every level is in order too (seek relies on the upper levels).
-        for k in &want {
-            assert_eq!(l.node(l.seek(k)).map(|n| n.key().to_vec()).as_ref(), Some(k));
-        }
+        holds_exactly(&l, want);
     }
 
     #[test]
@@ -815,7 +820,7 @@ mod tests {
         // rewritten (older versions sit between a batch's keys), sometimes
         // out of order, with other threads linking into the same splices.
         let l = Arc::new(SkipList::new(1 << 20));
-        let mut want: Vec<Vec<u8>> = on_threads(&l, 3, |l, t| {
+        let want: Vec<Vec<u8>> = on_threads(&l, 3, |l, t| {
             let mut rng = rand::rngs::StdRng::seed_from_u64(t + 20);
             let mut mine: Vec<Vec<u8>> = Vec::new();
             let mut seq = t;
@@ -845,12 +850,7 @@ mod tests {
             mine
         })
         .concat();
-        want.sort_by(|a, b| compare_internal(a, b));
-        assert_eq!(l.len(), want.len());
-        assert_eq!(keys_in_order(&l), want);
-        for k in &want {
-            assert_eq!(l.node(l.seek(k)).map(|n| n.key().to_vec()).as_ref(), Some(k));
-        }
+        holds_exactly(&l, want);
     }
 
     #[test]
