@@ -64,7 +64,7 @@ impl Engine for ShardedEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
-        Ok(self.db.put_async(key, value, sync).wait()?)
+        Ok(self.db.put_opt(key, value, sync)?)
     }
 
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {

@@ -91,6 +91,10 @@ pub struct Flags {
     /// db n a partition "dbn"; `--storage memory` has db 0 only).
     #[arg(long)]
     pub databases: Option<u64>,
+    /// Engine storage through the sharded front end (p2KVS) with this many
+    /// shards; 0 (default): one engine. Fixed when the directory is created.
+    #[arg(long)]
+    pub shards: Option<u64>,
     /// TLS port (0 or unset: none). With `--port 0` the server speaks TLS only.
     #[arg(long = "tls-port")]
     pub tls_port: Option<u16>,
@@ -231,6 +235,8 @@ pub struct Config {
     pub limits: Limits,
     /// Databases SELECT can choose: 0..databases.
     pub databases: usize,
+    /// Engine shards (0: one plain engine).
+    pub shards: usize,
     /// The TLS port, if any.
     pub tls: Option<TlsConfig>,
 }
@@ -302,6 +308,7 @@ impl Config {
             "event-loops",
             "background-nice",
             "databases",
+            "shards",
             "tls-port",
             "tls-cert-file",
             "tls-key-file",
@@ -403,8 +410,19 @@ impl Config {
             bail!("background-nice must be between 0 and 19");
         }
         let databases = num(pick(f.databases.map(|n| n.to_string()), "databases"), "databases")?;
+        let shards = num(pick(f.shards.map(|n| n.to_string()), "shards"), "shards")?.unwrap_or(0);
+        if shards > 256 {
+            bail!("shards must be at most 256");
+        }
+        if shards > 0 && storage == StorageMode::Memory {
+            bail!("--shards applies to --storage engine only");
+        }
         let databases = match (storage, databases) {
             (_, Some(0)) => bail!("databases must be at least 1"),
+            (StorageMode::Engine, None | Some(1)) if shards > 0 => 1,
+            (StorageMode::Engine, Some(_)) if shards > 0 => {
+                bail!("--shards has one database (db 0): databases must be 1")
+            }
             (StorageMode::Engine, Some(n)) if n > MAX_DATABASES => bail!("databases must be at most {MAX_DATABASES}"),
             (StorageMode::Engine, n) => n.unwrap_or(DEFAULT_DATABASES) as usize,
             (StorageMode::Memory, None | Some(1)) => 1,
@@ -439,6 +457,7 @@ impl Config {
             background_nice: background_nice as u32,
             limits,
             databases,
+            shards: shards as usize,
             tls,
         })
     }
@@ -459,6 +478,7 @@ impl Config {
             ("event-loops", self.event_loops.to_string()),
             ("background-nice", self.background_nice.to_string()),
             ("databases", self.databases.to_string()),
+            ("shards", self.shards.to_string()),
             ("maxmemory", "0".into()),
             ("maxmemory-policy", "noeviction".into()),
             ("proto-max-bulk-len", self.limits.max_bulk_len.to_string()),
@@ -535,6 +555,11 @@ mod tests {
         let mem = |n: Option<u64>| Flags { storage: Some("memory".into()), databases: n, ..Flags::default() };
         assert_eq!(Config::from_flags(mem(None)).unwrap().databases, 1);
         assert!(Config::from_flags(mem(Some(2))).is_err());
+        let sharded = |n: Option<u64>| Flags { shards: Some(2), databases: n, ..Flags::default() };
+        assert_eq!(Config::from_flags(sharded(None)).unwrap().databases, 1);
+        assert!(Config::from_flags(sharded(Some(4))).is_err());
+        let mem_sharded = Flags { shards: Some(2), storage: Some("memory".into()), ..Flags::default() };
+        assert!(Config::from_flags(mem_sharded).is_err());
     }
 
     #[test]

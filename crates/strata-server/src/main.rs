@@ -19,6 +19,7 @@ use strata_server::config::{Config, Flags, StorageMode};
 use strata_server::net::Loops;
 use strata_server::store::engine::EngineStore;
 use strata_server::store::memory::{MemoryPersistence, MemoryStore};
+use strata_server::store::sharded::ShardedStore;
 use strata_server::store::Backend;
 use strata_server::{expiry, server, shutdown};
 
@@ -45,6 +46,10 @@ fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
             }
             opts.l0 = cfg.profile;
             opts.table_index = cfg.table_index;
+            if cfg.shards > 0 {
+                let so = stratakv::ShardedOptions::new(cfg.shards, opts);
+                return Ok(Arc::new(ShardedStore::open(&cfg.dir, so).map_err(|e| anyhow::anyhow!("{e}"))?));
+            }
             Arc::new(EngineStore::open(&cfg.dir, opts).map_err(|e| anyhow::anyhow!("{e}"))?)
         }
         StorageMode::Memory => {

@@ -38,6 +38,8 @@ fn options(rng: &mut StdRng, shards: usize) -> ShardedOptions {
     o.target_file_size = 16 << 10;
     let mut s = ShardedOptions::new(shards, o);
     s.batch_cap = [1, 4, 32][rng.gen_range(0..3)];
+    // Blocking calls applied by the caller (combining) or by the worker.
+    s.callers_apply = rng.gen_bool(0.5);
     // A small limit so the coordinator log is emptied while running.
     s.coord_log_limit = [4 << 10, 1 << 20][rng.gen_range(0..2)];
     s

@@ -6,6 +6,7 @@ pub mod aof;
 pub mod engine;
 pub mod group;
 pub mod memory;
+pub mod sharded;
 pub mod snapshot;
 
 use std::fmt;

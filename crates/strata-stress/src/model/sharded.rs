@@ -47,7 +47,14 @@ fn run_case(seed: u64, shards: usize, deadline: Instant, rep: &mut Report) -> Re
     let mut opts = ShardedOptions::new(shards, o);
     opts.batch_cap = [1, 8, 32][rng.gen_range(0..3)];
     opts.coord_log_limit = [4 << 10, 1 << 20][rng.gen_range(0..2)];
-    let name = format!("{} shards, l0 {}, batch cap {}", shards, opts.db.l0.name(), opts.batch_cap);
+    opts.callers_apply = rng.gen_bool(0.5);
+    let name = format!(
+        "{} shards, l0 {}, batch cap {}, callers apply {}",
+        shards,
+        opts.db.l0.name(),
+        opts.batch_cap,
+        opts.callers_apply
+    );
     let dir = tempfile::Builder::new().prefix("strata-stress-model-sharded").tempdir().map_err(|e| e.to_string())?;
     let ctx = |at: u64, e: String| format!("op {at}: {e} [{name}]");
     let mut db = Sharded::open(dir.path(), opts.clone()).map_err(|e| ctx(0, format!("open failed: {e}")))?;

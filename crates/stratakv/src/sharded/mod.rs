@@ -39,6 +39,7 @@ pub use iter::{ShardedIter, ShardedSnapshot};
 pub use layout::{recorded_shards, META_PREFIX, SHARDS_FILE};
 pub use oneshot::Completion;
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -58,15 +59,27 @@ use iter::check_key;
 use layout::{is_meta, shard_of};
 use oneshot::{Gather, GetJoin, WriteJoin};
 use queue::{Queue, Req};
-use worker::WorkerCounters;
+use worker::{Applier, WorkerCounters};
+
+/// Most runs a combining caller applies before it leaves the rest to the
+/// worker.
+const CALLER_RUNS: usize = 8;
+
+/// The shards a request was pushed to.
+enum Touched {
+    None,
+    One(usize),
+    Many(Vec<usize>),
+    All,
+}
 
 /// How to open a sharded database.
 #[derive(Clone, Debug)]
 pub struct ShardedOptions {
     /// Number of shards, fixed at creation. Default: 2.
     pub shards: usize,
-    /// Options of every shard; the PM and block-cache budgets are split
-    /// evenly between the shards.
+    /// Options of every shard; the PM, memtable and block-cache budgets are
+    /// split evenly between the shards.
     pub db: Options,
     /// Most requests a worker folds into one engine batch or one
     /// `multi_get`. Default: 32 (p2KVS).
@@ -77,6 +90,13 @@ pub struct ShardedOptions {
     /// The coordinator log is emptied once it holds this many bytes (after
     /// every shard has made its parts durable). Default: 16 MiB.
     pub coord_log_limit: u64,
+    /// A blocking caller (the sync API) whose shard's queue is idle applies
+    /// the queue itself, with the same folding as the worker, instead of
+    /// handing its request over: no thread switch and no wake-up per
+    /// request, and callers that arrive meanwhile are folded into its run
+    /// (combining). The worker still serves the async API and whatever is
+    /// queued while a caller applies. Default: true.
+    pub callers_apply: bool,
 }
 
 impl Default for ShardedOptions {
@@ -87,6 +107,7 @@ impl Default for ShardedOptions {
             batch_cap: 32,
             pin_workers: true,
             coord_log_limit: 16 << 20,
+            callers_apply: true,
         }
     }
 }
@@ -127,6 +148,9 @@ pub struct Sharded {
     dir: PathBuf,
     dbs: Vec<Db>,
     queues: Vec<Arc<Queue>>,
+    /// Each shard's applier, shared by its worker and combining callers.
+    appliers: Vec<Arc<Applier>>,
+    callers_apply: bool,
     workers: Mutex<Vec<JoinHandle<()>>>,
     counters: Vec<Arc<WorkerCounters>>,
     /// The last GSN handed out; taken under the queue locks it is pushed with.
@@ -170,7 +194,14 @@ impl Sharded {
 
     /// Sets `key` to `value`.
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        self.put_async(key, value, false).wait()
+        self.put_opt(key, value, false)
+    }
+
+    /// Sets `key` to `value`; with `sync`, durable against power loss on return.
+    pub fn put_opt(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, sync: bool) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write_opt(b, sync)
     }
 
     /// Sets `key` to `value`; with `sync`, durable against power loss on return.
@@ -184,22 +215,29 @@ impl Sharded {
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
-        self.write_async(b, false).wait()
+        self.write_opt(b, false)
     }
 
     /// Applies a batch atomically, also across shards and across a crash.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
-        self.write_async(batch, false).wait()
+        self.write_opt(batch, false)
     }
 
     /// Applies a batch atomically; with `sync`, durable on return.
     pub fn write_opt(&self, batch: WriteBatch, sync: bool) -> Result<()> {
-        self.write_async(batch, sync).wait()
+        let (c, t) = self.submit(batch, sync);
+        self.kick(&t, true);
+        if sync {
+            c.parking().wait()
+        } else {
+            c.wait()
+        }
     }
 
     /// Queues a batch and returns its completion (wait for it, or await it).
     pub fn write_async(&self, batch: WriteBatch, sync: bool) -> Completion<()> {
-        let c = self.submit(batch, sync);
+        let (c, t) = self.submit(batch, sync);
+        self.kick(&t, false);
         if sync {
             c.parking()
         } else {
@@ -207,18 +245,19 @@ impl Sharded {
         }
     }
 
-    fn submit(&self, batch: WriteBatch, sync: bool) -> Completion<()> {
+    /// Pushes a batch (no worker woken yet: see [`Sharded::kick`]).
+    fn submit(&self, batch: WriteBatch, sync: bool) -> (Completion<()>, Touched) {
         if let Err(e) = self.check_write(&batch) {
-            return Completion::ready(Err(e));
+            return (Completion::ready(Err(e)), Touched::None);
         }
         let n = self.dbs.len();
         let (first, single) = {
             let mut shards = batch.iter().map(|(_, k, _)| shard_of(k, n));
-            let Some(first) = shards.next() else { return Completion::ready(Ok(())) };
+            let Some(first) = shards.next() else { return (Completion::ready(Ok(())), Touched::None) };
             (first, shards.all(|s| s == first))
         };
         if single {
-            return self.push_write(first, batch, sync);
+            return (self.push_write(first, batch, sync), Touched::One(first));
         }
         let mut parts: Vec<Option<WriteBatch>> = (0..n).map(|_| None).collect();
         for (kind, k, v) in batch.iter() {
@@ -232,7 +271,46 @@ impl Sharded {
         }
         let parts: Vec<(usize, WriteBatch)> =
             parts.into_iter().enumerate().filter_map(|(i, p)| Some((i, p?))).collect();
-        self.push_cross(parts, sync)
+        let touched = Touched::Many(parts.iter().map(|(s, _)| *s).collect());
+        (self.push_cross(parts, sync), touched)
+    }
+
+    /// Gets the requests just pushed to the shards `t` applied: with `help`
+    /// (a blocking caller) and `callers_apply`, the caller applies each idle
+    /// shard's queue itself; otherwise, or where a worker or another caller
+    /// holds the queue, the holder or the woken worker does.
+    fn kick(&self, t: &Touched, help: bool) {
+        let one = |s: usize| {
+            let Some(q) = self.queues.get(s) else { return };
+            if help && self.callers_apply {
+                let mut items = VecDeque::new();
+                if q.try_claim(&mut items) {
+                    let Some(a) = self.appliers.get(s) else { return q.release() };
+                    a.apply(&mut items);
+                    // Requests that came while this caller applied are
+                    // folded into its next runs (their callers wait on it),
+                    // a few runs at most so it gets back to its own work.
+                    let mut runs = 1;
+                    while runs < CALLER_RUNS && q.next_run(&mut items) {
+                        a.apply(&mut items);
+                        runs += 1;
+                    }
+                    if runs == CALLER_RUNS {
+                        q.release();
+                    }
+                }
+                // Not claimed: the holder releases with requests queued and
+                // so wakes the worker, or the worker is the holder.
+            } else {
+                q.notify();
+            }
+        };
+        match t {
+            Touched::None => {}
+            Touched::One(s) => one(*s),
+            Touched::Many(v) => v.iter().copied().for_each(one),
+            Touched::All => (0..self.queues.len()).for_each(one),
+        }
     }
 
     fn check_write(&self, batch: &WriteBatch) -> Result<()> {
@@ -259,9 +337,8 @@ impl Sharded {
                 return Completion::ready(Err(Error::Closed));
             }
             let gsn = self.gsn.fetch_add(1, Ordering::Relaxed) + 1;
-            g.items.push_back(Req::Write { gsn, batch, sync, done: join });
+            g.items.push_back(Req::Write { gsn, batch, sync, cross: false, done: join });
         }
-        q.notify();
         c
     }
 
@@ -290,12 +367,7 @@ impl Sharded {
                 return Completion::ready(Err(e));
             }
             for ((_, batch), g) in parts.iter().zip(guards.iter_mut()) {
-                g.items.push_back(Req::Write { gsn, batch: batch.clone(), sync, done: join.clone() });
-            }
-        }
-        for (s, _) in &parts {
-            if let Some(q) = self.queues.get(*s) {
-                q.notify();
+                g.items.push_back(Req::Write { gsn, batch: batch.clone(), sync, cross: true, done: join.clone() });
             }
         }
         self.cross_batches.fetch_add(1, Ordering::Relaxed);
@@ -310,7 +382,10 @@ impl Sharded {
     /// come, every record's parts are queued, and a sync marker behind them
     /// in every queue returns once they are applied and durable.
     fn trim_coord(&self, coord: &mut CoordLog) -> Result<()> {
-        self.sync_all().wait()?;
+        let c = self.sync_all();
+        // This caller's own batch is queued but not applied: get it applied.
+        self.kick(&Touched::All, true);
+        c.wait()?;
         if self.poisoned.load(Ordering::Acquire) {
             return Err(Error::Poisoned("a cross-shard part failed".into()));
         }
@@ -326,20 +401,20 @@ impl Sharded {
                 continue;
             }
             g.items.push_back(Req::Sync { done: join.clone() });
-            drop(g);
-            q.notify();
         }
         c
     }
 
     /// Makes every write queued so far durable against power loss.
     pub fn sync(&self) -> Result<()> {
-        self.sync_all().parking().wait()
+        let c = self.sync_all();
+        self.kick(&Touched::All, true);
+        c.parking().wait()
     }
 
     /// The current value of `key`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        Ok(self.get_async(key).wait()?.pop().flatten())
+        Ok(self.multi_get(&[key])?.pop().flatten())
     }
 
     /// The value of `key` (a one-element vector), as a completion.
@@ -349,18 +424,27 @@ impl Sharded {
 
     /// Values of several keys, read at one consistent cut of the shards.
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
-        self.multi_get_async(keys).wait()
+        let (c, t) = self.push_gets(keys);
+        self.kick(&t, true);
+        c.wait()
     }
 
     /// Values of several keys, as a completion. The per-shard parts are
     /// pushed under all their queues' locks at once, so the read is one cut.
     pub fn multi_get_async<K: AsRef<[u8]>>(&self, keys: &[K]) -> Completion<Vec<Option<Vec<u8>>>> {
+        let (c, t) = self.push_gets(keys);
+        self.kick(&t, false);
+        c
+    }
+
+    /// Pushes a multi-get's per-shard parts (no worker woken yet).
+    fn push_gets<K: AsRef<[u8]>>(&self, keys: &[K]) -> (Completion<Vec<Option<Vec<u8>>>>, Touched) {
         let n = self.dbs.len();
         let mut parts: Vec<(Vec<Vec<u8>>, Vec<usize>)> = (0..n).map(|_| (Vec::new(), Vec::new())).collect();
         for (i, k) in keys.iter().enumerate() {
             let k = k.as_ref();
             if let Err(e) = check_key(k) {
-                return Completion::ready(Err(e));
+                return (Completion::ready(Err(e)), Touched::None);
             }
             if let Some(p) = parts.get_mut(shard_of(k, n)) {
                 p.0.push(k.to_vec());
@@ -370,7 +454,7 @@ impl Sharded {
         let mask: Vec<bool> = parts.iter().map(|p| !p.0.is_empty()).collect();
         let used = mask.iter().filter(|&&u| u).count();
         if used == 0 {
-            return Completion::ready(Ok(Vec::new()));
+            return (Completion::ready(Ok(Vec::new())), Touched::None);
         }
         let (join, c) = GetJoin::new(used, keys.len());
         {
@@ -379,16 +463,14 @@ impl Sharded {
                 guards.push(q.lock());
             }
             if guards.iter().any(|g| g.closed) {
-                return Completion::ready(Err(Error::Closed));
+                return (Completion::ready(Err(Error::Closed)), Touched::None);
             }
             for ((keys, at), g) in parts.iter_mut().filter(|p| !p.0.is_empty()).zip(guards.iter_mut()) {
                 g.items.push_back(Req::Get { keys: std::mem::take(keys), at: std::mem::take(at), done: join.clone() });
             }
         }
-        for (q, _) in self.queues.iter().zip(&mask).filter(|(_, &u)| u) {
-            q.notify();
-        }
-        c
+        let touched = Touched::Many(mask.iter().enumerate().filter(|(_, &u)| u).map(|(i, _)| i).collect());
+        (c, touched)
     }
 
     /// A consistent view of every shard: a marker is pushed into every queue
@@ -408,9 +490,7 @@ impl Sharded {
                 q.items.push_back(Req::Snapshot { idx, done: g.clone() });
             }
         }
-        for q in &self.queues {
-            q.notify();
-        }
+        self.kick(&Touched::All, true);
         c.wait().map(ShardedSnapshot::new)
     }
 
@@ -464,7 +544,7 @@ impl Sharded {
     /// durable, empties the coordinator log and closes the shards.
     pub fn close(self) -> Result<()> {
         self.stop_workers();
-        let mut first = Ok(());
+        let mut first = self.persist_gsn();
         for db in &self.dbs {
             if let Err(e) = db.sync() {
                 first = first.and(Err(e));
@@ -474,6 +554,23 @@ impl Sharded {
             first = self.coord.lock().truncate();
         }
         first
+    }
+
+    /// Records the GSN counter in every shard, so the next open resumes
+    /// above every GSN handed out (runs of single-shard writes do not record
+    /// theirs). Only with every queue applied and no part failed: a shard's
+    /// GSN key must never claim a cross-shard part it lacks.
+    fn persist_gsn(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let gsn = self.gsn.load(Ordering::Acquire);
+        for db in &self.dbs {
+            let mut b = WriteBatch::new();
+            b.put_raw(&layout::gsn_key(), &gsn.to_be_bytes());
+            db.write(b)?;
+        }
+        Ok(())
     }
 
     fn stop_workers(&self) {
@@ -491,5 +588,6 @@ impl Drop for Sharded {
         // Queued requests are applied before the workers exit; the shards
         // close when their last handle (here) goes.
         self.stop_workers();
+        let _ = self.persist_gsn();
     }
 }

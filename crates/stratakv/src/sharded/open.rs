@@ -14,7 +14,7 @@ use crate::options::{Options, WriteOptions};
 use super::coord::CoordLog;
 use super::layout::{check_or_create, gsn_key, shard_dir};
 use super::queue::Queue;
-use super::worker::{spawn, WorkerCounters};
+use super::worker::{spawn, Applier, WorkerCounters};
 use super::{Sharded, ShardedOptions};
 
 /// The options shard `i` of `n` opens with: its own PM region (in its own
@@ -25,6 +25,10 @@ pub(crate) fn shard_options(o: &Options, i: usize, n: usize) -> Options {
     if n > 1 {
         s.pm_size = (o.pm_size / n as u64).max(16 << 20);
         s.block_cache_bytes = o.block_cache_bytes / n as u64;
+        // The memtable budget too: N full-size memtables would hold N times
+        // the DRAM of one `Db` with these options (and their larger working
+        // set costs every insert more cache misses).
+        s.write_buffer_size = (o.write_buffer_size / n).max(o.write_buffer_size.min(1 << 20));
         if o.matrix_bytes != 0 {
             s.matrix_bytes = o.matrix_bytes / n as u64;
         }
@@ -96,10 +100,15 @@ pub(crate) fn open(dir: &Path, opts: ShardedOptions) -> Result<Sharded> {
     let pin = opts.pin_workers && cores > n;
     let queues: Vec<Arc<Queue>> = (0..n).map(|_| Queue::new()).collect();
     let counters: Vec<Arc<WorkerCounters>> = (0..n).map(|_| Arc::default()).collect();
+    let appliers: Vec<Arc<Applier>> = dbs
+        .iter()
+        .zip(&counters)
+        .map(|(db, c)| Arc::new(Applier::new(db.clone(), opts.batch_cap, c.clone())))
+        .collect();
     let mut workers = Vec::with_capacity(n);
-    for (i, db) in dbs.iter().enumerate() {
+    for i in 0..n {
         let core = pin.then_some(i + 1);
-        match spawn(i, db.clone(), queues[i].clone(), opts.batch_cap, core, counters[i].clone()) {
+        match spawn(i, appliers[i].clone(), queues[i].clone(), core) {
             Ok(h) => workers.push(h),
             Err(e) => {
                 for q in &queues {
@@ -116,6 +125,8 @@ pub(crate) fn open(dir: &Path, opts: ShardedOptions) -> Result<Sharded> {
         dir: dir.to_path_buf(),
         dbs,
         queues,
+        appliers,
+        callers_apply: opts.callers_apply,
         workers: Mutex::new(workers),
         counters,
         gsn: AtomicU64::new(max),

@@ -1,5 +1,8 @@
 //! Each shard's request queue: a mutex-guarded deque and a condvar. Many
-//! callers push, one worker drains.
+//! callers push; whoever holds the queue's `busy` claim applies what it
+//! drained: the shard's worker, or a caller that found the shard idle
+//! (combining). One claim at a time keeps the queue's order the order of
+//! application.
 //!
 //! Pushing to several queues at once (a cross-shard batch, a snapshot's
 //! marker, a multi-get) locks them in shard order and pushes to all before
@@ -24,7 +27,8 @@ const IDLE_YIELDS: usize = 16;
 /// A request to a shard's worker.
 pub(crate) enum Req {
     /// Apply `batch` (this shard's part of a write) with its GSN.
-    Write { gsn: u64, batch: WriteBatch, sync: bool, done: Arc<WriteJoin> },
+    /// `cross`: the batch spans shards (it has a coordinator record).
+    Write { gsn: u64, batch: WriteBatch, sync: bool, cross: bool, done: Arc<WriteJoin> },
     /// Read `keys`; their values go to positions `at` of the caller's result.
     Get { keys: Vec<Vec<u8>>, at: Vec<usize>, done: Arc<GetJoin> },
     /// Take this shard's snapshot for a cross-shard cut (slot `idx`).
@@ -38,6 +42,9 @@ pub(crate) struct QueueState {
     pub items: VecDeque<Req>,
     /// No more requests: the worker drains and exits.
     pub closed: bool,
+    /// Someone (the worker or a caller) is applying a drained run; nobody
+    /// else may drain until it releases.
+    busy: bool,
 }
 
 /// One shard's queue.
@@ -48,7 +55,10 @@ pub(crate) struct Queue {
 
 impl Queue {
     pub(crate) fn new() -> Arc<Queue> {
-        Arc::new(Queue { state: Mutex::new(QueueState { items: VecDeque::new(), closed: false }), cv: Condvar::new() })
+        Arc::new(Queue {
+            state: Mutex::new(QueueState { items: VecDeque::new(), closed: false, busy: false }),
+            cv: Condvar::new(),
+        })
     }
 
     /// Locks the queue for pushing.
@@ -67,17 +77,19 @@ impl Queue {
         self.cv.notify_all();
     }
 
-    /// Waits for requests and moves every queued one into `into` (which must
-    /// be empty). Never waits once something is queued: batching only folds
-    /// what is already there. Returns false once the queue is closed and empty.
+    /// The worker's side: waits for requests while the queue is unclaimed,
+    /// claims it and moves every queued request into `into` (which must be
+    /// empty). Never waits once something is queued: batching only folds
+    /// what is already there. Returns false once the queue is closed and
+    /// empty. The caller applies the run, then calls [`Queue::release`].
     pub(crate) fn drain(&self, into: &mut VecDeque<Req>) -> bool {
         let mut idle = 0;
         let mut s = self.state.lock();
-        while s.items.is_empty() {
-            if s.closed {
+        while s.items.is_empty() || s.busy {
+            if s.closed && s.items.is_empty() && !s.busy {
                 return false;
             }
-            if idle < IDLE_YIELDS {
+            if idle < IDLE_YIELDS && !s.busy {
                 // Yield before sleeping: a request usually comes soon, and
                 // a sleeping worker costs each caller a wake-up call.
                 idle += 1;
@@ -88,7 +100,53 @@ impl Queue {
             }
             self.cv.wait(&mut s);
         }
+        s.busy = true;
         std::mem::swap(&mut s.items, into);
         true
+    }
+
+    /// A caller's side: claims the queue if nobody holds it and it has
+    /// requests, moving them into `into`. False when the worker or another
+    /// caller is applying (that one, or the worker after it, will apply
+    /// what is queued) or nothing is queued.
+    pub(crate) fn try_claim(&self, into: &mut VecDeque<Req>) -> bool {
+        let mut s = self.state.lock();
+        if s.busy || s.items.is_empty() {
+            return false;
+        }
+        s.busy = true;
+        std::mem::swap(&mut s.items, into);
+        true
+    }
+
+    /// For a holder done with its run: takes what was queued meanwhile as
+    /// its next run (keeping the claim) and returns true, or, with nothing
+    /// queued, ends the claim and returns false.
+    pub(crate) fn next_run(&self, into: &mut VecDeque<Req>) -> bool {
+        let mut s = self.state.lock();
+        if s.items.is_empty() {
+            s.busy = false;
+            let closed = s.closed;
+            drop(s);
+            if closed {
+                self.cv.notify_all();
+            }
+            return false;
+        }
+        std::mem::swap(&mut s.items, into);
+        true
+    }
+
+    /// Ends a claim; wakes the worker when requests came meanwhile (or the
+    /// queue was closed), since their pushers may have counted on the holder.
+    pub(crate) fn release(&self) {
+        let wake = {
+            let mut s = self.state.lock();
+            s.busy = false;
+            !s.items.is_empty() || s.closed
+        };
+        if wake {
+            self.cv.notify_all();
+        }
     }
 }

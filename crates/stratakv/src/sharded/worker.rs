@@ -1,9 +1,10 @@
-//! A shard's worker: the one thread that touches the shard's engine for
-//! queued requests, folding what is already queued (p2KVS's opportunistic
-//! batching): consecutive writes into one engine batch (one log append, one
+//! A shard's worker and its applier. The applier folds what is already
+//! queued (p2KVS's opportunistic batching): consecutive writes into one engine batch (one log append, one
 //! msync when any of them asked for `sync`), consecutive gets into one
 //! `multi_get`, at most `batch_cap` requests each. It never waits for more
-//! requests to arrive, so batching adds no latency.
+//! requests to arrive, so batching adds no latency. The worker thread
+//! applies whatever it drains; a blocking caller that finds its shard idle
+//! applies the queue itself with the same applier (see `queue.rs`).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,31 +29,39 @@ pub(crate) struct WorkerCounters {
     pub gets: AtomicU64,
 }
 
-struct Worker {
+/// Applies runs of one shard's requests to its engine.
+pub(crate) struct Applier {
     db: Db,
-    queue: Arc<Queue>,
     cap: usize,
     gsn_key: Vec<u8>,
     counters: Arc<WorkerCounters>,
 }
 
+impl Applier {
+    /// The applier of `db`, folding at most `cap` requests per engine call.
+    pub(crate) fn new(db: Db, cap: usize, counters: Arc<WorkerCounters>) -> Applier {
+        Applier { db, cap: cap.max(1), gsn_key: gsn_key(), counters }
+    }
+}
+
 /// Starts shard `idx`'s worker, pinned to core `core` if given.
 pub(crate) fn spawn(
     idx: usize,
-    db: Db,
+    applier: Arc<Applier>,
     queue: Arc<Queue>,
-    cap: usize,
     core: Option<usize>,
-    counters: Arc<WorkerCounters>,
 ) -> Result<JoinHandle<()>> {
-    let w = Worker { db, queue, cap: cap.max(1), gsn_key: gsn_key(), counters };
     std::thread::Builder::new()
         .name(format!("strata-shard-{idx}"))
         .spawn(move || {
             if let Some(c) = core {
                 pin(c);
             }
-            w.run();
+            let mut items = VecDeque::new();
+            while queue.drain(&mut items) {
+                applier.apply(&mut items);
+                queue.release();
+            }
         })
         .map_err(|e| Error::io(std::path::Path::new("thread"), "spawn", e))
 }
@@ -70,46 +79,49 @@ fn pin(core: usize) {
     let _ = core;
 }
 
-impl Worker {
-    fn run(self) {
-        let mut items = VecDeque::new();
-        while self.queue.drain(&mut items) {
-            while let Some(req) = items.pop_front() {
-                match req {
-                    Req::Write { .. } => {
-                        let mut run = vec![req];
-                        while run.len() < self.cap && matches!(items.front(), Some(Req::Write { .. })) {
-                            run.extend(items.pop_front());
-                        }
-                        self.apply_writes(run);
+impl Applier {
+    /// Applies a drained run in queue order, leaving `items` empty.
+    pub(crate) fn apply(&self, items: &mut VecDeque<Req>) {
+        while let Some(req) = items.pop_front() {
+            match req {
+                Req::Write { .. } => {
+                    let mut run = vec![req];
+                    while run.len() < self.cap && matches!(items.front(), Some(Req::Write { .. })) {
+                        run.extend(items.pop_front());
                     }
-                    Req::Get { .. } => {
-                        let mut run = vec![req];
-                        while run.len() < self.cap && matches!(items.front(), Some(Req::Get { .. })) {
-                            run.extend(items.pop_front());
-                        }
-                        self.read(run);
-                    }
-                    // Everything queued before the marker is applied (the
-                    // loop is in queue order), nothing after it.
-                    Req::Snapshot { idx, done } => done.part_done(idx, self.db.snapshot()),
-                    Req::Sync { done } => done.part_done(self.db.sync()),
+                    self.apply_writes(run);
                 }
+                Req::Get { .. } => {
+                    let mut run = vec![req];
+                    while run.len() < self.cap && matches!(items.front(), Some(Req::Get { .. })) {
+                        run.extend(items.pop_front());
+                    }
+                    self.read(run);
+                }
+                // Everything queued before the marker is applied (the
+                // loop is in queue order), nothing after it.
+                Req::Snapshot { idx, done } => done.part_done(idx, self.db.snapshot()),
+                Req::Sync { done } => done.part_done(self.db.sync()),
             }
         }
     }
 
-    /// One engine batch for a run of writes, with the shard's meta key set
-    /// to the run's largest GSN in the same batch (recovery compares it with
-    /// the coordinator log's records).
+    /// One engine batch for a run of writes. When the run holds a part of a
+    /// cross-shard batch, the shard's meta key is set to the run's largest
+    /// GSN in the same engine batch (recovery compares it with the
+    /// coordinator log's records). Runs of single-shard writes leave it: no
+    /// record can name them, and an extra key per write would double the
+    /// memtable work of a lone put.
     fn apply_writes(&self, run: Vec<Req>) {
         let mut sync = false;
+        let mut cross = false;
         let mut gsn = 0;
         let mut dones = Vec::with_capacity(run.len());
         let mut batch: Option<WriteBatch> = None;
         for req in run {
-            if let Req::Write { gsn: g, batch: b, sync: s, done } = req {
+            if let Req::Write { gsn: g, batch: b, sync: s, cross: c, done } = req {
                 sync |= s;
+                cross |= c;
                 gsn = gsn.max(g);
                 dones.push(done);
                 match &mut batch {
@@ -119,7 +131,9 @@ impl Worker {
             }
         }
         let Some(mut batch) = batch else { return };
-        batch.put_raw(&self.gsn_key, &gsn.to_be_bytes());
+        if cross {
+            batch.put_raw(&self.gsn_key, &gsn.to_be_bytes());
+        }
         self.counters.write_batches.fetch_add(1, Ordering::Relaxed);
         self.counters.writes.fetch_add(dones.len() as u64, Ordering::Relaxed);
         let r = self.db.write_opt(&batch, &WriteOptions { sync });
