@@ -19,7 +19,8 @@
 # run only some units (space separated), REDIS_SUITE_KEEP_LOGS=1 to keep
 # each unit's output in $TARGET/redis-suite/logs, REDIS_SUITE_SERVER=redis
 # to run the suite against redis-server instead (installs redis-server;
-# how the baseline's `redis` column was measured; no ratchet then).
+# how the baseline's `redis` column was measured; no ratchet then),
+# REDIS_SUITE_SERVER_ARGS for extra strata-server flags (e.g. "--shards 2").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
@@ -81,7 +82,8 @@ if [ "$AGAINST" = redis ]; then
     redis-server --port "$PORT" --bind 127.0.0.1 --dir "$DATA" --save '' --appendonly no \
         >"$DATA/server.log" 2>&1 </dev/null &
 else
-    "$BIN" --port "$PORT" --dir "$DATA/data" --pm-size 512mb >"$DATA/server.log" 2>&1 </dev/null &
+    # shellcheck disable=SC2086 # REDIS_SUITE_SERVER_ARGS is a list of flags
+    "$BIN" --port "$PORT" --dir "$DATA/data" --pm-size 512mb ${REDIS_SUITE_SERVER_ARGS:-} >"$DATA/server.log" 2>&1 </dev/null &
 fi
 SERVER_PID=$!
 for _ in $(seq 1 300); do
