@@ -17,6 +17,7 @@ use clap::Parser;
 use strata_server::cmd::Shared;
 use strata_server::config::{Config, Flags, StorageMode};
 use strata_server::net::Loops;
+use strata_server::store::cache::CachedStore;
 use strata_server::store::engine::EngineStore;
 use strata_server::store::memory::{MemoryPersistence, MemoryStore};
 use strata_server::store::sharded::ShardedStore;
@@ -46,11 +47,16 @@ fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
             }
             opts.l0 = cfg.profile;
             opts.table_index = cfg.table_index;
-            if cfg.shards > 0 {
+            let store: Arc<dyn Backend> = if cfg.shards > 0 {
                 let so = stratakv::ShardedOptions::new(cfg.shards, opts);
-                return Ok(Arc::new(ShardedStore::open(&cfg.dir, so).map_err(|e| anyhow::anyhow!("{e}"))?));
+                Arc::new(ShardedStore::open(&cfg.dir, so).map_err(|e| anyhow::anyhow!("{e}"))?)
+            } else {
+                Arc::new(EngineStore::open(&cfg.dir, opts).map_err(|e| anyhow::anyhow!("{e}"))?)
+            };
+            if cfg.read_cache_size == 0 {
+                return Ok(store);
             }
-            Arc::new(EngineStore::open(&cfg.dir, opts).map_err(|e| anyhow::anyhow!("{e}"))?)
+            Arc::new(CachedStore::new(store, cfg.read_cache_size, cfg.databases))
         }
         StorageMode::Memory => {
             let p = MemoryPersistence { appendfsync: cfg.appendfsync, snapshot_seconds: cfg.snapshot_seconds };

@@ -3,6 +3,7 @@
 //! the NVM in-memory KV study, selectable side by side).
 
 pub mod aof;
+pub mod cache;
 pub mod engine;
 pub mod group;
 pub mod memory;
