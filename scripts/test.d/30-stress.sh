@@ -21,23 +21,27 @@ if ! cargo build --release -p strata-server; then
 fi
 BIN="$TARGET/release/strata-stress"
 
-# mode seconds key-that-must-be-positive
+# mode seconds key-that-must-be-positive [more flags]
 MODES=(
     "pm-crash 16 crash_states"
     "fs-fault 12 faults_injected"
     "kill 14 kill_rounds"
     "model 10 ops"
     "limits 8 rounds"
+    "kill 6 kill_rounds --shards 2"
+    "model 6 cross_batches --shards 4"
+    "limits 4 sharded_pm_full_errors --shards 2"
 )
 
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT
 status=0
 for m in "${MODES[@]}"; do
-    read -r mode secs key <<<"$m"
+    read -r mode secs key more <<<"$m"
     secs=$(awk -v s="$secs" -v k="$SCALE" 'BEGIN { printf "%.1f", s * k }')
-    echo "--- strata-stress --mode $mode --seconds $secs --seed $SEED"
-    if ! "$BIN" --mode "$mode" --seconds "$secs" --seed "$SEED" </dev/null >"$OUT/$mode.out" 2>"$OUT/$mode.err"; then
+    echo "--- strata-stress --mode $mode --seconds $secs --seed $SEED ${more:-}"
+    # shellcheck disable=SC2086 # $more is a list of flags
+    if ! "$BIN" --mode "$mode" --seconds "$secs" --seed "$SEED" ${more:-} </dev/null >"$OUT/$mode.out" 2>"$OUT/$mode.err"; then
         echo "30-stress: mode $mode FAILED"
         tail -n 20 "$OUT/$mode.err"
         status=1

@@ -35,7 +35,7 @@ struct Args {
     /// Progress lines on stderr.
     #[arg(long)]
     verbose: bool,
-    /// Kill and model modes: run against the sharded front end with this many shards (kill:
+    /// Kill, model and limits modes: run against the sharded front end with this many shards (kill:
     /// cross-shard batches all there or none after each SIGKILL). 0: the plain engine.
     #[arg(long, default_value_t = 0)]
     shards: usize,

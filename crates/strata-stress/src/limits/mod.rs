@@ -5,11 +5,13 @@
 //! (skipped with a message where mounting is not allowed), and, with a
 //! `strata-server` binary, maxclients, thousands of connections and
 //! over-limit requests. The checks run once, then the PM-full and
-//! disk-full rounds repeat while time is left.
+//! disk-full rounds repeat while time is left; with `--shards N` each
+//! round also checks the sharded front end (refusals, a full shard region).
 
 pub mod disk;
 pub mod engine;
 pub mod server;
+pub mod sharded;
 
 use std::time::Instant;
 
@@ -45,6 +47,12 @@ pub fn run(cfg: &RunCfg) -> anyhow::Result<Report> {
     let mut round = 0u64;
     loop {
         let l0 = [L0Kind::Matrix, L0Kind::Sstable, L0Kind::SingleLevel, L0Kind::PmOnly][(round % 4) as usize];
+        if cfg.shards > 0 {
+            let d = root.path().join(format!("sharded{round}"));
+            let r = sharded::sharded_limits(&d, cfg.shards, l0, &mut rep);
+            fail(&mut rep, r);
+            let _ = std::fs::remove_dir_all(&d);
+        }
         let d = root.path().join(format!("pmfull{round}"));
         let r = engine::pm_full(&d, l0, &mut rep);
         fail(&mut rep, r);
