@@ -11,10 +11,15 @@
 //! invalidation). mkdir, rmdir, directory renames and cross-server renames
 //! go through the coordinator on server 0 (see [`coord`]).
 
+pub mod cache;
+pub mod check;
+pub mod client;
+pub mod cluster;
 pub mod config;
 pub mod coord;
 pub mod error;
 pub mod ids;
+pub mod ops;
 pub mod proto;
 pub mod rpc;
 pub mod server;
@@ -23,3 +28,4 @@ pub mod store;
 pub mod types;
 
 pub use error::{FsError, FsResult};
+pub use client::{Client, ClientOptions};

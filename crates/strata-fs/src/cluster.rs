@@ -1,0 +1,101 @@
+//! Starts a cluster of `strata-fs-server` processes on loopback (tests,
+//! benchmarks, `strata-fs cluster`): ephemeral ports, one data dir each,
+//! killed when dropped.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::client::{Client, ClientOptions};
+use crate::config::{ClusterConfig, ServerEntry};
+
+/// A set of server processes described by one config file.
+#[derive(Debug)]
+pub struct LocalCluster {
+    /// The config the servers were started with.
+    pub config: ClusterConfig,
+    /// Where the config file is.
+    pub config_path: PathBuf,
+    bin: PathBuf,
+    children: Vec<Option<Child>>,
+}
+
+/// A free loopback port (bound, then released, so it may race; fine here).
+pub fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl LocalCluster {
+    /// Writes a config for `n` servers under `dir` and starts them all.
+    pub fn start(bin: &Path, dir: &Path, n: usize, sync: bool, small: bool) -> anyhow::Result<LocalCluster> {
+        let mut servers = Vec::new();
+        for id in 0..n {
+            let addr = format!("127.0.0.1:{}", free_port()?);
+            servers.push(ServerEntry { id, addr, datadir: dir.join(format!("srv{id}")) });
+        }
+        let config = ClusterConfig { servers, sync, small };
+        let config_path = dir.join("cluster.conf");
+        std::fs::write(&config_path, config.to_text())?;
+        let mut c = LocalCluster { config, config_path, bin: bin.to_path_buf(), children: (0..n).map(|_| None).collect() };
+        for id in 0..n {
+            c.restart(id)?;
+        }
+        c.client(ClientOptions::default()).wait_ready(Duration::from_secs(30))?;
+        Ok(c)
+    }
+
+    /// Starts (again) server `id`.
+    pub fn restart(&mut self, id: usize) -> anyhow::Result<()> {
+        self.kill(id);
+        let child = Command::new(&self.bin)
+            .arg("--config")
+            .arg(&self.config_path)
+            .arg("--id")
+            .arg(id.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        if let Some(slot) = self.children.get_mut(id) {
+            *slot = Some(child);
+        }
+        Ok(())
+    }
+
+    /// SIGKILLs server `id` (no-op if it is not running) and reaps it.
+    pub fn kill(&mut self, id: usize) {
+        if let Some(Some(mut c)) = self.children.get_mut(id).map(Option::take) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Process id of server `id`, if running.
+    pub fn pid(&self, id: usize) -> Option<u32> {
+        self.children.get(id).and_then(|c| c.as_ref()).map(Child::id)
+    }
+
+    /// Number of servers.
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
+    /// Whether the cluster has no servers.
+    pub fn is_empty(&self) -> bool {
+        self.children.is_empty()
+    }
+
+    /// A new client of this cluster.
+    pub fn client(&self, opts: ClientOptions) -> Client {
+        Client::from_config(&self.config, opts)
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        for id in 0..self.children.len() {
+            self.kill(id);
+        }
+    }
+}
