@@ -18,6 +18,8 @@ pub struct LocalCluster {
     /// Where the config file is.
     pub config_path: PathBuf,
     bin: PathBuf,
+    /// Extra environment of every server process (e.g. fault injection).
+    pub env: Vec<(String, String)>,
     children: Vec<Option<Child>>,
 }
 
@@ -29,6 +31,18 @@ pub fn free_port() -> std::io::Result<u16> {
 impl LocalCluster {
     /// Writes a config for `n` servers under `dir` and starts them all.
     pub fn start(bin: &Path, dir: &Path, n: usize, sync: bool, small: bool) -> anyhow::Result<LocalCluster> {
+        Self::start_with_env(bin, dir, n, sync, small, Vec::new())
+    }
+
+    /// Like [`LocalCluster::start`], with extra environment for the servers.
+    pub fn start_with_env(
+        bin: &Path,
+        dir: &Path,
+        n: usize,
+        sync: bool,
+        small: bool,
+        env: Vec<(String, String)>,
+    ) -> anyhow::Result<LocalCluster> {
         let mut servers = Vec::new();
         for id in 0..n {
             let addr = format!("127.0.0.1:{}", free_port()?);
@@ -37,7 +51,8 @@ impl LocalCluster {
         let config = ClusterConfig { servers, sync, small };
         let config_path = dir.join("cluster.conf");
         std::fs::write(&config_path, config.to_text())?;
-        let mut c = LocalCluster { config, config_path, bin: bin.to_path_buf(), children: (0..n).map(|_| None).collect() };
+        let children = (0..n).map(|_| None).collect();
+        let mut c = LocalCluster { config, config_path, bin: bin.to_path_buf(), env, children };
         for id in 0..n {
             c.restart(id)?;
         }
@@ -48,19 +63,27 @@ impl LocalCluster {
     /// Starts (again) server `id`.
     pub fn restart(&mut self, id: usize) -> anyhow::Result<()> {
         self.kill(id);
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.log_path(id))?;
         let child = Command::new(&self.bin)
             .arg("--config")
             .arg(&self.config_path)
             .arg("--id")
             .arg(id.to_string())
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::from(log))
             .spawn()?;
         if let Some(slot) = self.children.get_mut(id) {
             *slot = Some(child);
         }
         Ok(())
+    }
+
+    /// Where server `id`'s stderr goes (appended across restarts).
+    pub fn log_path(&self, id: usize) -> PathBuf {
+        let dir = self.config_path.parent().map(Path::to_path_buf).unwrap_or_default();
+        dir.join(format!("srv{id}.log"))
     }
 
     /// SIGKILLs server `id` (no-op if it is not running) and reaps it.

@@ -61,7 +61,12 @@ pub struct Coordinator {
     peers: Peers,
     lock: Mutex<()>,
     next_tx: AtomicU64,
+    step_delay: Duration,
 }
+
+/// Fault injection for crash tests: microseconds to sleep before every
+/// participant step, widening the windows a SIGKILL can land in.
+pub const STEP_DELAY_ENV: &str = "STRATA_FS_FAULT_STEP_DELAY_US";
 
 impl Coordinator {
     /// A coordinator over `store` (server 0) reaching the others at `addrs`.
@@ -71,7 +76,14 @@ impl Coordinator {
             _ => 1,
         };
         let peers = Peers::new(addrs, Duration::from_secs(5));
-        Ok(Coordinator { store, peers, lock: Mutex::new(()), next_tx: AtomicU64::new(next.max(1)) })
+        let us = std::env::var(STEP_DELAY_ENV).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        Ok(Coordinator {
+            store,
+            peers,
+            lock: Mutex::new(()),
+            next_tx: AtomicU64::new(next.max(1)),
+            step_delay: Duration::from_micros(us),
+        })
     }
 
     /// Rolls every pending intent forward (call once at start; holds the
@@ -98,6 +110,9 @@ impl Coordinator {
     }
 
     fn call(&self, server: usize, step: Step) -> FsResult<StepOut> {
+        if !self.step_delay.is_zero() {
+            std::thread::sleep(self.step_delay);
+        }
         if server == self.store.me {
             return self.store.step(&step);
         }

@@ -14,3 +14,11 @@ pub fn cluster(n: usize) -> (tempfile::TempDir, LocalCluster) {
     let c = LocalCluster::start(bin(), dir.path(), n, false, true).unwrap();
     (dir, c)
 }
+
+/// Like `cluster`, with a coordinator that sleeps before each participant step.
+pub fn slow_cluster(n: usize, step_delay_us: u64) -> (tempfile::TempDir, LocalCluster) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = vec![(strata_fs::coord::STEP_DELAY_ENV.to_string(), step_delay_us.to_string())];
+    let c = LocalCluster::start_with_env(bin(), dir.path(), n, false, true, env).unwrap();
+    (dir, c)
+}
