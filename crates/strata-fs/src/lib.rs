@@ -11,6 +11,7 @@
 //! invalidation). mkdir, rmdir, directory renames and cross-server renames
 //! go through the coordinator on server 0 (see [`coord`]).
 
+pub mod bench;
 pub mod cache;
 pub mod check;
 pub mod client;
