@@ -227,7 +227,7 @@ impl Coordinator {
                 }
                 _ => {
                     self.broadcast(*id, 2 * tx)?;
-                    self.done(self.s(*pid), Step::DelAccessIf { pid: *pid, name: name.clone(), id: *id })?;
+                    self.done(self.s(*pid), Step::DelAccessIf { pid: *pid, name: name.clone(), id: *id, tx: None })?;
                     self.done(self.s(*id), Step::DelContent { id: *id })?;
                     let (bp, bn, bv) = birth.clone();
                     self.done(self.s(bp), Step::DelRenameList { pid: bp, name: bn, version: bv })?;
@@ -235,15 +235,33 @@ impl Coordinator {
                     Ok(())
                 }
             },
-            Intent::Rename { src, dst, rec, birth } => {
-                if birth.is_some() {
-                    self.broadcast(rec.id, 2 * tx)?;
+            Intent::Rename { src, dst, rec, birth: None } => {
+                // A file: take it away from the source exactly once (a
+                // client may unlink it meanwhile), then put it at dst.
+                let del = Step::DelAccessIf { pid: src.0, name: src.1.clone(), id: rec.id, tx: Some(tx) };
+                match self.call(self.s(src.0), del)? {
+                    StepOut::Conflict(_) => Err(FsError::NotFound),
+                    _ => {
+                        let put = Step::PutAccess {
+                            pid: dst.0,
+                            name: dst.1.clone(),
+                            rec: rec.clone(),
+                            replace_file: true,
+                            tx: Some(tx),
+                        };
+                        self.done(self.s(dst.0), put)
+                    }
                 }
+            }
+            Intent::Rename { src, dst, rec, birth: Some((bp, bn, bv)) } => {
+                // A directory: only the coordinator adds or removes
+                // directories, so put-then-delete cannot race.
+                self.broadcast(rec.id, 2 * tx)?;
                 let put = Step::PutAccess {
                     pid: dst.0,
                     name: dst.1.clone(),
                     rec: rec.clone(),
-                    replace_file: rec.kind == Kind::File,
+                    replace_file: false,
                     tx: Some(tx),
                 };
                 match self.call(self.s(dst.0), put)? {
@@ -251,14 +269,13 @@ impl Coordinator {
                         Err(if m.contains("parent") { FsError::NotFound } else { FsError::Exists })
                     }
                     _ => {
-                        let del = Step::DelAccessIf { pid: src.0, name: src.1.clone(), id: rec.id };
+                        let del = Step::DelAccessIf { pid: src.0, name: src.1.clone(), id: rec.id, tx: None };
                         self.done(self.s(src.0), del)?;
-                        if let Some((bp, bn, bv)) = birth.clone() {
-                            let loc = Step::SetContentLoc { id: rec.id, parent: dst.0, name: dst.1.clone() };
-                            self.done(self.s(rec.id), loc)?;
-                            self.done(self.s(bp), Step::PutRenameList { pid: bp, name: bn, version: bv })?;
-                            self.broadcast(rec.id, 2 * tx + 1)?;
-                        }
+                        let loc = Step::SetContentLoc { id: rec.id, parent: dst.0, name: dst.1.clone() };
+                        self.done(self.s(rec.id), loc)?;
+                        let rl = Step::PutRenameList { pid: *bp, name: bn.clone(), version: *bv };
+                        self.done(self.s(*bp), rl)?;
+                        self.broadcast(rec.id, 2 * tx + 1)?;
                         Ok(())
                     }
                 }
@@ -273,9 +290,12 @@ impl Coordinator {
             }
         };
         self.store.db.delete_opt(key::intent(tx), &self.store.wo)?;
-        if let Intent::Rename { dst, .. } = intent {
+        if let Intent::Rename { src, dst, .. } = intent {
             // Best effort: a lost marker only costs a few bytes.
             let _ = self.call(self.s(dst.0), Step::ForgetTx { tx });
+            if self.s(src.0) != self.s(dst.0) {
+                let _ = self.call(self.s(src.0), Step::ForgetTx { tx });
+            }
         }
         Ok(outcome)
     }

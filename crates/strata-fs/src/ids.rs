@@ -98,10 +98,12 @@ pub mod key {
         k
     }
 
-    /// At-most-once marker of a coordinator transaction's step: `X|tx BE`.
-    pub fn tx_marker(tx: u64) -> Vec<u8> {
+    /// At-most-once marker of step `step` of a coordinator transaction:
+    /// `X|tx BE|step`.
+    pub fn tx_marker(tx: u64, step: u8) -> Vec<u8> {
         let mut k = b"X|".to_vec();
         k.extend_from_slice(&tx.to_be_bytes());
+        k.push(step);
         k
     }
 

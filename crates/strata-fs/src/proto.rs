@@ -93,13 +93,16 @@ pub enum Step {
     /// Put an access record unless a different directory holds the name
     /// (or a file does and `replace_file` is false) or the parent is gone
     /// or fenced.
-    /// With `tx`, the step is applied at most once: a marker `X|tx` is
+    /// With `tx`, the step is applied at most once: a marker `X|tx|1` is
     /// written in the same batch and a replay that finds it does nothing.
     PutAccess { pid: u64, name: String, rec: AccessRec, replace_file: bool, tx: Option<u64> },
-    /// Drop the at-most-once marker of transaction `tx` (after its intent is gone).
+    /// Drop the at-most-once markers of transaction `tx` (after its intent is gone).
     ForgetTx { tx: u64 },
-    /// Delete an access record if it still names entry `id`.
-    DelAccessIf { pid: u64, name: String, id: u64 },
+    /// Delete an access record if it still names entry `id`. With `tx`,
+    /// exactly once with an outcome: a marker `X|tx|0` is written with the
+    /// delete, a replay that finds it reports `Done`, and finding neither
+    /// marker nor record reports `Conflict` (someone else removed it).
+    DelAccessIf { pid: u64, name: String, id: u64, tx: Option<u64> },
     /// Update an access record's permissions if it still names entry `id`.
     SetAccessPerm { pid: u64, name: String, id: u64, perm: Perm },
     /// Record that the version-`version` child `name` born in `pid` moved away.

@@ -80,7 +80,7 @@ impl Store {
             Step::PutAccess { pid, name, rec, replace_file, tx } => {
                 let _s = self.stripe(*pid);
                 if let Some(tx) = tx {
-                    if self.db.get(key::tx_marker(*tx))?.is_some() {
+                    if self.db.get(key::tx_marker(*tx, 1))?.is_some() {
                         return Ok(StepOut::Done);
                     }
                 }
@@ -98,25 +98,37 @@ impl Store {
                 let mut b = WriteBatch::new();
                 b.put(key::access(*pid, name), enc(rec)?).put(key::content(*pid), enc(&c)?);
                 if let Some(tx) = tx {
-                    b.put(key::tx_marker(*tx), []);
+                    b.put(key::tx_marker(*tx, 1), []);
                 }
                 self.db.write_opt(&b, &self.wo)?;
                 Ok(StepOut::Done)
             }
             Step::ForgetTx { tx } => {
-                self.db.delete_opt(key::tx_marker(*tx), &self.wo)?;
+                let mut b = WriteBatch::new();
+                b.delete(key::tx_marker(*tx, 0)).delete(key::tx_marker(*tx, 1));
+                self.db.write_opt(&b, &self.wo)?;
                 Ok(StepOut::Done)
             }
-            Step::DelAccessIf { pid, name, id } => {
+            Step::DelAccessIf { pid, name, id, tx } => {
                 let _s = self.stripe(*pid);
+                if let Some(tx) = tx {
+                    if self.db.get(key::tx_marker(*tx, 0))?.is_some() {
+                        return Ok(StepOut::Done);
+                    }
+                }
                 if self.access(*pid, name)?.is_some_and(|a| a.id == *id) {
                     let mut b = WriteBatch::new();
                     b.delete(key::access(*pid, name));
+                    if let Some(tx) = tx {
+                        b.put(key::tx_marker(*tx, 0), []);
+                    }
                     if let Some(mut c) = self.content(*pid)? {
                         c.mtime_ns = now_ns();
                         b.put(key::content(*pid), enc(&c)?);
                     }
                     self.db.write_opt(&b, &self.wo)?;
+                } else if tx.is_some() {
+                    return Ok(StepOut::Conflict("source gone".into()));
                 }
                 Ok(StepOut::Done)
             }

@@ -140,3 +140,42 @@ fn stale_cache_is_refused_and_retried() {
     b.rmdir("/x/c").unwrap();
     assert_eq!(a.create("/x/c/h", 0o644).map(|_| ()), Err(FsError::NotFound));
 }
+
+#[test]
+fn concurrent_creates_rmdirs_and_crossing_renames_stay_sound() {
+    let (_d, c) = common::cluster(3);
+    let setup = c.client(ClientOptions::default());
+    setup.mkdir_p("/r/d", 0o777).unwrap();
+    setup.mkdir_p("/x", 0o777).unwrap();
+    setup.mkdir_p("/y", 0o777).unwrap();
+    std::thread::scope(|s| {
+        let c = &c;
+        s.spawn(move || {
+            let fs = c.client(ClientOptions::default());
+            for i in 0..400 {
+                let _ = fs.create(&format!("/r/d/f{}", i % 7), 0o644);
+                let _ = fs.unlink(&format!("/r/d/f{}", (i + 3) % 7));
+            }
+        });
+        s.spawn(move || {
+            let fs = c.client(ClientOptions::default());
+            for _ in 0..200 {
+                let _ = fs.rmdir("/r/d");
+                let _ = fs.mkdir("/r/d", 0o777);
+            }
+        });
+        // Two clients move /x under /y and /y under /x: never both.
+        for (a, b) in [("x", "y"), ("y", "x")] {
+            s.spawn(move || {
+                let fs = c.client(ClientOptions::default());
+                for _ in 0..100 {
+                    let _ = fs.rename(&format!("/{a}"), &format!("/{b}/{a}"));
+                    let _ = fs.rename(&format!("/{b}/{a}"), &format!("/{a}"));
+                }
+            });
+        }
+    });
+    let rep = check(&peers(&c)).unwrap();
+    assert!(rep.violations.is_empty(), "{:?}", rep.violations);
+    assert!(rep.tree.keys().any(|p| p.ends_with("/x")) && rep.tree.keys().any(|p| p.ends_with("/y")));
+}
