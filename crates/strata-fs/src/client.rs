@@ -108,6 +108,11 @@ impl Client {
         self.cache.lock().len()
     }
 
+    /// Acts as `cred` from now on (the FUSE front end sets each request's caller).
+    pub fn set_cred(&mut self, cred: Cred) {
+        self.opts.cred = cred;
+    }
+
     /// Empties the access cache.
     pub fn clear_cache(&self) {
         *self.cache.lock() = AccessCache::new(self.opts.cache_capacity);

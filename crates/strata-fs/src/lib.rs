@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod config;
 pub mod coord;
 pub mod error;
+pub mod fuse;
 pub mod ids;
 pub mod ops;
 pub mod proto;

@@ -91,6 +91,14 @@ enum Cmd {
     },
     /// Check the tree's invariants on every server.
     Check,
+    /// Mount the namespace with FUSE (until `umount DIR`).
+    Mount {
+        /// Mount point.
+        dir: PathBuf,
+        /// Directory holding file contents (one file per file id).
+        #[arg(long, default_value = "strata-fs-data")]
+        data: PathBuf,
+    },
     /// Metadata benchmark (mdtest-style phases, Pangu mix, lookup depth).
     Bench(BenchArgs),
 }
@@ -210,6 +218,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             if !rep.violations.is_empty() {
                 anyhow::bail!("the tree is not sound");
             }
+        }
+        Cmd::Mount { dir, data } => {
+            let opts = ClientOptions { cred: Cred::root(), ..Default::default() };
+            strata_fs::fuse::mount(Client::from_config(&cfg, opts), &dir, &data)?;
         }
         Cmd::Bench(_) => {}
     }
