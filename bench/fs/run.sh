@@ -6,7 +6,8 @@
 #    the Pangu operation mix, for 1, 2 and 4 servers, cache on/off,
 #    speculation on/off;
 # 2. cold lookups of paths of depth 1..16, speculation on vs off (round trips
-#    per lookup and latency), for 1, 2 and 4 servers.
+#    per lookup and latency), for 1, 2 and 4 servers;
+# 3. the same POSIX phases through a FUSE mount and on a local directory.
 #
 # usage: bench/fs/run.sh [--quick]
 # env:   THREADS (4), ITEMS (files per dir, 100), DEPTH (2), FANOUT (4),
@@ -60,6 +61,12 @@ for servers in 1 2 4; do
     "$BIN" bench --servers "$servers" $SYNCFLAG --mode lookup --lookups "$LOOKUPS" \
         --lookup-depths 1,2,4,6,8,10,12,14,16 | grep '^|' | { if [ "$servers" = 1 ]; then cat; else grep -v -e '^| servers' -e '^|---'; fi; } >> "$OUT"
 done
+{
+    echo
+    echo "## The FUSE hop: POSIX phases on a FUSE mount (2 servers) vs a local directory"
+} >> "$OUT"
+"$BIN" bench --servers 2 $SYNCFLAG --mode fuse --threads "$THREADS" --depth "$DEPTH" --fanout "$FANOUT" \
+    --items "$ITEMS" | grep '^|' >> "$OUT"
 echo >> "$OUT"
 echo "wrote $OUT"
 cat "$OUT"

@@ -26,7 +26,8 @@ pub struct BenchArgs {
     /// Durable (msync) writes on the local cluster's servers.
     #[arg(long)]
     pub sync: bool,
-    /// What to run: mdtest, pangu, lookup or all.
+    /// What to run: mdtest, pangu, lookup, all, or fuse (POSIX phases on a
+    /// FUSE mount and on a local directory).
     #[arg(long, default_value = "all")]
     pub mode: String,
     /// Tree depth per thread (mdtest -z).
@@ -350,6 +351,31 @@ fn lookup(ctx: &Ctx) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// POSIX phases on a FUSE mount of the service and on a local directory.
+fn fuse_vs_local(ctx: &Ctx) -> anyhow::Result<()> {
+    let a = &ctx.args;
+    let base = std::env::temp_dir().join(format!("strata-fs-posix-{}", std::process::id()));
+    let (mnt, data, local) = (base.join("mnt"), base.join("data"), base.join("local"));
+    for d in [&mnt, &data, &local] {
+        std::fs::create_dir_all(d)?;
+    }
+    let _guard = TmpDir(base.clone());
+    println!("\n| target | threads | phase | ops | ops/s | bench-process CPU µs/op |");
+    println!("|---|---|---|---|---|---|");
+    {
+        let client = Client::from_config(&ctx.cfg, ctx.opts.clone());
+        match crate::fuse::spawn(client, &mnt, &data) {
+            Ok(session) => {
+                crate::bench_posix::run("fuse", &mnt, a.threads, a.depth, a.fanout, a.items)?;
+                drop(session);
+            }
+            Err(e) => println!("| fuse | - | cannot mount here: {e} | | | |"),
+        }
+    }
+    crate::bench_posix::run("local", &local, a.threads, a.depth, a.fanout, a.items)?;
+    Ok(())
+}
+
 fn on(s: &str) -> bool {
     matches!(s, "on" | "true" | "1" | "yes")
 }
@@ -393,6 +419,9 @@ pub fn main(args: BenchArgs, config: Option<&Path>) -> anyhow::Result<()> {
     }
     if matches!(args.mode.as_str(), "lookup" | "all") {
         lookup(&ctx)?;
+    }
+    if args.mode == "fuse" {
+        fuse_vs_local(&ctx)?;
     }
     drop(_cluster);
     Ok(())

@@ -12,6 +12,7 @@
 //! go through the coordinator on server 0 (see [`coord`]).
 
 pub mod bench;
+pub mod bench_posix;
 pub mod cache;
 pub mod check;
 pub mod client;
