@@ -135,10 +135,14 @@ fn header() {
 /// Runs `f(thread index, client)` on every client in parallel; returns the ops done.
 fn parallel(clients: &[Arc<Client>], f: impl Fn(usize, &Client) -> FsResult<usize> + Sync) -> anyhow::Result<usize> {
     let total = std::thread::scope(|s| {
-        let hs: Vec<_> = clients.iter().enumerate().map(|(i, c)| {
-            let f = &f;
-            s.spawn(move || f(i, c))
-        }).collect();
+        let hs: Vec<_> = clients
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let f = &f;
+                s.spawn(move || f(i, c))
+            })
+            .collect();
         hs.into_iter().map(|h| h.join().map_err(|_| anyhow::anyhow!("bench thread panicked"))).collect::<Vec<_>>()
     });
     let mut n = 0;
@@ -168,7 +172,8 @@ fn mdtest(ctx: &Ctx, clients: &[Arc<Client>]) -> anyhow::Result<()> {
     let a = &ctx.args;
     let run = format!("/md{}", std::process::id());
     clients[0].mkdir_p(&run, 0o777)?;
-    let trees: Vec<Vec<String>> = (0..clients.len()).map(|i| dirs_of(&format!("{run}/t{i}"), a.depth, a.fanout)).collect();
+    let trees: Vec<Vec<String>> =
+        (0..clients.len()).map(|i| dirs_of(&format!("{run}/t{i}"), a.depth, a.fanout)).collect();
     let files = |i: usize| -> Vec<String> {
         trees[i].iter().flat_map(|d| (0..a.items).map(move |k| format!("{d}/f{k}"))).collect()
     };
@@ -218,7 +223,11 @@ fn mdtest(ctx: &Ctx, clients: &[Arc<Client>]) -> anyhow::Result<()> {
     })?;
     ctx.report(t, clients, "file rename", n);
     let leaves = |i: usize| -> Vec<String> {
-        trees[i].iter().filter(|d| d.matches('/').count() == trees[i][0].matches('/').count() + a.depth).cloned().collect()
+        trees[i]
+            .iter()
+            .filter(|d| d.matches('/').count() == trees[i][0].matches('/').count() + a.depth)
+            .cloned()
+            .collect()
     };
     let t = ctx.start(clients);
     let n = parallel(clients, |i, c| {
@@ -322,13 +331,17 @@ fn lookup(ctx: &Ctx) -> anyhow::Result<()> {
         chain = format!("{chain}/c{i}");
     }
     setup.mkdir_p(&chain, 0o755)?;
-    println!("\n| servers | depth | spec RTT/lookup | spec µs/lookup | step RTT/lookup | step µs/lookup | latency ratio |");
+    println!(
+        "\n| servers | depth | spec RTT/lookup | spec µs/lookup | step RTT/lookup | step µs/lookup | latency ratio |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for d in depths {
-        let path: String = std::iter::once(base.clone()).chain((1..d).map(|i| format!("c{i}"))).collect::<Vec<_>>().join("/");
+        let path: String =
+            std::iter::once(base.clone()).chain((1..d).map(|i| format!("c{i}"))).collect::<Vec<_>>().join("/");
         let mut res = Vec::new();
         for spec in [true, false] {
-            let c = Client::from_config(&ctx.cfg, ClientOptions { cache_capacity: 0, speculate: spec, ..ctx.opts.clone() });
+            let c =
+                Client::from_config(&ctx.cfg, ClientOptions { cache_capacity: 0, speculate: spec, ..ctx.opts.clone() });
             c.stat(&path)?; // connect
             let r0 = c.rounds();
             let t0 = Instant::now();

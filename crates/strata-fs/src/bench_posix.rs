@@ -18,14 +18,21 @@ fn tree(root: &Path, depth: usize, fanout: usize) -> Vec<PathBuf> {
     out
 }
 
-fn phase(label: &str, name: &str, threads: usize, f: impl Fn(usize) -> std::io::Result<usize> + Sync) -> std::io::Result<()> {
+fn phase(
+    label: &str,
+    name: &str,
+    threads: usize,
+    f: impl Fn(usize) -> std::io::Result<usize> + Sync,
+) -> std::io::Result<()> {
     let c0 = cpu_seconds("self").unwrap_or(0.0);
     let t0 = Instant::now();
     let results: Vec<std::io::Result<usize>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads).map(|i| {
-            let f = &f;
-            s.spawn(move || f(i))
-        }).collect();
+        let hs: Vec<_> = (0..threads)
+            .map(|i| {
+                let f = &f;
+                s.spawn(move || f(i))
+            })
+            .collect();
         hs.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(std::io::Error::other("thread panicked")))).collect()
     });
     let mut ops = 0;

@@ -265,9 +265,7 @@ impl Coordinator {
                     tx: Some(tx),
                 };
                 match self.call(self.s(dst.0), put)? {
-                    StepOut::Conflict(m) => {
-                        Err(if m.contains("parent") { FsError::NotFound } else { FsError::Exists })
-                    }
+                    StepOut::Conflict(m) => Err(if m.contains("parent") { FsError::NotFound } else { FsError::Exists }),
                     _ => {
                         let del = Step::DelAccessIf { pid: src.0, name: src.1.clone(), id: rec.id, tx: None };
                         self.done(self.s(src.0), del)?;
@@ -406,8 +404,7 @@ impl Coordinator {
         } else {
             None
         };
-        let intent =
-            Intent::Rename { src: (src.0, src.1.to_string()), dst: (dst.0, dst.1.to_string()), rec, birth };
+        let intent = Intent::Rename { src: (src.0, src.1.to_string()), dst: (dst.0, dst.1.to_string()), rec, birth };
         self.run(intent).map(|_| ())
     }
 

@@ -30,5 +30,5 @@ pub mod steps;
 pub mod store;
 pub mod types;
 
-pub use error::{FsError, FsResult};
 pub use client::{Client, ClientOptions};
+pub use error::{FsError, FsResult};

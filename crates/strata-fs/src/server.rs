@@ -93,10 +93,9 @@ impl Server {
             Request::Rmdir { pid, name, cred, path } => {
                 self.coord().and_then(|c| c.rmdir(pid, &name, &cred, &path)).map(|()| Response::Ok)
             }
-            Request::Rename { spid, sname, dpid, dname, cred, path } => self
-                .coord()
-                .and_then(|c| c.rename((spid, &sname), (dpid, &dname), &cred, &path))
-                .map(|()| Response::Ok),
+            Request::Rename { spid, sname, dpid, dname, cred, path } => {
+                self.coord().and_then(|c| c.rename((spid, &sname), (dpid, &dname), &cred, &path)).map(|()| Response::Ok)
+            }
             Request::SetAttrDir { pid, name, attr, cred, path } => {
                 self.coord().and_then(|c| entry(c.setattr_dir(pid, &name, &attr, &cred, &path)))
             }

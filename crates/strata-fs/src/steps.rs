@@ -87,7 +87,9 @@ impl Store {
                 let Some(mut c) = self.content(*pid)? else { return Ok(StepOut::Conflict("parent gone".into())) };
                 match self.access(*pid, name)? {
                     Some(old) if old.id == rec.id => return Ok(StepOut::Done),
-                    Some(old) if old.kind == Kind::Dir => return Ok(StepOut::Conflict("a directory holds the name".into())),
+                    Some(old) if old.kind == Kind::Dir => {
+                        return Ok(StepOut::Conflict("a directory holds the name".into()))
+                    }
                     Some(_) if !replace_file => return Ok(StepOut::Conflict("a file holds the name".into())),
                     _ => {}
                 }

@@ -158,16 +158,12 @@ pub struct DirEntry {
 
 /// Nanoseconds since the epoch now (0 if the clock is before 1970).
 pub fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
 /// Checks a single path component: non-empty, no '/', no NUL, not "." or "..".
 pub fn check_name(name: &str) -> FsResult<()> {
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') || name.len() > 255
-    {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') || name.len() > 255 {
         return Err(FsError::Invalid(format!("bad name {name:?}")));
     }
     Ok(())

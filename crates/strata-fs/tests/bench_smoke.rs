@@ -14,7 +14,17 @@ fn bench_runs_every_mode_briefly() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
-    for phase in ["dir create", "file create", "file stat", "dir readdir", "file rename", "dir rename", "file remove", "dir remove", "pangu mix"] {
+    for phase in [
+        "dir create",
+        "file create",
+        "file stat",
+        "dir readdir",
+        "file rename",
+        "dir rename",
+        "file remove",
+        "dir remove",
+        "pangu mix",
+    ] {
         assert!(text.contains(phase), "{phase} missing:\n{text}");
     }
     // depth-10 cold lookup: 1 round with speculation, 10 without

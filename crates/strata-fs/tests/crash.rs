@@ -85,7 +85,9 @@ impl Model {
 
     fn mark_unsure(&mut self, op: &Op) {
         match op {
-            Op::Mkdir(p) | Op::Create(p) | Op::Unlink(p) | Op::Rmdir(p) | Op::Chmod(p, _) => self.unsure.push(p.clone()),
+            Op::Mkdir(p) | Op::Create(p) | Op::Unlink(p) | Op::Rmdir(p) | Op::Chmod(p, _) => {
+                self.unsure.push(p.clone())
+            }
             Op::Rename(s, d) => {
                 self.unsure.push(s.clone());
                 self.unsure.push(d.clone());

@@ -20,7 +20,8 @@ struct Args {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let cfg = strata_fs::config::ClusterConfig::load(&args.config)?;
-    let addr = cfg.servers.get(args.id).map(|s| s.addr.clone()).ok_or_else(|| anyhow::anyhow!("no server {}", args.id))?;
+    let addr =
+        cfg.servers.get(args.id).map(|s| s.addr.clone()).ok_or_else(|| anyhow::anyhow!("no server {}", args.id))?;
     let server = strata_fs::server::Server::open(&cfg, args.id)?;
     eprintln!("strata-fs-server {} listening on {addr}", args.id);
     server.serve(&addr)

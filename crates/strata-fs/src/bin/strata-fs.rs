@@ -131,7 +131,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             for e in fs.readdir(&path)? {
                 if long {
                     let p = e.rec.perm;
-                    println!("{}{:04o} {:>5} {:>5} {:016x} {}", kind_char(e.rec.kind), p.mode, p.uid, p.gid, e.rec.id, e.name);
+                    println!(
+                        "{}{:04o} {:>5} {:>5} {:016x} {}",
+                        kind_char(e.rec.kind),
+                        p.mode,
+                        p.uid,
+                        p.gid,
+                        e.rec.id,
+                        e.name
+                    );
                 } else {
                     println!("{}{}", e.name, if e.rec.kind == Kind::Dir { "/" } else { "" });
                 }
