@@ -43,11 +43,14 @@ impl LocalCluster {
         small: bool,
         env: Vec<(String, String)>,
     ) -> anyhow::Result<LocalCluster> {
+        // Hold every port until all are chosen, so no two servers get one.
+        let listeners: Vec<TcpListener> = (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
         let mut servers = Vec::new();
-        for id in 0..n {
-            let addr = format!("127.0.0.1:{}", free_port()?);
+        for (id, l) in listeners.iter().enumerate() {
+            let addr = l.local_addr()?.to_string();
             servers.push(ServerEntry { id, addr, datadir: dir.join(format!("srv{id}")) });
         }
+        drop(listeners);
         let config = ClusterConfig { servers, sync, small };
         let config_path = dir.join("cluster.conf");
         std::fs::write(&config_path, config.to_text())?;

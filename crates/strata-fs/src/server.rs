@@ -31,7 +31,21 @@ impl Server {
     /// Binds, starts intent recovery (coordinator) in the background and
     /// serves until the process ends.
     pub fn serve(self: Arc<Self>, addr: &str) -> anyhow::Result<()> {
-        let listener = TcpListener::bind(addr)?;
+        // A restarted server may find its port briefly held; retry a while.
+        let mut tries = 0;
+        let listener = loop {
+            match TcpListener::bind(addr) {
+                Ok(l) => break l,
+                Err(e) if tries < 100 => {
+                    tries += 1;
+                    if tries == 1 {
+                        eprintln!("strata-fs-server: bind {addr}: {e}; retrying");
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
         if self.coord.is_some() {
             let me = self.clone();
             std::thread::spawn(move || {
