@@ -1,4 +1,4 @@
-//! Crash test: three server processes, mixed operations from a client
+//! Crash test: three server processes, mixed operations from two clients
 //! (including cross-server and directory renames), SIGKILL of random
 //! servers at random moments, restart, recovery, then the tree checker and
 //! a model of every operation the client saw succeed.
@@ -34,6 +34,7 @@ enum Op {
 /// The tree as the client knows it, and the paths whose state it does not.
 #[derive(Debug, Default)]
 struct Model {
+    root: String,
     tree: BTreeMap<String, Kind>,
     unsure: Vec<String>,
 }
@@ -102,7 +103,7 @@ impl Model {
 
 fn pick_op(rng: &mut StdRng, m: &Model) -> Op {
     let dirs = m.dirs();
-    let entries: Vec<(&String, &Kind)> = m.tree.iter().filter(|(p, _)| p.as_str() != "/").collect();
+    let entries: Vec<(&String, &Kind)> = m.tree.iter().filter(|(p, _)| **p != m.root).collect();
     let files: Vec<&String> = entries.iter().filter(|(_, k)| **k == Kind::File).map(|(p, _)| *p).collect();
     let join = |d: &str, n: String| if d == "/" { format!("/{n}") } else { format!("{d}/{n}") };
     let dir = dirs[rng.gen_range(0..dirs.len())].clone();
@@ -144,6 +145,9 @@ fn wait_recovered(fs: &Client) {
     }
 }
 
+/// Concurrent clients, each in its own subtree `/w<i>` (so each has an exact model).
+const WORKERS: usize = 2;
+
 #[test]
 fn sigkill_rounds_keep_the_tree_sound() {
     let rounds: usize = std::env::var("STRATA_FS_CRASH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
@@ -154,35 +158,44 @@ fn sigkill_rounds_keep_the_tree_sound() {
     let opts = ClientOptions { timeout: Duration::from_secs(5), ..Default::default() };
     let mut rng = StdRng::seed_from_u64(seed);
     let (mut violations, mut ops_ok, mut ops_unsure, mut kills) = (0usize, 0usize, 0usize, 0usize);
+    let fs = c.client(opts.clone());
+    for w in 0..WORKERS {
+        fs.mkdir(&format!("/w{w}"), 0o777).unwrap();
+    }
+    drop(fs);
     for round in 0..rounds {
         let rep = check(&peers()).unwrap();
-        let model = Model { tree: rep.tree, unsure: Vec::new() };
         let stop = Arc::new(AtomicBool::new(false));
-        let worker = {
-            let stop = stop.clone();
-            let fs = c.client(opts.clone());
-            let mut rng = StdRng::seed_from_u64(seed ^ (round as u64 * 7919));
-            std::thread::spawn(move || {
-                let mut m = model;
-                let (mut ok, mut unsure) = (0, 0);
-                while !stop.load(Ordering::Relaxed) {
-                    let op = pick_op(&mut rng, &m);
-                    match run(&fs, &op) {
-                        Ok(()) => {
-                            ok += 1;
-                            m.apply(&op);
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|w| {
+                let root = format!("/w{w}");
+                let tree = rep.tree.iter().filter(|(p, _)| under(p, &root)).map(|(p, k)| (p.clone(), *k)).collect();
+                let model = Model { root, tree, unsure: Vec::new() };
+                let stop = stop.clone();
+                let fs = c.client(opts.clone());
+                let mut rng = StdRng::seed_from_u64(seed ^ (round as u64 * 7919) ^ (w as u64) << 40);
+                std::thread::spawn(move || {
+                    let mut m = model;
+                    let (mut ok, mut unsure) = (0, 0);
+                    while !stop.load(Ordering::Relaxed) {
+                        let op = pick_op(&mut rng, &m);
+                        match run(&fs, &op) {
+                            Ok(()) => {
+                                ok += 1;
+                                m.apply(&op);
+                            }
+                            Err(FsError::Transport(_)) | Err(FsError::Storage(_)) => {
+                                unsure += 1;
+                                m.mark_unsure(&op);
+                                std::thread::sleep(Duration::from_millis(5));
+                            }
+                            Err(_) => {}
                         }
-                        Err(FsError::Transport(_)) | Err(FsError::Storage(_)) => {
-                            unsure += 1;
-                            m.mark_unsure(&op);
-                            std::thread::sleep(Duration::from_millis(5));
-                        }
-                        Err(_) => {}
                     }
-                }
-                (m, ok, unsure)
+                    (m, ok, unsure)
+                })
             })
-        };
+            .collect();
         std::thread::sleep(Duration::from_millis(rng.gen_range(2..40)));
         let victims: Vec<usize> = match rng.gen_range(0..10) {
             0 => vec![0, 1, 2],
@@ -199,21 +212,29 @@ fn sigkill_rounds_keep_the_tree_sound() {
         }
         std::thread::sleep(Duration::from_millis(rng.gen_range(10..40)));
         stop.store(true, Ordering::Relaxed);
-        let (m, ok, unsure) = worker.join().unwrap();
-        ops_ok += ok;
-        ops_unsure += unsure;
+        let models: Vec<Model> = workers
+            .into_iter()
+            .map(|h| {
+                let (m, ok, unsure) = h.join().unwrap();
+                ops_ok += ok;
+                ops_unsure += unsure;
+                m
+            })
+            .collect();
         let fs = c.client(opts.clone());
         wait_recovered(&fs);
         let rep = check(&peers()).unwrap();
         let mut bad = rep.violations.clone();
-        for (p, k) in &m.tree {
-            if m.sure(p) && rep.tree.get(p) != Some(k) {
-                bad.push(format!("lost: {p} ({k:?}) succeeded but is {:?}", rep.tree.get(p)));
+        for m in &models {
+            for (p, k) in &m.tree {
+                if m.sure(p) && rep.tree.get(p) != Some(k) {
+                    bad.push(format!("lost: {p} ({k:?}) succeeded but is {:?}", rep.tree.get(p)));
+                }
             }
-        }
-        for (p, k) in &rep.tree {
-            if m.sure(p) && !m.tree.contains_key(p) && m.sure(parent(p)) {
-                bad.push(format!("unexpected: {p} ({k:?}) exists but no successful op made it"));
+            for (p, k) in rep.tree.iter().filter(|(p, _)| under(p, &m.root)) {
+                if m.sure(p) && !m.tree.contains_key(p) && m.sure(parent(p)) {
+                    bad.push(format!("unexpected: {p} ({k:?}) exists but no successful op made it"));
+                }
             }
         }
         if !bad.is_empty() {
