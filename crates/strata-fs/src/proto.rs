@@ -1,10 +1,12 @@
 //! Wire protocol: length-prefixed bincode frames over TCP.
 //!
 //! A frame is a 4-byte little-endian length followed by a bincode-encoded
-//! [`Request`] or [`Response`]. A connection carries one request at a time;
-//! [`Request::Batch`] packs several (e.g. every speculative lookup bound for
-//! one server) into one frame and one reply, so a client sends one frame to
-//! each server it needs and waits for all: one parallel round trip.
+//! [`Frame`] (client to server) or [`Response`]. A connection carries one
+//! frame at a time; [`Frame::Batch`] packs several requests (e.g. every
+//! speculative lookup bound for one server) into one frame and one reply,
+//! so a client sends one frame to each server it needs and waits for all:
+//! one parallel round trip. A batch cannot nest, so no input can make
+//! decoding recurse deeply.
 
 use std::io::{Read, Write};
 
@@ -56,7 +58,14 @@ pub enum Request {
     Scan { prefix: Vec<u8>, after: Vec<u8>, limit: u32 },
     /// Admin: number of coordinator intents not yet finished.
     Pending,
-    /// Several requests answered in one frame, in order.
+}
+
+/// What a client sends in one frame.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Frame {
+    /// One request, answered by one response.
+    One(Request),
+    /// Several requests, answered by one [`Response::Batch`] in order.
     Batch(Vec<Request>),
 }
 

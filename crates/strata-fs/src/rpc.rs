@@ -8,7 +8,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::error::{FsError, FsResult};
-use crate::proto::{read_frame, write_frame, Request, Response};
+use crate::proto::{read_frame, write_frame, Frame, Request, Response};
 
 /// Connections to every server of a cluster, opened lazily and reopened
 /// after an error. Counts parallel rounds (round trips).
@@ -57,7 +57,7 @@ impl Peers {
     }
 
     /// Sends every request before reading any reply: one parallel round
-    /// trip. Requests for the same server travel as one [`Request::Batch`].
+    /// trip. Requests for the same server travel as one [`Frame::Batch`].
     /// Replies come back in request order.
     pub fn round(&self, reqs: Vec<(usize, Request)>) -> Vec<FsResult<Response>> {
         self.rounds.fetch_add(1, Ordering::Relaxed);
@@ -72,9 +72,9 @@ impl Peers {
         for (server, items) in groups {
             let idx: Vec<usize> = items.iter().map(|(i, _)| *i).collect();
             let req = if items.len() == 1 {
-                items.into_iter().map(|(_, r)| r).next().unwrap_or(Request::Ping)
+                Frame::One(items.into_iter().map(|(_, r)| r).next().unwrap_or(Request::Ping))
             } else {
-                Request::Batch(items.into_iter().map(|(_, r)| r).collect())
+                Frame::Batch(items.into_iter().map(|(_, r)| r).collect())
             };
             let Some(slot) = self.conns.get(server) else {
                 for i in idx {

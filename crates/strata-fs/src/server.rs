@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::config::ClusterConfig;
 use crate::coord::Coordinator;
 use crate::error::{FsError, FsResult};
-use crate::proto::{read_frame, write_frame, Request, Response};
+use crate::proto::{read_frame, write_frame, Frame, Request, Response};
 use crate::store::Store;
 
 /// A running server's state.
@@ -70,8 +70,11 @@ impl Server {
         let _ = stream.set_nodelay(true);
         let Ok(mut w) = stream.try_clone() else { return };
         let mut r = BufReader::new(stream);
-        while let Ok(Some(req)) = read_frame::<Request>(&mut r) {
-            let resp = self.handle(req);
+        while let Ok(Some(frame)) = read_frame::<Frame>(&mut r) {
+            let resp = match frame {
+                Frame::One(req) => self.handle(req),
+                Frame::Batch(reqs) => Response::Batch(reqs.into_iter().map(|r| self.handle(r)).collect()),
+            };
             if write_frame(&mut w, &resp).is_err() {
                 return;
             }
@@ -116,7 +119,6 @@ impl Server {
             Request::Step(step) => s.step(&step).map(Response::Step),
             Request::Scan { prefix, after, limit } => s.scan(&prefix, &after, limit).map(Response::Kvs),
             Request::Pending => self.coord().and_then(|c| c.pending()).map(Response::Count),
-            Request::Batch(reqs) => Ok(Response::Batch(reqs.into_iter().map(|r| self.handle(r)).collect())),
         };
         r.into()
     }

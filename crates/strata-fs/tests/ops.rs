@@ -179,3 +179,25 @@ fn concurrent_creates_rmdirs_and_crossing_renames_stay_sound() {
     assert!(rep.violations.is_empty(), "{:?}", rep.violations);
     assert!(rep.tree.keys().any(|p| p.ends_with("/x")) && rep.tree.keys().any(|p| p.ends_with("/y")));
 }
+
+#[test]
+fn hostile_frames_do_not_take_a_server_down() {
+    use std::io::Write;
+    let (_d, c) = common::cluster(1);
+    let addr = c.config.servers[0].addr.clone();
+    let mut frames: Vec<Vec<u8>> = vec![
+        vec![0xff, 0xff, 0xff, 0xff],                         // 4 GiB length
+        vec![10, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10],     // garbage body
+        vec![8, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f], // a vec of 2^31 requests
+    ];
+    // a deeply nested value cannot be expressed: batches do not nest
+    frames.push(vec![5, 0, 0, 0, 1, 0, 0, 0, 9]);
+    for f in frames {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        let _ = s.write_all(&f);
+        drop(s);
+    }
+    let fs = c.client(ClientOptions::default());
+    fs.mkdir("/still-here", 0o755).unwrap();
+    assert_eq!(fs.stat("/still-here").unwrap().kind, Kind::Dir);
+}
