@@ -3,6 +3,7 @@
 //! the least recently used *leaf*, so directories near the root stay cached.
 
 use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
 
 use crate::types::AccessRec;
 
@@ -11,12 +12,14 @@ struct Entry {
     rec: AccessRec,
     seq: u64,
     tick: u64,
+    at: Instant,
 }
 
 /// An LRU-on-leaves tree cache of directory access records.
 #[derive(Debug, Default)]
 pub struct AccessCache {
     cap: usize,
+    ttl: Duration,
     map: HashMap<(u64, String), Entry>,
     by_id: HashMap<u64, (u64, String)>,
     children: HashMap<u64, usize>,
@@ -25,9 +28,10 @@ pub struct AccessCache {
 }
 
 impl AccessCache {
-    /// A cache of at most `cap` entries (0 disables it).
-    pub fn new(cap: usize) -> AccessCache {
-        AccessCache { cap, ..Default::default() }
+    /// A cache of at most `cap` entries (0 disables it), each trusted for
+    /// `ttl` (servers forget invalidations after a longer time).
+    pub fn new(cap: usize, ttl: Duration) -> AccessCache {
+        AccessCache { cap, ttl, ..Default::default() }
     }
 
     /// Number of cached entries.
@@ -49,6 +53,10 @@ impl AccessCache {
         self.tick += 1;
         let tick = self.tick;
         let k = (pid, name.to_string());
+        if self.map.get(&k)?.at.elapsed() > self.ttl {
+            self.remove_key(&k);
+            return None;
+        }
         let e = self.map.get_mut(&k)?;
         let old = e.tick;
         e.tick = tick;
@@ -83,7 +91,7 @@ impl AccessCache {
         if self.is_leaf(id) {
             self.leaves.insert(self.tick, k.clone());
         }
-        self.map.insert(k, Entry { rec, seq, tick: self.tick });
+        self.map.insert(k, Entry { rec, seq, tick: self.tick, at: Instant::now() });
         while self.map.len() > self.cap {
             let Some((_, victim)) = self.leaves.pop_first() else { break };
             self.remove_key(&victim);
@@ -144,7 +152,7 @@ mod tests {
 
     #[test]
     fn evicts_least_recent_leaf_and_keeps_inner_nodes() {
-        let mut c = AccessCache::new(3);
+        let mut c = AccessCache::new(3, Duration::from_secs(60));
         c.insert(1, "a", rec(10), 0); // inner
         c.insert(10, "b", rec(11), 0); // leaf
         c.insert(10, "c", rec(12), 0); // leaf
@@ -165,8 +173,18 @@ mod tests {
 
     #[test]
     fn zero_capacity_caches_nothing() {
-        let mut c = AccessCache::new(0);
+        let mut c = AccessCache::new(0, Duration::from_secs(60));
         c.insert(1, "a", rec(10), 0);
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn entries_expire_after_the_ttl() {
+        let mut c = AccessCache::new(10, Duration::from_millis(20));
+        c.insert(1, "a", rec(10), 0);
+        assert!(c.get(1, "a").is_some());
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(c.get(1, "a").is_none());
         assert!(c.is_empty());
     }
 }

@@ -26,11 +26,20 @@ pub struct ClientOptions {
     pub speculate: bool,
     /// Reply timeout.
     pub timeout: Duration,
+    /// How long a cached directory is trusted; must be shorter than the
+    /// servers' `inval_keep_secs` (they forget invalidations after it).
+    pub cache_ttl: Duration,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { cred: Cred::root(), cache_capacity: 100_000, speculate: true, timeout: Duration::from_secs(10) }
+        ClientOptions {
+            cred: Cred::root(),
+            cache_capacity: 100_000,
+            speculate: true,
+            timeout: Duration::from_secs(10),
+            cache_ttl: Duration::from_secs(60),
+        }
     }
 }
 
@@ -82,7 +91,7 @@ impl Client {
         Client {
             peers: Peers::new(addrs, opts.timeout),
             n,
-            cache: Mutex::new(AccessCache::new(opts.cache_capacity)),
+            cache: Mutex::new(AccessCache::new(opts.cache_capacity, opts.cache_ttl)),
             opts,
             stale_retries: AtomicU64::new(0),
         }
@@ -115,7 +124,7 @@ impl Client {
 
     /// Empties the access cache.
     pub fn clear_cache(&self) {
-        *self.cache.lock() = AccessCache::new(self.opts.cache_capacity);
+        *self.cache.lock() = AccessCache::new(self.opts.cache_capacity, self.opts.cache_ttl);
     }
 
     pub(crate) fn server(&self, dir: u64) -> usize {

@@ -51,7 +51,19 @@ impl LocalCluster {
             servers.push(ServerEntry { id, addr, datadir: dir.join(format!("srv{id}")) });
         }
         drop(listeners);
-        let config = ClusterConfig { servers, sync, small };
+        let config = ClusterConfig { servers, sync, small, inval_keep_secs: crate::config::DEFAULT_INVAL_KEEP_SECS };
+        Self::launch(bin, dir, config, env)
+    }
+
+    /// Starts the servers of `config` (ports and data dirs already chosen),
+    /// writing the config to `dir/cluster.conf`.
+    pub fn launch(
+        bin: &Path,
+        dir: &Path,
+        config: ClusterConfig,
+        env: Vec<(String, String)>,
+    ) -> anyhow::Result<LocalCluster> {
+        let n = config.servers.len();
         let config_path = dir.join("cluster.conf");
         std::fs::write(&config_path, config.to_text())?;
         let children = (0..n).map(|_| None).collect();
@@ -80,6 +92,18 @@ impl LocalCluster {
         if let Some(slot) = self.children.get_mut(id) {
             *slot = Some(child);
         }
+        Ok(())
+    }
+
+    /// Rewrites the config with another invalidation-list keep time and
+    /// restarts every server with it.
+    pub fn set_inval_keep_secs(&mut self, secs: u64) -> anyhow::Result<()> {
+        self.config.inval_keep_secs = secs;
+        std::fs::write(&self.config_path, self.config.to_text())?;
+        for id in 0..self.children.len() {
+            self.restart(id)?;
+        }
+        self.client(ClientOptions::default()).wait_ready(Duration::from_secs(30))?;
         Ok(())
     }
 

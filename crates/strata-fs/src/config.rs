@@ -6,6 +6,8 @@
 //! 1     127.0.0.1:7401  /srv/fs1
 //! sync  on          # durable (msync) writes; `off`: survive a process crash only
 //! small on          # small engine sizes (tests)
+//! inval_keep_secs 600  # drop invalidation entries older than this; must
+//!                      # exceed every client's cache TTL (default 60 s)
 //! ```
 //! Server 0 is the rename/transaction coordinator. Ids must be 0..n-1.
 
@@ -33,13 +35,18 @@ pub struct ClusterConfig {
     pub sync: bool,
     /// Whether engines use small test sizes (64 MiB PM region).
     pub small: bool,
+    /// Seconds an invalidation entry is kept (longer than any client's cache TTL).
+    pub inval_keep_secs: u64,
 }
+
+/// Default of [`ClusterConfig::inval_keep_secs`].
+pub const DEFAULT_INVAL_KEEP_SECS: u64 = 600;
 
 impl ClusterConfig {
     /// Parses the text of a config file.
     pub fn parse(text: &str) -> anyhow::Result<ClusterConfig> {
         let mut servers = Vec::new();
-        let (mut sync, mut small) = (true, false);
+        let (mut sync, mut small, mut inval_keep_secs) = (true, false, DEFAULT_INVAL_KEEP_SECS);
         for (i, raw) in text.lines().enumerate() {
             let line = raw.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
@@ -49,6 +56,9 @@ impl ClusterConfig {
             match f.as_slice() {
                 ["sync", v] => sync = on_off(v, i)?,
                 ["small", v] => small = on_off(v, i)?,
+                ["inval_keep_secs", v] => {
+                    inval_keep_secs = v.parse().with_context(|| format!("line {}: bad inval_keep_secs", i + 1))?
+                }
                 [id, addr, dir] => {
                     let id: usize = id.parse().with_context(|| format!("line {}: bad server id", i + 1))?;
                     servers.push(ServerEntry { id, addr: addr.to_string(), datadir: PathBuf::from(dir) });
@@ -65,7 +75,7 @@ impl ClusterConfig {
         if servers.is_empty() {
             bail!("no servers in config");
         }
-        Ok(ClusterConfig { servers, sync, small })
+        Ok(ClusterConfig { servers, sync, small, inval_keep_secs })
     }
 
     /// Reads and parses a config file.
@@ -81,6 +91,7 @@ impl ClusterConfig {
             s.push_str(&format!("{} {} {}\n", e.id, e.addr, e.datadir.display()));
         }
         s.push_str(&format!("sync {}\nsmall {}\n", onoff(self.sync), onoff(self.small)));
+        s.push_str(&format!("inval_keep_secs {}\n", self.inval_keep_secs));
         s
     }
 

@@ -16,6 +16,7 @@ use crate::store::Store;
 pub struct Server {
     store: Arc<Store>,
     coord: Option<Coordinator>,
+    inval_keep: std::time::Duration,
 }
 
 impl Server {
@@ -25,7 +26,8 @@ impl Server {
         let entry = cfg.servers.get(me).ok_or_else(|| anyhow::anyhow!("no server {me} in config"))?;
         let store = Arc::new(Store::open(&entry.datadir, me, cfg.servers.len(), cfg.sync, cfg.small)?);
         let coord = if me == 0 { Some(Coordinator::new(store.clone(), cfg.addrs())?) } else { None };
-        Ok(Arc::new(Server { store, coord }))
+        let inval_keep = std::time::Duration::from_secs(cfg.inval_keep_secs);
+        Ok(Arc::new(Server { store, coord, inval_keep }))
     }
 
     /// Binds, starts intent recovery (coordinator) in the background and
@@ -58,6 +60,16 @@ impl Server {
                 }
             });
         }
+        let store = self.store.clone();
+        let keep = self.inval_keep;
+        std::thread::spawn(move || loop {
+            std::thread::sleep(
+                (keep / 4).clamp(std::time::Duration::from_millis(100), std::time::Duration::from_secs(60)),
+            );
+            if let Err(e) = store.prune_inval(keep) {
+                eprintln!("strata-fs-server: pruning the invalidation list: {e}");
+            }
+        });
         for conn in listener.incoming() {
             let Ok(stream) = conn else { continue };
             let me = self.clone();

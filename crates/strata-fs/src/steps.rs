@@ -155,10 +155,13 @@ impl Store {
             }
             Step::Inval { id, seq } => {
                 let mut g = self.inval.write();
-                let cur = g.get(id).copied().unwrap_or(0);
+                let cur = g.get(id).map_or(0, |(s, _)| *s);
                 if *seq > cur {
-                    self.db.put_opt(key::inval(*id), seq.to_be_bytes(), &self.wo)?;
-                    g.insert(*id, *seq);
+                    let ms = now_ns() / 1_000_000;
+                    let mut v = seq.to_be_bytes().to_vec();
+                    v.extend_from_slice(&ms.to_be_bytes());
+                    self.db.put_opt(key::inval(*id), v, &self.wo)?;
+                    g.insert(*id, (*seq, ms));
                 }
                 self.max_seq.fetch_max(*seq, Ordering::AcqRel);
                 Ok(StepOut::Done)

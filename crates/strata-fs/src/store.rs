@@ -33,7 +33,8 @@ pub struct Store {
     pub n: usize,
     pub(crate) wo: WriteOptions,
     stripes: Vec<Mutex<()>>,
-    pub(crate) inval: RwLock<HashMap<u64, u64>>,
+    /// Invalidation list: directory id → (seq, wall-clock ms when added).
+    pub(crate) inval: RwLock<HashMap<u64, (u64, u64)>>,
     pub(crate) max_seq: AtomicU64,
     file_ids: Mutex<(u64, u64)>,
 }
@@ -58,11 +59,12 @@ impl Store {
         let mut max_seq = 0;
         let prefix = b"I|".to_vec();
         for (k, v) in db.iter(prefix.clone()..key::prefix_end(&prefix))? {
-            if k.len() == 10 && v.len() == 8 {
+            if k.len() == 10 && v.len() == 16 {
                 let id = u64::from_be_bytes(k[2..10].try_into().unwrap_or_default());
                 let seq = u64::from_be_bytes(v[..8].try_into().unwrap_or_default());
+                let ms = u64::from_be_bytes(v[8..16].try_into().unwrap_or_default());
                 max_seq = max_seq.max(seq);
-                inval.insert(id, seq);
+                inval.insert(id, (seq, ms));
             }
         }
         let next = match db.get(key::FILE_NEXT)? {
@@ -119,15 +121,37 @@ impl Store {
 
     /// Refuses a request resolved through a directory invalidated after the
     /// client validated it; returns the read guard to hold while operating.
-    pub fn check_path(&self, path: &PathIds) -> FsResult<RwLockReadGuard<'_, HashMap<u64, u64>>> {
+    pub fn check_path(&self, path: &PathIds) -> FsResult<RwLockReadGuard<'_, HashMap<u64, (u64, u64)>>> {
         let g = self.inval.read();
         let stale: Vec<u64> =
-            path.iter().filter(|(id, seen)| g.get(id).is_some_and(|s| s > seen)).map(|(id, _)| *id).collect();
+            path.iter().filter(|(id, seen)| g.get(id).is_some_and(|(s, _)| s > seen)).map(|(id, _)| *id).collect();
         if stale.is_empty() {
             Ok(g)
         } else {
             Err(FsError::Stale(stale))
         }
+    }
+
+    /// Drops invalidation entries older than `keep` (no client cache entry
+    /// validated before them can still be in use: clients expire theirs
+    /// after a shorter TTL). Returns how many were dropped.
+    pub fn prune_inval(&self, keep: std::time::Duration) -> FsResult<usize> {
+        let cutoff = now_ns() / 1_000_000;
+        let cutoff = cutoff.saturating_sub(keep.as_millis() as u64);
+        let mut g = self.inval.write();
+        let old: Vec<u64> = g.iter().filter(|(_, (_, ms))| *ms < cutoff).map(|(id, _)| *id).collect();
+        if old.is_empty() {
+            return Ok(0);
+        }
+        let mut b = WriteBatch::new();
+        for id in &old {
+            b.delete(key::inval(*id));
+        }
+        self.db.write_opt(&b, &self.wo)?;
+        for id in &old {
+            g.remove(id);
+        }
+        Ok(old.len())
     }
 
     /// The content record of directory `id`, if this server has it.

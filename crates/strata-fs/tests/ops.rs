@@ -201,3 +201,34 @@ fn hostile_frames_do_not_take_a_server_down() {
     fs.mkdir("/still-here", 0o755).unwrap();
     assert_eq!(fs.stat("/still-here").unwrap().kind, Kind::Dir);
 }
+
+#[test]
+fn invalidation_entries_are_pruned_after_the_cache_ttl() {
+    let (_d, mut c) = common::cluster(2);
+    c.set_inval_keep_secs(1).unwrap();
+    let ttl = std::time::Duration::from_millis(300);
+    let a = c.client(ClientOptions { cache_ttl: ttl, ..Default::default() });
+    let b = c.client(ClientOptions::default());
+    a.mkdir_p("/a/b", 0o755).unwrap();
+    a.create("/a/b/f", 0o644).unwrap();
+    a.stat("/a/b/f").unwrap();
+    b.rename("/a", "/x").unwrap();
+    let count = || {
+        let p = peers(&c);
+        (0..2)
+            .map(|s| {
+                match p.call(s, &strata_fs::proto::Request::Scan { prefix: b"I|".to_vec(), after: vec![], limit: 100 })
+                {
+                    Ok(strata_fs::proto::Response::Kvs(kvs)) => kvs.len(),
+                    other => panic!("{other:?}"),
+                }
+            })
+            .sum::<usize>()
+    };
+    assert_eq!(count(), 2); // the renamed directory, on both servers
+    std::thread::sleep(std::time::Duration::from_millis(1800));
+    assert_eq!(count(), 0);
+    // the client's cached /a expired before the servers forgot
+    assert_eq!(a.stat("/a/b/f"), Err(FsError::NotFound));
+    assert_eq!(a.stat("/x/b/f").unwrap().kind, Kind::File);
+}
