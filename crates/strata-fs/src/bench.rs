@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use crate::client::{Client, ClientOptions};
 use crate::cluster::LocalCluster;
 use crate::config::ClusterConfig;
+use crate::cpu::cpu_seconds;
 use crate::error::FsResult;
 
 /// Options of `strata-fs bench`.
@@ -63,15 +64,6 @@ pub struct BenchArgs {
     /// A label for the rows (e.g. the sweep point).
     #[arg(long, default_value = "")]
     pub label: String,
-}
-
-/// CPU seconds (user + system) of a process, from /proc/PID/stat.
-pub fn cpu_seconds(pid: &str) -> Option<f64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
 struct Meter {

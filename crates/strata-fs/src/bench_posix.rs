@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::bench::cpu_seconds;
+use crate::cpu::cpu_seconds;
 
 fn tree(root: &Path, depth: usize, fanout: usize) -> Vec<PathBuf> {
     let mut out = vec![root.to_path_buf()];

@@ -19,6 +19,7 @@ pub mod client;
 pub mod cluster;
 pub mod config;
 pub mod coord;
+pub mod cpu;
 pub mod error;
 pub mod fuse;
 pub mod ids;
