@@ -48,6 +48,16 @@ impl Client {
         })
     }
 
+    /// Resolves `path` to its access record (id, kind, permissions), as path
+    /// resolution sees it; the root has none (`Invalid`).
+    pub fn lookup(&self, path: &str) -> FsResult<AccessRec> {
+        let comps = components(path)?;
+        if comps.is_empty() {
+            return Err(FsError::Invalid("the root has no access record".into()));
+        }
+        self.retry(|| self.resolve(&comps)?.recs.last().cloned().ok_or(FsError::NotFound))
+    }
+
     /// Creates a regular file (one server: the parent's).
     pub fn create(&self, path: &str, mode: u32) -> FsResult<Attr> {
         let (dir, name) = split_last(path)?;

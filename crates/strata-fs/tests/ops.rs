@@ -25,6 +25,7 @@ fn posix_semantics_on_three_servers() {
     assert_eq!(fs.create("/a/b/f/g", 0o644).map(|_| ()), Err(FsError::NotDir));
     assert_eq!(fs.stat("/a/b/f").unwrap().kind, Kind::File);
     assert_eq!(fs.stat("/a/b/c").unwrap().kind, Kind::Dir);
+    assert_eq!(fs.lookup("/a/b/c").unwrap().id, strata_fs::ids::dir_id(fs.lookup("/a/b").unwrap().id, "c", 0));
     assert_eq!(fs.rmdir("/a/b"), Err(FsError::NotEmpty));
     assert_eq!(fs.rmdir("/a/b/f"), Err(FsError::NotDir));
     assert_eq!(fs.unlink("/a/b/c"), Err(FsError::IsDir));
