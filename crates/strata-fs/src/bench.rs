@@ -324,33 +324,53 @@ fn lookup(ctx: &Ctx) -> anyhow::Result<()> {
     }
     setup.mkdir_p(&chain, 0o755)?;
     println!(
-        "\n| servers | depth | spec RTT/lookup | spec µs/lookup | step RTT/lookup | step µs/lookup | latency ratio |"
+        "\n| servers | depth | spec RTT/lookup | spec µs median (mean) | step RTT/lookup | step µs median (mean) | median ratio |"
     );
     println!("|---|---|---|---|---|---|---|");
     for d in depths {
         let path: String =
             std::iter::once(base.clone()).chain((1..d).map(|i| format!("c{i}"))).collect::<Vec<_>>().join("/");
-        let mut res = Vec::new();
-        for spec in [true, false] {
-            let c =
-                Client::from_config(&ctx.cfg, ClientOptions { cache_capacity: 0, speculate: spec, ..ctx.opts.clone() });
+        // Alternate the two clients lookup by lookup, so both see the same
+        // machine noise; report medians (robust to scheduling hiccups).
+        let clients: Vec<Client> = [true, false]
+            .into_iter()
+            .map(|spec| {
+                Client::from_config(&ctx.cfg, ClientOptions { cache_capacity: 0, speculate: spec, ..ctx.opts.clone() })
+            })
+            .collect();
+        let mut lat: Vec<Vec<f64>> = (0..2).map(|_| Vec::with_capacity(a.lookups)).collect();
+        let mut rounds = [0u64; 2];
+        for c in &clients {
             c.stat(&path)?; // connect
-            let r0 = c.rounds();
-            let t0 = Instant::now();
-            for _ in 0..a.lookups {
-                c.stat(&path)?;
-            }
-            let us = t0.elapsed().as_secs_f64() * 1e6 / a.lookups as f64;
-            res.push(((c.rounds() - r0) as f64 / a.lookups as f64, us));
         }
+        for _ in 0..a.lookups {
+            for (k, c) in clients.iter().enumerate() {
+                let r0 = c.rounds();
+                let t0 = Instant::now();
+                c.stat(&path)?;
+                lat[k].push(t0.elapsed().as_secs_f64() * 1e6);
+                rounds[k] += c.rounds() - r0;
+            }
+        }
+        let stats: Vec<(f64, f64, f64)> = lat
+            .iter_mut()
+            .zip(rounds)
+            .map(|(v, r)| {
+                v.sort_by(f64::total_cmp);
+                let n = v.len().max(1) as f64;
+                (r as f64 / n, v.get(v.len() / 2).copied().unwrap_or(0.0), v.iter().sum::<f64>() / n)
+            })
+            .collect();
         println!(
-            "| {} | {d} | {:.2} | {:.1} | {:.2} | {:.1} | {:.2} |",
+            "| {} | {d} | {:.2} | {:.1} ({:.1}) | {:.2} | {:.1} ({:.1}) | {:.2} |",
             ctx.cfg.servers.len(),
-            res[0].0,
-            res[0].1,
-            res[1].0,
-            res[1].1,
-            res[0].1 / res[1].1.max(1e-9)
+            stats[0].0,
+            stats[0].1,
+            stats[0].2,
+            stats[1].0,
+            stats[1].1,
+            stats[1].2,
+            stats[0].1 / stats[1].1.max(1e-9)
         );
     }
     Ok(())
