@@ -16,7 +16,7 @@ use strata_fs::{Client, ClientOptions, FsError};
 #[command(version, about)]
 struct Cli {
     /// Cluster config file (lines `id addr datadir`); or $STRATA_FS_CONFIG.
-    #[arg(long, short, global = true, env = "STRATA_FS_CONFIG")]
+    #[arg(long, short, global = true)]
     config: Option<PathBuf>,
     /// Act as this uid (default 0, root).
     #[arg(long, global = true, default_value_t = 0)]
@@ -114,7 +114,10 @@ fn kind_char(k: Kind) -> char {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+fn run(mut cli: Cli) -> anyhow::Result<()> {
+    if cli.config.is_none() {
+        cli.config = std::env::var_os("STRATA_FS_CONFIG").map(PathBuf::from);
+    }
     if let Cmd::Bench(args) = cli.cmd {
         return bench::main(args, cli.config.as_deref());
     }
