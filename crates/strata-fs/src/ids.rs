@@ -84,6 +84,13 @@ pub mod key {
         k
     }
 
+    /// Prefix of every rename-list entry of birth parent `pid`.
+    pub fn rename_list_prefix(pid: u64) -> Vec<u8> {
+        let mut k = b"R|".to_vec();
+        k.extend_from_slice(&pid.to_be_bytes());
+        k
+    }
+
     /// Invalidation-list entry: `I|id BE` → seq.
     pub fn inval(id: u64) -> Vec<u8> {
         let mut k = b"I|".to_vec();

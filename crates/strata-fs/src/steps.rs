@@ -31,7 +31,13 @@ impl Store {
             }
             Step::DelContent { id } => {
                 let _s = self.stripe(*id);
-                self.db.delete_opt(key::content(*id), &self.wo)?;
+                let mut b = WriteBatch::new();
+                b.delete(key::content(*id));
+                let rl = key::rename_list_prefix(*id);
+                for (k, _) in self.db.iter(rl.clone()..key::prefix_end(&rl))? {
+                    b.delete(k);
+                }
+                self.db.write_opt(&b, &self.wo)?;
                 Ok(StepOut::Done)
             }
             Step::Fence { id } => {
