@@ -85,7 +85,9 @@ impl CachedStore {
     /// The version stripe of the Redis key `store_key` belongs to.
     fn stripe_index(&self, store_key: &[u8]) -> Option<usize> {
         let user = redis_key_of(store_key)?;
-        let h = crate::keyspace::fnv1a32(user) as usize ^ self.db.wrapping_mul(0x9e37_79b9);
+        let h = user.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+            as usize
+            ^ self.db.wrapping_mul(0x9e37_79b9);
         Some(h & (STRIPES - 1))
     }
 
@@ -182,7 +184,19 @@ fn member_range(start: &[u8], end: Option<&[u8]>) -> bool {
     let Some(end) = end else { return false };
     matches!(start.first(), Some(b'H' | b'S' | b'Z' | b'z' | b'L'))
         && redis_key_of(start).is_some_and(|k| 5 + k.len() == start.len())
-        && crate::keyspace::prefix_end(start).as_deref() == Some(end)
+        && prefix_end(start).as_deref() == Some(end)
+}
+
+/// The first key after every key that starts with `prefix` (none if it is all 0xff).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
 }
 
 impl Backend for CachedStore {
@@ -292,8 +306,16 @@ impl Backend for CachedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyspace::{member_prefix, meta_key, prefix_end};
     use crate::store::engine::EngineStore;
+
+    /// The keyspace's encodings (FORMAT.md, "Server keyspace encoding").
+    fn member_prefix(tag: u8, key: &[u8]) -> Vec<u8> {
+        [&[tag][..], &(key.len() as u32).to_be_bytes(), key].concat()
+    }
+
+    fn meta_key(key: &[u8]) -> Vec<u8> {
+        [&b"m"[..], &[0, 0, 0, 0], key].concat()
+    }
 
     fn engine(dir: &std::path::Path) -> Arc<dyn Backend> {
         let o = stratakv::Options { pm_size: 64 << 20, write_buffer_size: 256 << 10, ..Default::default() };
