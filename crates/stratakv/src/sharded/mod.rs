@@ -424,9 +424,30 @@ impl Sharded {
 
     /// Values of several keys, read at one consistent cut of the shards.
     pub fn multi_get<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        if let Some(db) = self.direct_reader(keys) {
+            return db.multi_get(keys);
+        }
         let (c, t) = self.push_gets(keys);
         self.kick(&t, true);
         c.wait()
+    }
+
+    /// The shard a blocking read of `keys` may read directly, without a
+    /// trip through the queue: with `callers_apply`, when every key is in
+    /// one shard and that shard's queue is idle (so every write pushed
+    /// before, this caller's async ones too, is in its engine; one shard
+    /// cannot show half a cross-shard batch).
+    fn direct_reader<K: AsRef<[u8]>>(&self, keys: &[K]) -> Option<&Db> {
+        if !self.callers_apply {
+            return None;
+        }
+        let n = self.dbs.len();
+        let mut shards = keys.iter().map(|k| shard_of(k.as_ref(), n));
+        let s = shards.next()?;
+        if !shards.all(|x| x == s) || keys.iter().any(|k| check_key(k.as_ref()).is_err()) {
+            return None;
+        }
+        self.queues.get(s).filter(|q| q.idle()).and(self.dbs.get(s))
     }
 
     /// Values of several keys, as a completion. The per-shard parts are

@@ -119,6 +119,13 @@ impl Queue {
         true
     }
 
+    /// Whether nothing is queued or being applied: every request pushed so
+    /// far is in the shard's engine.
+    pub(crate) fn idle(&self) -> bool {
+        let s = self.state.lock();
+        s.items.is_empty() && !s.busy
+    }
+
     /// For a holder done with its run: takes what was queued meanwhile as
     /// its next run (keeping the claim) and returns true, or, with nothing
     /// queued, ends the claim and returns false.
