@@ -303,3 +303,27 @@ fn cuts_hold_cross_shard_batches_whole() {
     assert_eq!(st.cross_batches, 1200);
     assert!(st.writes >= 1200 * 4, "{st:?}");
 }
+
+/// A blocking read sees the caller's own async writes that it has not
+/// waited for (they are queued before the read, or the shard is not idle
+/// and the read goes through the queue behind them), with either applier.
+#[test]
+fn blocking_reads_see_unwaited_async_writes() {
+    for callers_apply in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = ShardedOptions::new(3, Options::for_tests());
+        o.callers_apply = callers_apply;
+        let db = Sharded::open(dir.path(), o).unwrap();
+        let mut pending = Vec::new();
+        for i in 0..2000u32 {
+            let k = format!("k{:04}", i % 97);
+            pending.push(db.put_async(&k, i.to_be_bytes(), false));
+            assert_eq!(db.get(&k).unwrap(), Some(i.to_be_bytes().to_vec()), "callers_apply {callers_apply}");
+            let ks = [k.clone(), format!("k{:04}", (i + 1) % 97)];
+            assert_eq!(db.multi_get(&ks).unwrap()[0], Some(i.to_be_bytes().to_vec()));
+        }
+        for p in pending {
+            p.wait().unwrap();
+        }
+    }
+}
