@@ -92,7 +92,7 @@ pub struct Flags {
     #[arg(long)]
     pub databases: Option<u64>,
     /// Engine storage: DRAM cache of meta entries and whole collections
-    /// read (e.g. 64mb; 0: none). Default 64 MiB.
+    /// read (e.g. 64mb; 0: none). Default 256 MiB.
     #[arg(long = "read-cache-size")]
     pub read_cache_size: Option<String>,
     /// Engine storage through the sharded front end (p2KVS) with this many
@@ -185,7 +185,10 @@ pub const DEFAULT_WRITE_BUFFER: u64 = 8 << 20;
 /// with throughput the same or higher.
 pub const DEFAULT_BACKGROUND_NICE: u32 = 10;
 /// The engine store's read cache unless `--read-cache-size` says otherwise.
-pub const DEFAULT_READ_CACHE: u64 = 64 << 20;
+/// 256 MiB: a Redis user's data sits in DRAM whole; this holds the hot part
+/// of a few hundred MiB of records (Kvrocks's RocksDB block cache defaults
+/// to 4 GiB).
+pub const DEFAULT_READ_CACHE: u64 = 256 << 20;
 
 /// Databases of `--storage engine` unless `databases` says otherwise (Redis's default).
 pub const DEFAULT_DATABASES: u64 = 16;
