@@ -108,6 +108,21 @@ impl StrataFuse {
         Ok(self.attr(&a))
     }
 
+    /// Makes `name` under `parent` as the caller with `f` (mkdir, create)
+    /// and returns its attributes.
+    fn make<T>(
+        &mut self,
+        req: &Request<'_>,
+        parent: u64,
+        name: &OsStr,
+        f: impl FnOnce(&mut Client, &str) -> Result<T, FsError>,
+    ) -> Result<FileAttr, i32> {
+        self.as_caller(req);
+        let p = self.child(parent, name)?;
+        f(&mut self.client, &p).map_err(errno)?;
+        self.stat_path(&p)
+    }
+
     fn moved(&mut self, src: &str, dst: &str) {
         for p in self.paths.values_mut() {
             if under(p, src) {
@@ -175,12 +190,7 @@ impl Filesystem for StrataFuse {
     }
 
     fn mkdir(&mut self, req: &Request<'_>, parent: u64, name: &OsStr, mode: u32, umask: u32, reply: ReplyEntry) {
-        self.as_caller(req);
-        let r = self.child(parent, name).and_then(|p| {
-            self.client.mkdir(&p, mode & !umask & 0o7777).map_err(errno)?;
-            self.stat_path(&p)
-        });
-        match r {
+        match self.make(req, parent, name, |c, p| c.mkdir(p, mode & !umask & 0o7777)) {
             Ok(a) => reply.entry(&TTL, &a, 0),
             Err(e) => reply.error(e),
         }
@@ -196,12 +206,7 @@ impl Filesystem for StrataFuse {
         _rdev: u32,
         reply: ReplyEntry,
     ) {
-        self.as_caller(req);
-        let r = self.child(parent, name).and_then(|p| {
-            self.client.create(&p, mode & !umask & 0o7777).map_err(errno)?;
-            self.stat_path(&p)
-        });
-        match r {
+        match self.make(req, parent, name, |c, p| c.create(p, mode & !umask & 0o7777)) {
             Ok(a) => reply.entry(&TTL, &a, 0),
             Err(e) => reply.error(e),
         }
@@ -217,12 +222,7 @@ impl Filesystem for StrataFuse {
         _flags: i32,
         reply: ReplyCreate,
     ) {
-        self.as_caller(req);
-        let r = self.child(parent, name).and_then(|p| {
-            self.client.create(&p, mode & !umask & 0o7777).map_err(errno)?;
-            self.stat_path(&p)
-        });
-        match r {
+        match self.make(req, parent, name, |c, p| c.create(p, mode & !umask & 0o7777)) {
             Ok(a) => reply.created(&TTL, &a, 0, 0, 0),
             Err(e) => reply.error(e),
         }

@@ -310,18 +310,7 @@ pub fn parse_expire_index(k: &[u8]) -> Option<(u64, &[u8])> {
     Some((ms, k.get(9..)?))
 }
 
-/// The smallest key greater than every key starting with `prefix`
-/// (`None` if there is none).
-pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
+pub use crate::store::prefix_end;
 
 /// Current Unix time in milliseconds.
 pub fn now_ms() -> u64 {

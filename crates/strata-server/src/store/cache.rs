@@ -108,7 +108,7 @@ impl CachedStore {
     fn begin_read(&self, stripe: &AtomicU64) -> Option<(u64, u64)> {
         let v = stripe.load(Ordering::Acquire);
         let e = self.epoch.load(Ordering::Acquire);
-        (v % 2 == 0 && e % 2 == 0).then_some((v, e))
+        (v.is_multiple_of(2) && e.is_multiple_of(2)).then_some((v, e))
     }
 
     /// Whether nothing changed since `begin_read` returned `at`.
@@ -184,19 +184,7 @@ fn member_range(start: &[u8], end: Option<&[u8]>) -> bool {
     let Some(end) = end else { return false };
     matches!(start.first(), Some(b'H' | b'S' | b'Z' | b'z' | b'L'))
         && redis_key_of(start).is_some_and(|k| 5 + k.len() == start.len())
-        && prefix_end(start).as_deref() == Some(end)
-}
-
-/// The first key after every key that starts with `prefix` (none if it is all 0xff).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
+        && super::prefix_end(start).as_deref() == Some(end)
 }
 
 impl Backend for CachedStore {
@@ -328,7 +316,7 @@ mod tests {
 
     fn members(s: &dyn Backend, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let p = member_prefix(b'H', key);
-        s.scan(&p, prefix_end(&p).as_deref(), 1024).unwrap()
+        s.scan(&p, crate::store::prefix_end(&p).as_deref(), 1024).unwrap()
     }
 
     /// Cached reads are served again, a write to the key (or a clear)

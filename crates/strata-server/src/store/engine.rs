@@ -185,14 +185,7 @@ impl Backend for EngineStore {
                 }
             }
         };
-        let mut out = Vec::with_capacity(limit.min(1024));
-        while out.len() < limit {
-            match it.try_next()? {
-                Some(kv) => out.push(kv),
-                None => break,
-            }
-        }
-        Ok(out)
+        super::take_pairs(limit, || it.try_next())
     }
 
     fn write(&self, ops: Vec<Op>, durable: bool) -> StoreResult<Pending> {

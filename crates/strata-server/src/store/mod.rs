@@ -55,6 +55,34 @@ pub enum ShutdownSave {
 /// Result of a storage call.
 pub type StoreResult<T> = Result<T, StoreError>;
 
+/// Up to `limit` pairs from an engine iterator's `next`.
+fn take_pairs(
+    limit: usize,
+    mut next: impl FnMut() -> stratakv::Result<Option<(Vec<u8>, Vec<u8>)>>,
+) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut out = Vec::with_capacity(limit.min(1024));
+    while out.len() < limit {
+        match next()? {
+            Some(kv) => out.push(kv),
+            None => break,
+        }
+    }
+    Ok(out)
+}
+
+/// The first key after every key that starts with `prefix` (none if it is
+/// all 0xff bytes): the end of a prefix range.
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
 /// A write that is applied (visible) and, if it asked for durability, has
 /// a ticket to wait on with [`Backend::wait_durable`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

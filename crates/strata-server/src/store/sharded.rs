@@ -72,14 +72,7 @@ impl Backend for ShardedStore {
             end: end.map(|e| Bound::Excluded(e.to_vec())).unwrap_or(Bound::Unbounded),
         };
         let mut it = self.db.iter(range)?;
-        let mut out = Vec::with_capacity(limit.min(1024));
-        while out.len() < limit {
-            match it.try_next()? {
-                Some(kv) => out.push(kv),
-                None => break,
-            }
-        }
-        Ok(out)
+        super::take_pairs(limit, || it.try_next())
     }
 
     fn write(&self, ops: Vec<Op>, durable: bool) -> StoreResult<Pending> {

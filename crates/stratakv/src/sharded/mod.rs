@@ -10,6 +10,7 @@
 //! | `open.rs` | opening: shard count, shards, coordinator redo, workers |
 //! | `layout.rs` | the directory layout, the key hash, the reserved meta key |
 //! | `queue.rs`, `worker.rs` | the per-shard queues and the workers that fold them |
+//! | `combine.rs` | blocking callers applying an idle queue, and direct reads |
 //! | `coord.rs` | the coordinator log of cross-shard batches |
 //! | `oneshot.rs` | completions: blocking wait or future |
 //! | `iter.rs` | consistent snapshots and the merged iterator |
@@ -26,6 +27,7 @@
 //! small coordinator log, written before any shard gets a part, and each
 //! shard's applied GSN stored in the same engine batch as its data.
 
+mod combine;
 mod coord;
 mod iter;
 mod layout;
@@ -39,7 +41,6 @@ pub use iter::{ShardedIter, ShardedSnapshot};
 pub use layout::{recorded_shards, META_PREFIX, SHARDS_FILE};
 pub use oneshot::Completion;
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -54,24 +55,13 @@ use crate::key::KeyRange;
 use crate::options::Options;
 use crate::stats::Stats;
 
+use combine::Touched;
 use coord::CoordLog;
 use iter::check_key;
 use layout::{is_meta, shard_of};
 use oneshot::{Gather, GetJoin, WriteJoin};
 use queue::{Queue, Req};
 use worker::{Applier, WorkerCounters};
-
-/// Most runs a combining caller applies before it leaves the rest to the
-/// worker.
-const CALLER_RUNS: usize = 8;
-
-/// The shards a request was pushed to.
-enum Touched {
-    None,
-    One(usize),
-    Many(Vec<usize>),
-    All,
-}
 
 /// How to open a sharded database.
 #[derive(Clone, Debug)]
@@ -275,44 +265,6 @@ impl Sharded {
         (self.push_cross(parts, sync), touched)
     }
 
-    /// Gets the requests just pushed to the shards `t` applied: with `help`
-    /// (a blocking caller) and `callers_apply`, the caller applies each idle
-    /// shard's queue itself; otherwise, or where a worker or another caller
-    /// holds the queue, the holder or the woken worker does.
-    fn kick(&self, t: &Touched, help: bool) {
-        let one = |s: usize| {
-            let Some(q) = self.queues.get(s) else { return };
-            if help && self.callers_apply {
-                let mut items = VecDeque::new();
-                if q.try_claim(&mut items) {
-                    let Some(a) = self.appliers.get(s) else { return q.release() };
-                    a.apply(&mut items);
-                    // Requests that came while this caller applied are
-                    // folded into its next runs (their callers wait on it),
-                    // a few runs at most so it gets back to its own work.
-                    let mut runs = 1;
-                    while runs < CALLER_RUNS && q.next_run(&mut items) {
-                        a.apply(&mut items);
-                        runs += 1;
-                    }
-                    if runs == CALLER_RUNS {
-                        q.release();
-                    }
-                }
-                // Not claimed: the holder releases with requests queued and
-                // so wakes the worker, or the worker is the holder.
-            } else {
-                q.notify();
-            }
-        };
-        match t {
-            Touched::None => {}
-            Touched::One(s) => one(*s),
-            Touched::Many(v) => v.iter().copied().for_each(one),
-            Touched::All => (0..self.queues.len()).for_each(one),
-        }
-    }
-
     fn check_write(&self, batch: &WriteBatch) -> Result<()> {
         if let Some(why) = batch.invalid() {
             return Err(Error::InvalidArgument(why.to_string()));
@@ -430,24 +382,6 @@ impl Sharded {
         let (c, t) = self.push_gets(keys);
         self.kick(&t, true);
         c.wait()
-    }
-
-    /// The shard a blocking read of `keys` may read directly, without a
-    /// trip through the queue: with `callers_apply`, when every key is in
-    /// one shard and that shard's queue is idle (so every write pushed
-    /// before, this caller's async ones too, is in its engine; one shard
-    /// cannot show half a cross-shard batch).
-    fn direct_reader<K: AsRef<[u8]>>(&self, keys: &[K]) -> Option<&Db> {
-        if !self.callers_apply {
-            return None;
-        }
-        let n = self.dbs.len();
-        let mut shards = keys.iter().map(|k| shard_of(k.as_ref(), n));
-        let s = shards.next()?;
-        if !shards.all(|x| x == s) || keys.iter().any(|k| check_key(k.as_ref()).is_err()) {
-            return None;
-        }
-        self.queues.get(s).filter(|q| q.idle()).and(self.dbs.get(s))
     }
 
     /// Values of several keys, as a completion. The per-shard parts are
