@@ -385,7 +385,7 @@ mod tests {
                         i += 1;
                         let w = (i + r) % keys.len();
                         let floor = acked[w].load(Ordering::SeqCst);
-                        let got = if i % 2 == 0 {
+                        let got = if i.is_multiple_of(2) {
                             c.get(&meta_key(&keys[w])).unwrap().map_or(0, |v| num(&v))
                         } else {
                             members(&*c, &keys[w]).first().map_or(0, |(_, v)| num(v))
