@@ -52,6 +52,17 @@ pub enum Intent {
     Rename { src: (u64, String), dst: (u64, String), rec: AccessRec, birth: Option<(u64, String, u32)> },
     /// Change directory `id`'s permissions to `perm`.
     SetAttrDir { pid: u64, name: String, id: u64, perm: Perm },
+    /// Move directory `rec` from `src` to `dst`, replacing the empty
+    /// directory `old` there (POSIX rename onto an empty directory);
+    /// `birth` and `old_birth` are the two directories' birth triples.
+    RenameOver {
+        src: (u64, String),
+        dst: (u64, String),
+        rec: AccessRec,
+        birth: (u64, String, u32),
+        old: u64,
+        old_birth: (u64, String, u32),
+    },
 }
 
 /// The coordinator: the local store, connections to the others, one lock.
@@ -208,6 +219,7 @@ impl Coordinator {
                             name: name.clone(),
                             rec: arec.clone(),
                             replace_file: false,
+                            replace_dir: None,
                             tx: None,
                         };
                         match self.call(self.s(*pid), put)? {
@@ -247,6 +259,7 @@ impl Coordinator {
                             name: dst.1.clone(),
                             rec: rec.clone(),
                             replace_file: true,
+                            replace_dir: None,
                             tx: Some(tx),
                         };
                         self.done(self.s(dst.0), put)
@@ -262,6 +275,7 @@ impl Coordinator {
                     name: dst.1.clone(),
                     rec: rec.clone(),
                     replace_file: false,
+                    replace_dir: None,
                     tx: Some(tx),
                 };
                 match self.call(self.s(dst.0), put)? {
@@ -278,6 +292,52 @@ impl Coordinator {
                     }
                 }
             }
+            Intent::RenameOver { src, dst, rec, birth: (bp, bn, bv), old, old_birth: (obp, obn, obv) } => {
+                // Fenced first, as rmdir does: no create can land in `old`
+                // while it is checked and replaced.
+                match self.call(self.s(*old), Step::Fence { id: *old })? {
+                    StepOut::Empty(Some(false)) => {
+                        self.done(self.s(*old), Step::Unfence { id: *old })?;
+                        Err(FsError::NotEmpty)
+                    }
+                    _ => {
+                        self.broadcast(*old, 2 * tx)?;
+                        self.broadcast(rec.id, 2 * tx)?;
+                        // One batch on dst's server swaps `old`'s access
+                        // record for the moved directory's.
+                        let put = Step::PutAccess {
+                            pid: dst.0,
+                            name: dst.1.clone(),
+                            rec: rec.clone(),
+                            replace_file: false,
+                            replace_dir: Some(*old),
+                            tx: Some(tx),
+                        };
+                        match self.call(self.s(dst.0), put)? {
+                            StepOut::Conflict(m) => {
+                                self.done(self.s(*old), Step::Unfence { id: *old })?;
+                                self.broadcast(*old, 2 * tx + 1)?;
+                                self.broadcast(rec.id, 2 * tx + 1)?;
+                                Err(if m.contains("parent") { FsError::NotFound } else { FsError::Exists })
+                            }
+                            _ => {
+                                let del = Step::DelAccessIf { pid: src.0, name: src.1.clone(), id: rec.id, tx: None };
+                                self.done(self.s(src.0), del)?;
+                                let loc = Step::SetContentLoc { id: rec.id, parent: dst.0, name: dst.1.clone() };
+                                self.done(self.s(rec.id), loc)?;
+                                let rl = Step::PutRenameList { pid: *bp, name: bn.clone(), version: *bv };
+                                self.done(self.s(*bp), rl)?;
+                                self.done(self.s(*old), Step::DelContent { id: *old })?;
+                                let orl = Step::DelRenameList { pid: *obp, name: obn.clone(), version: *obv };
+                                self.done(self.s(*obp), orl)?;
+                                self.broadcast(*old, 2 * tx + 1)?;
+                                self.broadcast(rec.id, 2 * tx + 1)?;
+                                Ok(())
+                            }
+                        }
+                    }
+                }
+            }
             Intent::SetAttrDir { pid, name, id, perm } => {
                 self.broadcast(*id, 2 * tx)?;
                 let sa = Step::SetAccessPerm { pid: *pid, name: name.clone(), id: *id, perm: *perm };
@@ -288,7 +348,7 @@ impl Coordinator {
             }
         };
         self.store.db.delete_opt(key::intent(tx), &self.store.wo)?;
-        if let Intent::Rename { src, dst, .. } = intent {
+        if let Intent::Rename { src, dst, .. } | Intent::RenameOver { src, dst, .. } = intent {
             // Best effort: a lost marker only costs a few bytes.
             let _ = self.call(self.s(dst.0), Step::ForgetTx { tx });
             if self.s(src.0) != self.s(dst.0) {
@@ -378,10 +438,14 @@ impl Coordinator {
         if src == dst {
             return Ok(());
         }
+        let mut replaces = None;
         if let Some(d) = self.access(dst.0, dst.1)? {
             match (rec.kind, d.kind) {
                 (_, _) if d.id == rec.id => return Ok(()),
-                (Kind::Dir, Kind::Dir) => return Err(FsError::Exists),
+                (Kind::Dir, Kind::Dir) => {
+                    let c = self.content(d.id)?.ok_or(FsError::NotFound)?;
+                    replaces = Some((d.id, (c.birth_parent, c.birth_name, c.version)));
+                }
                 (Kind::Dir, Kind::File) => return Err(FsError::NotDir),
                 (Kind::File, Kind::Dir) => return Err(FsError::IsDir),
                 (Kind::File, Kind::File) => {}
@@ -404,7 +468,11 @@ impl Coordinator {
         } else {
             None
         };
-        let intent = Intent::Rename { src: (src.0, src.1.to_string()), dst: (dst.0, dst.1.to_string()), rec, birth };
+        let (src, dst) = ((src.0, src.1.to_string()), (dst.0, dst.1.to_string()));
+        let intent = match (birth, replaces) {
+            (Some(birth), Some((old, old_birth))) => Intent::RenameOver { src, dst, rec, birth, old, old_birth },
+            (birth, _) => Intent::Rename { src, dst, rec, birth },
+        };
         self.run(intent).map(|_| ())
     }
 

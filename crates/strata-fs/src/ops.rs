@@ -190,7 +190,10 @@ impl Client {
             } else {
                 self.call(0, Request::Rename { spid, sname: sn, dpid, dname: dn, cred, path })?;
                 if rec.kind == Kind::Dir {
-                    self.cache.lock().remove_ids(&[rec.id]);
+                    let mut cache = self.cache.lock();
+                    cache.remove_ids(&[rec.id]);
+                    // An empty directory the rename replaced.
+                    cache.remove(dpid, &dname);
                 }
             }
             Ok(())

@@ -104,7 +104,9 @@ pub enum Step {
     /// or fenced.
     /// With `tx`, the step is applied at most once: a marker `X|tx|1` is
     /// written in the same batch and a replay that finds it does nothing.
-    PutAccess { pid: u64, name: String, rec: AccessRec, replace_file: bool, tx: Option<u64> },
+    /// `replace_dir`: the directory of this id may hold the name (an empty,
+    /// fenced directory a rename replaces); it is overwritten.
+    PutAccess { pid: u64, name: String, rec: AccessRec, replace_file: bool, replace_dir: Option<u64>, tx: Option<u64> },
     /// Drop the at-most-once markers of transaction `tx` (after its intent is gone).
     ForgetTx { tx: u64 },
     /// Delete an access record if it still names entry `id`. With `tx`,

@@ -83,7 +83,7 @@ impl Store {
                 }
                 Ok(StepOut::Done)
             }
-            Step::PutAccess { pid, name, rec, replace_file, tx } => {
+            Step::PutAccess { pid, name, rec, replace_file, replace_dir, tx } => {
                 let _s = self.stripe(*pid);
                 if let Some(tx) = tx {
                     if self.db.get(key::tx_marker(*tx, 1))?.is_some() {
@@ -93,10 +93,12 @@ impl Store {
                 let Some(mut c) = self.content(*pid)? else { return Ok(StepOut::Conflict("parent gone".into())) };
                 match self.access(*pid, name)? {
                     Some(old) if old.id == rec.id => return Ok(StepOut::Done),
-                    Some(old) if old.kind == Kind::Dir => {
+                    Some(old) if old.kind == Kind::Dir && Some(old.id) != *replace_dir => {
                         return Ok(StepOut::Conflict("a directory holds the name".into()))
                     }
-                    Some(_) if !replace_file => return Ok(StepOut::Conflict("a file holds the name".into())),
+                    Some(old) if old.kind != Kind::Dir && !replace_file => {
+                        return Ok(StepOut::Conflict("a file holds the name".into()))
+                    }
                     _ => {}
                 }
                 if c.fenced {

@@ -112,6 +112,21 @@ fn pick_op(rng: &mut StdRng, m: &Model) -> Op {
         25..=36 if !files.is_empty() => Op::Unlink(files[rng.gen_range(0..files.len())].clone()),
         37..=54 if dir.matches('/').count() < 3 => Op::Mkdir(join(&dir, format!("d{}", rng.gen_range(0..4)))),
         55..=64 if dirs.len() > 1 => Op::Rmdir(dirs[rng.gen_range(1..dirs.len())].clone()),
+        65..=71 if dirs.len() > 2 => {
+            // A directory onto an empty one (POSIX replaces it), or onto a
+            // non-empty one (ENOTEMPTY); never onto its own subtree.
+            let src = dirs[rng.gen_range(1..dirs.len())].clone();
+            let empty = |d: &String| !m.tree.keys().any(|p| p != d && under(p, d));
+            let targets: Vec<&String> = dirs
+                .iter()
+                .skip(1)
+                .filter(|d| !under(d, &src) && !under(&src, d) && (empty(d) || rng.gen_bool(0.2)))
+                .collect();
+            match targets.get(rng.gen_range(0..targets.len().max(1))) {
+                Some(dst) => Op::Rename(src, (*dst).clone()),
+                None => Op::Create(join(&dir, format!("f{}", rng.gen_range(0..6)))),
+            }
+        }
         65..=94 if !entries.is_empty() => {
             let (src, _) = entries[rng.gen_range(0..entries.len())];
             let prefix = if rng.gen_bool(0.5) { "d" } else { "f" };
@@ -158,6 +173,7 @@ fn sigkill_rounds_keep_the_tree_sound() {
     let opts = ClientOptions { timeout: Duration::from_secs(5), ..Default::default() };
     let mut rng = StdRng::seed_from_u64(seed);
     let (mut violations, mut ops_ok, mut ops_unsure, mut kills) = (0usize, 0usize, 0usize, 0usize);
+    let mut dirs_replaced = 0usize;
     let fs = c.client(opts.clone());
     for w in 0..WORKERS {
         fs.mkdir(&format!("/w{w}"), 0o777).unwrap();
@@ -176,12 +192,16 @@ fn sigkill_rounds_keep_the_tree_sound() {
                 let mut rng = StdRng::seed_from_u64(seed ^ (round as u64 * 7919) ^ (w as u64) << 40);
                 std::thread::spawn(move || {
                     let mut m = model;
-                    let (mut ok, mut unsure) = (0, 0);
+                    let (mut ok, mut unsure, mut replaced) = (0, 0, 0);
                     while !stop.load(Ordering::Relaxed) {
                         let op = pick_op(&mut rng, &m);
                         match run(&fs, &op) {
                             Ok(()) => {
                                 ok += 1;
+                                if let Op::Rename(s, d) = &op {
+                                    let is_dir = |p: &String| m.tree.get(p) == Some(&Kind::Dir);
+                                    replaced += usize::from(is_dir(s) && is_dir(d));
+                                }
                                 m.apply(&op);
                             }
                             Err(FsError::Transport(_)) | Err(FsError::Storage(_)) => {
@@ -192,7 +212,7 @@ fn sigkill_rounds_keep_the_tree_sound() {
                             Err(_) => {}
                         }
                     }
-                    (m, ok, unsure)
+                    (m, ok, unsure, replaced)
                 })
             })
             .collect();
@@ -215,8 +235,9 @@ fn sigkill_rounds_keep_the_tree_sound() {
         let models: Vec<Model> = workers
             .into_iter()
             .map(|h| {
-                let (m, ok, unsure) = h.join().unwrap();
+                let (m, ok, unsure, replaced) = h.join().unwrap();
                 ops_ok += ok;
+                dirs_replaced += replaced;
                 ops_unsure += unsure;
                 m
             })
@@ -250,7 +271,8 @@ fn sigkill_rounds_keep_the_tree_sound() {
         .sum();
     eprintln!(
         "crash test: {rounds} rounds, {kills} SIGKILLs, {ops_ok} ops succeeded, {ops_unsure} with unknown outcome, \
-         {rolled} intents rolled forward by recovery, {violations} violations"
+         {dirs_replaced} directories replaced by a rename, {rolled} intents rolled forward by recovery, \
+         {violations} violations"
     );
     assert_eq!(violations, 0);
 }

@@ -59,6 +59,43 @@ fn posix_semantics_on_three_servers() {
     assert!(rep.tree.contains_key("/a/b/c"));
 }
 
+/// rename onto an existing directory replaces it when it is empty (POSIX),
+/// refuses it (ENOTEMPTY) when it is not, and leaves a sound tree either way;
+/// a new directory under the replaced one's birth name gets a fresh id.
+#[test]
+fn rename_replaces_an_empty_directory() {
+    let (_d, c) = common::cluster(3);
+    let fs = c.client(ClientOptions::default());
+    for d in ["/src/inner", "/empty", "/full/x", "/p/q"] {
+        fs.mkdir_p(d, 0o755).unwrap();
+    }
+    fs.create("/src/inner/f", 0o644).unwrap();
+    let moved = fs.stat("/src").unwrap().id;
+    let replaced = fs.stat("/empty").unwrap().id;
+    assert_eq!(fs.rename("/src", "/full"), Err(FsError::NotEmpty));
+    assert_eq!(fs.stat("/full/x").unwrap().kind, Kind::Dir, "a refused rename changes nothing");
+    fs.create("/full/x/g", 0o644).unwrap();
+    fs.rename("/src", "/empty").unwrap();
+    assert_eq!(fs.stat("/src"), Err(FsError::NotFound));
+    assert_eq!(fs.stat("/empty").unwrap().id, moved, "the moved directory keeps its id");
+    assert_eq!(fs.stat("/empty/inner/f").unwrap().kind, Kind::File);
+    fs.create("/empty/h", 0o644).unwrap();
+    // The replaced directory is gone on every server; its name is free.
+    let rep = check(&peers(&c)).unwrap();
+    assert!(rep.violations.is_empty(), "{:?}", rep.violations);
+    fs.mkdir("/src", 0o755).unwrap();
+    assert_ne!(fs.stat("/src").unwrap().id, moved);
+    assert_ne!(fs.stat("/src").unwrap().id, replaced);
+    // A file onto a directory, a directory onto a file: refused as POSIX does.
+    fs.create("/file", 0o644).unwrap();
+    assert_eq!(fs.rename("/file", "/p"), Err(FsError::IsDir));
+    assert_eq!(fs.rename("/p", "/file"), Err(FsError::NotDir));
+    fs.rename("/p/q", "/src").unwrap();
+    let rep = check(&peers(&c)).unwrap();
+    assert!(rep.violations.is_empty(), "{:?}", rep.violations);
+    assert!(rep.tree.contains_key("/src") && !rep.tree.contains_key("/p/q"));
+}
+
 #[test]
 fn permissions_are_checked_during_resolution() {
     let (_d, c) = common::cluster(2);
