@@ -17,6 +17,8 @@
 //!
 //! and at the end recovers from a process crash, a clean close, or a power
 //! cut (see [`recover`]) and applies the oracle to every image.
+//!
+//! `STRATA_FS_FAULT_L0=<kind>` runs every episode on one level-0 kind.
 
 pub mod plan;
 pub mod recover;
@@ -92,11 +94,17 @@ fn run_episode(seed: u64, rep: &mut Report) -> Result<(), String> {
 }
 
 fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<(), String> {
-    let l0 = match rng.gen_range(0..10) {
+    let drawn = match rng.gen_range(0..10) {
         0..=3 => L0Kind::Matrix,
         4..=6 => L0Kind::Sstable,
         7..=8 => L0Kind::SingleLevel,
         _ => L0Kind::PmOnly,
+    };
+    // STRATA_FS_FAULT_L0=<kind>: every episode on one level-0 kind (to
+    // chase a failure); the draw above still happens, so seeds keep their plans.
+    let l0 = match std::env::var("STRATA_FS_FAULT_L0").ok().as_deref().and_then(L0Kind::parse) {
+        Some(k) => k,
+        None => drawn,
     };
     let mut opts = crate::pm_crash::episode_options(rng, l0);
     opts.pm_full_timeout_ms = 300;
