@@ -281,12 +281,7 @@ impl Coordinator {
                 match self.call(self.s(dst.0), put)? {
                     StepOut::Conflict(m) => Err(if m.contains("parent") { FsError::NotFound } else { FsError::Exists }),
                     _ => {
-                        let del = Step::DelAccessIf { pid: src.0, name: src.1.clone(), id: rec.id, tx: None };
-                        self.done(self.s(src.0), del)?;
-                        let loc = Step::SetContentLoc { id: rec.id, parent: dst.0, name: dst.1.clone() };
-                        self.done(self.s(rec.id), loc)?;
-                        let rl = Step::PutRenameList { pid: *bp, name: bn.clone(), version: *bv };
-                        self.done(self.s(*bp), rl)?;
+                        self.finish_move(src, dst, rec.id, (*bp, bn, *bv))?;
                         self.broadcast(rec.id, 2 * tx + 1)?;
                         Ok(())
                     }
@@ -321,12 +316,7 @@ impl Coordinator {
                                 Err(if m.contains("parent") { FsError::NotFound } else { FsError::Exists })
                             }
                             _ => {
-                                let del = Step::DelAccessIf { pid: src.0, name: src.1.clone(), id: rec.id, tx: None };
-                                self.done(self.s(src.0), del)?;
-                                let loc = Step::SetContentLoc { id: rec.id, parent: dst.0, name: dst.1.clone() };
-                                self.done(self.s(rec.id), loc)?;
-                                let rl = Step::PutRenameList { pid: *bp, name: bn.clone(), version: *bv };
-                                self.done(self.s(*bp), rl)?;
+                                self.finish_move(src, dst, rec.id, (*bp, bn, *bv))?;
                                 self.done(self.s(*old), Step::DelContent { id: *old })?;
                                 let orl = Step::DelRenameList { pid: *obp, name: obn.clone(), version: *obv };
                                 self.done(self.s(*obp), orl)?;
@@ -356,6 +346,23 @@ impl Coordinator {
             }
         }
         Ok(outcome)
+    }
+
+    /// A directory rename's steps after the moved directory's access record
+    /// is at `dst`: its old record goes, its content record points at the
+    /// new place, and its birth parent's rename list names it.
+    fn finish_move(
+        &self,
+        src: &(u64, String),
+        dst: &(u64, String),
+        id: u64,
+        birth: (u64, &String, u32),
+    ) -> FsResult<()> {
+        let del = Step::DelAccessIf { pid: src.0, name: src.1.clone(), id, tx: None };
+        self.done(self.s(src.0), del)?;
+        self.done(self.s(id), Step::SetContentLoc { id, parent: dst.0, name: dst.1.clone() })?;
+        let (bp, bn, bv) = birth;
+        self.done(self.s(bp), Step::PutRenameList { pid: bp, name: bn.clone(), version: bv })
     }
 
     fn run(&self, intent: Intent) -> FsResult<u64> {
