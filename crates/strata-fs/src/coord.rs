@@ -65,6 +65,12 @@ pub enum Intent {
     },
 }
 
+/// The step that puts `rec` under `dst` for transaction `tx` (at most once),
+/// over a file there with `replace_file`, over directory `replace_dir`.
+fn place(dst: &(u64, String), rec: &AccessRec, replace_file: bool, replace_dir: Option<u64>, tx: u64) -> Step {
+    Step::PutAccess { pid: dst.0, name: dst.1.clone(), rec: rec.clone(), replace_file, replace_dir, tx: Some(tx) }
+}
+
 /// The coordinator: the local store, connections to the others, one lock.
 #[derive(Debug)]
 pub struct Coordinator {
@@ -254,14 +260,7 @@ impl Coordinator {
                 match self.call(self.s(src.0), del)? {
                     StepOut::Conflict(_) => Err(FsError::NotFound),
                     _ => {
-                        let put = Step::PutAccess {
-                            pid: dst.0,
-                            name: dst.1.clone(),
-                            rec: rec.clone(),
-                            replace_file: true,
-                            replace_dir: None,
-                            tx: Some(tx),
-                        };
+                        let put = place(dst, rec, true, None, tx);
                         self.done(self.s(dst.0), put)
                     }
                 }
@@ -270,14 +269,7 @@ impl Coordinator {
                 // A directory: only the coordinator adds or removes
                 // directories, so put-then-delete cannot race.
                 self.broadcast(rec.id, 2 * tx)?;
-                let put = Step::PutAccess {
-                    pid: dst.0,
-                    name: dst.1.clone(),
-                    rec: rec.clone(),
-                    replace_file: false,
-                    replace_dir: None,
-                    tx: Some(tx),
-                };
+                let put = place(dst, rec, false, None, tx);
                 match self.call(self.s(dst.0), put)? {
                     StepOut::Conflict(m) => Err(if m.contains("parent") { FsError::NotFound } else { FsError::Exists }),
                     _ => {
@@ -300,14 +292,7 @@ impl Coordinator {
                         self.broadcast(rec.id, 2 * tx)?;
                         // One batch on dst's server swaps `old`'s access
                         // record for the moved directory's.
-                        let put = Step::PutAccess {
-                            pid: dst.0,
-                            name: dst.1.clone(),
-                            rec: rec.clone(),
-                            replace_file: false,
-                            replace_dir: Some(*old),
-                            tx: Some(tx),
-                        };
+                        let put = place(dst, rec, false, Some(*old), tx);
                         match self.call(self.s(dst.0), put)? {
                             StepOut::Conflict(m) => {
                                 self.done(self.s(*old), Step::Unfence { id: *old })?;
