@@ -121,6 +121,14 @@ pub(crate) struct PmOnlyL0 {
     /// Tombstones to reap, likewise with the sequence published when the
     /// versions they hid were unlinked.
     to_reap: Mutex<Vec<(SeqNo, Vec<NodeRef>)>>,
+    /// What a merge whose last edit failed (a full disk) noted, with the
+    /// id of its list: kept out of `to_drop` until that merge's edit is
+    /// made. Until then the list is still named, its head still leads to
+    /// the merged nodes, and the merge is redone by walking from it (now,
+    /// or by recovery after a crash): a tombstone reaped or a version
+    /// dropped meanwhile would be spliced back, or its extent freed under
+    /// the walk.
+    unfinished: Mutex<Option<(u64, Vec<NodeRef>, Vec<NodeRef>)>>,
     /// What recovery let go of that the MANIFEST still names until the
     /// next edit: the head block of a list it merged, and every extent it
     /// found (a merge redone after another crash walks that list again).
@@ -148,6 +156,7 @@ impl PmOnlyL0 {
 
             to_drop: Mutex::new(Vec::new()),
             to_reap: Mutex::new(Vec::new()),
+            unfinished: Mutex::new(None),
             held: Mutex::new(Vec::new()),
         }
     }
@@ -225,8 +234,13 @@ impl PmOnlyL0 {
         shared.bound.fetch_max(bound, Ordering::AcqRel);
         self.reap_due(eng, &cur)?;
         let z = zip(&cur.space, cur.head(x.block.block), cur.l1(), bound)?;
-        let noted = (node_refs(&cur.space, &z.shadowed), node_refs(&cur.space, &z.tombstones));
-        self.to_drop.lock().push((eng.pipeline.visible(), noted.0, noted.1));
+        let (mut shadowed, mut tombstones) = (node_refs(&cur.space, &z.shadowed), node_refs(&cur.space, &z.tombstones));
+        if let Some((id, s, t)) = self.unfinished.lock().take() {
+            if id == x.id {
+                shadowed.extend(s);
+                tombstones.extend(t);
+            }
+        }
         if eng.log.needs_msync() {
             for e in cur.space.extents() {
                 cur.space.region.sync(e.offset(), e.len()).map_err(|e| Error::from_pm(&cur.space.path, e))?;
@@ -242,7 +256,11 @@ impl PmOnlyL0 {
         next.l1_logs.dedup();
         next.merging = 0;
         let next = self.reshape(next, &[], &[]);
-        eng.commit(&mut vs, Commit { l0: Some(Arc::new(next)), ..Default::default() })?;
+        if let Err(e) = eng.commit(&mut vs, Commit { l0: Some(Arc::new(next)), ..Default::default() }) {
+            *self.unfinished.lock() = Some((x.id, shadowed, tombstones));
+            return Err(e);
+        }
+        self.to_drop.lock().push((eng.pipeline.visible(), shadowed, tombstones));
         Ok(true)
     }
 }
@@ -437,11 +455,12 @@ impl Level0 for PmOnlyL0 {
                 }
             }
             self.count(&space, nodes.iter().copied(), true);
-            Some(block)
+            Some((block, space))
         };
         let mut vs = eng.versions.lock();
         let mut next = Self::state_of(&vs.current())?;
-        if let Some(block) = block {
+        if let Some((block, _)) = &block {
+            let block = block.clone();
             next.lists.insert(
                 0,
                 ListInfo { id: next.next_list_id, block, logs: imm_extents.iter().map(|e| e.head().number).collect() },
@@ -459,7 +478,16 @@ impl Level0 for PmOnlyL0 {
             last_sequence: Some(imm.last_seq().max(vs.last_sequence)),
             ..Default::default()
         };
-        eng.commit(&mut vs, Commit { edit, l0: Some(Arc::new(next)), flushed: Some(imm.id()), ..Default::default() })?;
+        if let Err(e) = eng
+            .commit(&mut vs, Commit { edit, l0: Some(Arc::new(next)), flushed: Some(imm.id()), ..Default::default() })
+        {
+            // The flush is retried with the same memtable, which counts
+            // its nodes again.
+            if let Some((_, space)) = &block {
+                self.count(space, nodes.iter().copied(), false);
+            }
+            return Err(e);
+        }
         self.held.lock().clear();
         eng.counters.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(())

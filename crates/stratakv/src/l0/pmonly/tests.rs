@@ -151,3 +151,81 @@ fn a_cursor_keeps_the_relocation_extents_it_reaches() {
         );
     }
 }
+
+/// Regression (`strata-stress --mode fs-fault` with pm-only, a sticky
+/// ENOSPC on the MANIFEST: "skiplist node outside the lists' extents"):
+/// a merge whose last edit fails is redone by walking from its list's
+/// head, which still leads to the nodes it merged. What the failed attempt
+/// noted was handed to the next merge steps at once, so they reaped its
+/// tombstones before the redo, the redo linked them into L1 again, and
+/// once the edit was made their extent left the state and was reused
+/// under L1.
+#[test]
+fn a_merge_whose_last_edit_failed_reaps_nothing_before_it_is_redone() {
+    use crate::fs::{FaultError, FaultFs, FaultOp, FaultPlan, MemFs};
+    use std::sync::Arc;
+    let mem = MemFs::new();
+    let fault = FaultFs::over_mem(mem);
+    let mut o = opts();
+    o.pm_sim = Some(Arc::new(strata_pmem::SimPm::new(o.pm_size as usize)));
+    o.fs = Arc::new(fault.clone());
+    o.pm_full_timeout_ms = 200;
+    let db = Db::open("/db", o).unwrap();
+    let eng = engine_of(&db);
+    let pm = l0_of(&db).as_any().downcast_ref::<PmOnlyL0>().unwrap();
+    let a = |i: usize| format!("a{i:04}");
+    for i in 0..60 {
+        db.put(a(i), value("old", &a(i))).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(pm.merge_oldest(eng).unwrap());
+    // A list of tombstones only: once merged, the old versions are
+    // dropped, then the tombstones reaped, and their extent holds nothing.
+    for i in 0..60 {
+        db.delete(a(i)).unwrap();
+    }
+    db.flush().unwrap();
+    // The merge's first edit is made; its last one, and every later
+    // edit, fail until the space is freed.
+    fault.inject(FaultPlan {
+        sticky: true,
+        path_contains: Some("MANIFEST"),
+        ..FaultPlan::nth(FaultOp::Sync, 2, FaultError::Enospc)
+    });
+    for tick in 0..3 {
+        // Each later step sees a newer sequence: what is noted is due.
+        db.put(b"tick", format!("{tick}")).unwrap();
+        let r = pm.merge_oldest(eng);
+        assert!(matches!(r, Err(crate::Error::DiskFull { .. })), "attempt {tick}: {r:?}");
+    }
+    fault.clear();
+    db.put(b"tick", b"3").unwrap();
+    assert!(pm.merge_oldest(eng).unwrap());
+    // Later steps unlink and reap what the merge noted; writes then reuse
+    // the slots of every extent that left the state.
+    for round in 0..6 {
+        db.put(b"tick", format!("r{round}")).unwrap();
+        pm.merge_oldest(eng).unwrap();
+        for i in 0..300 {
+            let b = format!("b{i:04}");
+            db.put(&b, value(&format!("fill{round}"), &b)).unwrap();
+        }
+        db.flush().unwrap();
+        pm.merge_oldest(eng).unwrap();
+    }
+    for i in 0..60 {
+        assert_eq!(db.get(a(i)).unwrap(), None, "{}", a(i));
+    }
+    for i in 0..300 {
+        let b = format!("b{i:04}");
+        assert_eq!(db.get(&b).unwrap(), Some(value("fill5", &b)), "{b}");
+    }
+    l0_of(&db).check(eng).unwrap();
+    let mut it = db.iter(..).unwrap();
+    let mut n = 0;
+    while let Some((k, _)) = it.try_next().unwrap() {
+        assert!(!k.starts_with(b"a"), "a deleted key is back: {:?}", String::from_utf8_lossy(&k));
+        n += 1;
+    }
+    assert_eq!(n, 301);
+}
