@@ -161,3 +161,72 @@ fn full_disk_is_back_pressure_then_an_error_then_recovers() {
     }
     db.verify_checksums().unwrap();
 }
+
+/// A cross-shard batch whose part meets a full PM region: the caller gets
+/// `PmFull`, and once room is made the batch is completed whole (its shard
+/// applies the owed part before its next write), later batches are
+/// accepted without a reopen, and all of them are whole after one. The
+/// front end used to refuse every write until a reopen, while writes
+/// already queued behind the failed part went on and could raise the
+/// shard's GSN past it (the reopen then skipped the part's redo).
+#[test]
+fn a_cross_shard_batch_that_meets_a_full_pm_region_is_completed_once_room_is_made() {
+    use stratakv::{Sharded, ShardedOptions, WriteBatch};
+    const KEYS: usize = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = Options::for_tests();
+    // 16 MiB per shard (the front end's floor).
+    o.pm_size = 32 << 20;
+    o.matrix_bytes = 16 << 20;
+    o.write_buffer_size = 4 << 20;
+    o.pm_full_timeout_ms = 300;
+    let opts = ShardedOptions::new(2, o);
+    let db = Sharded::open(dir.path(), opts.clone()).unwrap();
+    let big = |i: usize| format!("{i}-{}", "v".repeat(4000)).into_bytes();
+    // Eight keys per batch: with two shards, nearly every batch spans both.
+    let batch = |i: usize| {
+        let mut b = WriteBatch::new();
+        for j in 0..KEYS {
+            b.put(format!("c{i:06}-{j}"), big(i));
+        }
+        b
+    };
+    // Every key of batch `i` there, or (`whole_or_none`) none of them.
+    let check = |db: &Sharded, i: usize, whole_or_none: bool| {
+        let keys: Vec<String> = (0..KEYS).map(|j| format!("c{i:06}-{j}")).collect();
+        let vals = db.multi_get(&keys).unwrap();
+        let there = vals.iter().filter(|v| v.as_deref() == Some(&big(i)[..])).count();
+        let ok = there == KEYS || (whole_or_none && there == 0);
+        assert!(ok, "batch {i}: {there} of {KEYS} keys there");
+    };
+    let mut pins = Vec::new();
+    let mut i = 0;
+    let failed = loop {
+        if i % 100 == 0 {
+            // Open iterators pin memtables and PM, so the regions fill.
+            let mut it = db.iter(..).unwrap();
+            it.next();
+            pins.push(it);
+        }
+        match db.write(batch(i)) {
+            Ok(()) => i += 1,
+            Err(e) => {
+                assert!(matches!(e, Error::PmFull(_)), "a full shard gave {e}, not PmFull");
+                break i;
+            }
+        }
+        assert!(i < 20_000, "the shards' PM regions never filled up");
+    };
+    drop(pins);
+    for k in failed + 1..failed + 20 {
+        db.write(batch(k)).unwrap_or_else(|e| panic!("batch {k} after room was made: {e}"));
+    }
+    for k in 0..failed + 20 {
+        check(&db, k, false);
+    }
+    db.close().unwrap();
+    let db = Sharded::open(dir.path(), opts).unwrap();
+    for k in 0..failed + 20 {
+        check(&db, k, false);
+    }
+}

@@ -42,7 +42,7 @@ pub use layout::{recorded_shards, META_PREFIX, SHARDS_FILE};
 pub use oneshot::Completion;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -146,7 +146,6 @@ pub struct Sharded {
     /// The last GSN handed out; taken under the queue locks it is pushed with.
     gsn: AtomicU64,
     coord: Mutex<CoordLog>,
-    poisoned: Arc<AtomicBool>,
     coord_limit: u64,
     cross_batches: AtomicU64,
     redone: u64,
@@ -209,6 +208,12 @@ impl Sharded {
     }
 
     /// Applies a batch atomically, also across shards and across a crash.
+    ///
+    /// A batch over several shards that fails in one of them (a full PM
+    /// region or disk) after its record reached the coordinator log is
+    /// still completed, whole: that shard applies its part before any later
+    /// write of its own, and a reopen redoes it. Until then, reads may see
+    /// the batch in the other shards only.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_opt(batch, false)
     }
@@ -272,9 +277,6 @@ impl Sharded {
         if let Some((_, k, _)) = batch.iter().find(|(_, k, _)| is_meta(k)) {
             check_key(k)?;
         }
-        if self.poisoned.load(Ordering::Acquire) {
-            return Err(Error::Poisoned("a part of a cross-shard batch failed; reopen to redo it".into()));
-        }
         Ok(())
     }
 
@@ -282,7 +284,7 @@ impl Sharded {
     /// holds its writes in GSN order.
     fn push_write(&self, s: usize, batch: WriteBatch, sync: bool) -> Completion<()> {
         let Some(q) = self.queues.get(s) else { return Completion::ready(Err(Error::Closed)) };
-        let (join, c) = WriteJoin::new(1, None);
+        let (join, c) = WriteJoin::new(1);
         {
             let mut g = q.lock();
             if g.closed {
@@ -300,7 +302,7 @@ impl Sharded {
     /// `queue.rs`), with the coordinator's lock held so records are in GSN order.
     fn push_cross(&self, parts: Vec<(usize, WriteBatch)>, sync: bool) -> Completion<()> {
         let mut coord = self.coord.lock();
-        let (join, c) = WriteJoin::new(parts.len(), Some(self.poisoned.clone()));
+        let (join, c) = WriteJoin::new(parts.len());
         {
             let mut guards = Vec::with_capacity(parts.len());
             for (s, _) in &parts {
@@ -338,14 +340,16 @@ impl Sharded {
         // This caller's own batch is queued but not applied: get it applied.
         self.kick(&Touched::All, true);
         c.wait()?;
-        if self.poisoned.load(Ordering::Acquire) {
-            return Err(Error::Poisoned("a cross-shard part failed".into()));
+        // The sync markers applied what was owed, or failed; a part owed
+        // now (failed since) still needs its record.
+        if self.owes() {
+            return Ok(());
         }
         coord.truncate()
     }
 
     fn sync_all(&self) -> Completion<()> {
-        let (join, c) = WriteJoin::new(self.queues.len(), None);
+        let (join, c) = WriteJoin::new(self.queues.len());
         for q in &self.queues {
             let mut g = q.lock();
             if g.closed {
@@ -499,13 +503,17 @@ impl Sharded {
     /// durable, empties the coordinator log and closes the shards.
     pub fn close(self) -> Result<()> {
         self.stop_workers();
+        for a in &self.appliers {
+            // Left owed, a part is redone from its record at the next open.
+            let _ = a.settle();
+        }
         let mut first = self.persist_gsn();
         for db in &self.dbs {
             if let Err(e) = db.sync() {
                 first = first.and(Err(e));
             }
         }
-        if first.is_ok() && !self.poisoned.load(Ordering::Acquire) {
+        if first.is_ok() && !self.owes() {
             first = self.coord.lock().truncate();
         }
         first
@@ -513,10 +521,10 @@ impl Sharded {
 
     /// Records the GSN counter in every shard, so the next open resumes
     /// above every GSN handed out (runs of single-shard writes do not record
-    /// theirs). Only with every queue applied and no part failed: a shard's
+    /// theirs). Only with every queue applied and no part owed: a shard's
     /// GSN key must never claim a cross-shard part it lacks.
     fn persist_gsn(&self) -> Result<()> {
-        if self.poisoned.load(Ordering::Acquire) {
+        if self.owes() {
             return Ok(());
         }
         let gsn = self.gsn.load(Ordering::Acquire);
@@ -526,6 +534,11 @@ impl Sharded {
             db.write(b)?;
         }
         Ok(())
+    }
+
+    /// Whether a shard still owes a part of a cross-shard batch.
+    fn owes(&self) -> bool {
+        self.appliers.iter().any(|a| a.owes())
     }
 
     fn stop_workers(&self) {

@@ -134,27 +134,20 @@ impl<T> Future for Completion<T> {
 /// first error any part met.
 pub(crate) struct WriteJoin {
     left: AtomicUsize,
-    /// Set when a part fails: the other parts may be applied, so the front
-    /// end refuses writes until a reopen redoes the batch from its record.
-    poison: Option<Arc<AtomicBool>>,
     error: Mutex<Option<Error>>,
     slot: Arc<Slot<Result<()>>>,
 }
 
 impl WriteJoin {
-    pub(crate) fn new(parts: usize, poison: Option<Arc<AtomicBool>>) -> (Arc<WriteJoin>, Completion<()>) {
+    pub(crate) fn new(parts: usize) -> (Arc<WriteJoin>, Completion<()>) {
         let slot = Slot::new();
-        let j =
-            Arc::new(WriteJoin { left: AtomicUsize::new(parts), poison, error: Mutex::new(None), slot: slot.clone() });
+        let j = Arc::new(WriteJoin { left: AtomicUsize::new(parts), error: Mutex::new(None), slot: slot.clone() });
         (j, Completion::new(slot))
     }
 
     /// One part is applied (or failed); the last one completes the caller.
     pub(crate) fn part_done(&self, r: Result<()>) {
         if let Err(e) = r {
-            if let Some(p) = &self.poison {
-                p.store(true, Ordering::Release);
-            }
             self.error.lock().get_or_insert(e);
         }
         // AcqRel: the last part sees every other part's error.
@@ -273,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_join_completes_after_its_last_part_with_the_first_error() {
-        let (j, c) = WriteJoin::new(2, None);
+        let (j, c) = WriteJoin::new(2);
         j.part_done(Err(Error::Closed));
         assert!(c.slot.state.lock().value.is_none(), "one part left");
         j.part_done(Ok(()));

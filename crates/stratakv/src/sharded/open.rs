@@ -2,7 +2,7 @@
 //! coordinator log's redo, the GSN counter, the workers.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -131,7 +131,6 @@ pub(crate) fn open(dir: &Path, opts: ShardedOptions) -> Result<Sharded> {
         counters,
         gsn: AtomicU64::new(max),
         coord: Mutex::new(coord),
-        poisoned: Arc::new(AtomicBool::new(false)),
         coord_limit: opts.coord_log_limit,
         cross_batches: AtomicU64::new(0),
         redone,

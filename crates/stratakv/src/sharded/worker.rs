@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use parking_lot::Mutex;
+
 use crate::batch::WriteBatch;
 use crate::db::Db;
 use crate::error::{Error, Result};
@@ -29,18 +31,50 @@ pub(crate) struct WorkerCounters {
     pub gets: AtomicU64,
 }
 
+/// A part of a cross-shard batch this shard failed to apply (a full PM
+/// region or disk): its record is in the coordinator log and other shards
+/// may have applied theirs, so it is owed, not dropped.
+struct Owed {
+    gsn: u64,
+    batch: WriteBatch,
+    sync: bool,
+}
+
 /// Applies runs of one shard's requests to its engine.
 pub(crate) struct Applier {
     db: Db,
     cap: usize,
     gsn_key: Vec<u8>,
     counters: Arc<WorkerCounters>,
+    /// Owed parts, in GSN order. Each is applied before anything queued
+    /// after it: the shard's writes stay in queue (GSN) order, and its GSN
+    /// key never passes a part it lacks (recovery would then skip that
+    /// part's redo and leave the batch half applied).
+    owed: Mutex<Vec<Owed>>,
 }
 
 impl Applier {
     /// The applier of `db`, folding at most `cap` requests per engine call.
     pub(crate) fn new(db: Db, cap: usize, counters: Arc<WorkerCounters>) -> Applier {
-        Applier { db, cap: cap.max(1), gsn_key: gsn_key(), counters }
+        Applier { db, cap: cap.max(1), gsn_key: gsn_key(), counters, owed: Mutex::new(Vec::new()) }
+    }
+
+    /// Whether a failed cross-shard part still waits to be applied.
+    pub(crate) fn owes(&self) -> bool {
+        !self.owed.lock().is_empty()
+    }
+
+    /// Applies the owed parts, oldest first, each with its GSN; the first
+    /// error stops it (that part and the later ones stay owed).
+    pub(crate) fn settle(&self) -> Result<()> {
+        let mut owed = self.owed.lock();
+        while let Some(o) = owed.first() {
+            let mut b = o.batch.clone();
+            b.put_raw(&self.gsn_key, &o.gsn.to_be_bytes());
+            self.db.write_opt(&b, &WriteOptions { sync: o.sync })?;
+            owed.remove(0);
+        }
+        Ok(())
     }
 }
 
@@ -100,8 +134,14 @@ impl Applier {
                 }
                 // Everything queued before the marker is applied (the
                 // loop is in queue order), nothing after it.
-                Req::Snapshot { idx, done } => done.part_done(idx, self.db.snapshot()),
-                Req::Sync { done } => done.part_done(self.db.sync()),
+                // An owed part is older than the marker: applied first if
+                // it can be (a snapshot is taken either way; while a part is
+                // owed, reads see its batch in the other shards only).
+                Req::Snapshot { idx, done } => {
+                    let _ = self.settle();
+                    done.part_done(idx, self.db.snapshot())
+                }
+                Req::Sync { done } => done.part_done(self.settle().and_then(|()| self.db.sync())),
             }
         }
     }
@@ -112,16 +152,22 @@ impl Applier {
     /// coordinator log's records). Runs of single-shard writes leave it: no
     /// record can name them, and an extra key per write would double the
     /// memtable work of a lone put.
+    ///
+    /// Owed parts go first; if they still fail, so does the run. A cross
+    /// part that fails is owed (its caller gets the error, and the batch is
+    /// completed later here, or by the redo at the next open).
     fn apply_writes(&self, run: Vec<Req>) {
         let mut sync = false;
-        let mut cross = false;
+        let mut cross = Vec::new();
         let mut gsn = 0;
         let mut dones = Vec::with_capacity(run.len());
         let mut batch: Option<WriteBatch> = None;
         for req in run {
             if let Req::Write { gsn: g, batch: b, sync: s, cross: c, done } = req {
                 sync |= s;
-                cross |= c;
+                if c {
+                    cross.push(Owed { gsn: g, batch: b.clone(), sync: s });
+                }
                 gsn = gsn.max(g);
                 dones.push(done);
                 match &mut batch {
@@ -131,12 +177,15 @@ impl Applier {
             }
         }
         let Some(mut batch) = batch else { return };
-        if cross {
+        if !cross.is_empty() {
             batch.put_raw(&self.gsn_key, &gsn.to_be_bytes());
         }
         self.counters.write_batches.fetch_add(1, Ordering::Relaxed);
         self.counters.writes.fetch_add(dones.len() as u64, Ordering::Relaxed);
-        let r = self.db.write_opt(&batch, &WriteOptions { sync });
+        let r = self.settle().and_then(|()| self.db.write_opt(&batch, &WriteOptions { sync }));
+        if r.is_err() {
+            self.owed.lock().extend(cross);
+        }
         for d in dones {
             d.part_done(r.as_ref().map(|_| ()).map_err(dup_error));
         }

@@ -70,6 +70,10 @@ pub const EXTENT_KIND_RELOC: u8 = 5;
 /// versions to unlink, and the tombstones to reap after them.
 type PendingDrop = (SeqNo, Vec<NodeRef>, Vec<NodeRef>);
 
+/// What a merge whose last edit failed noted: its list's id, the older
+/// versions and the tombstones.
+type Unfinished = (u64, Vec<NodeRef>, Vec<NodeRef>);
+
 /// A node noted for later, with the number of the extent it is in: by then
 /// another step may have unlinked it (a version noted twice, a node log
 /// cleaning moved) and its extent may be free, or reused by another; the
@@ -128,7 +132,7 @@ pub(crate) struct PmOnlyL0 {
     /// or by recovery after a crash): a tombstone reaped or a version
     /// dropped meanwhile would be spliced back, or its extent freed under
     /// the walk.
-    unfinished: Mutex<Option<(u64, Vec<NodeRef>, Vec<NodeRef>)>>,
+    unfinished: Mutex<Option<Unfinished>>,
     /// What recovery let go of that the MANIFEST still names until the
     /// next edit: the head block of a list it merged, and every extent it
     /// found (a merge redone after another crash walks that list again).
