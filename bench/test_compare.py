@@ -47,6 +47,14 @@ class ParseTest(unittest.TestCase):
         self.assertIn("664 of 1000 found", r["message"])
         self.assertNotIn("p50_us", rs[1])
 
+    def test_cpu_per_op_line(self):
+        out = ("fillrandom   :       1.270 micros/op 787401 ops/sec 1.270 seconds 1000000 operations; 107.2 MB/s\n"
+               "             :       2.862 cpu micros/op (2.86 cpu seconds, user+system, whole process)\n"
+               "readrandom   :       0.500 micros/op 2000000 ops/sec 0.500 seconds 1000000 operations;\n")
+        rs = compare.parse_results(out)
+        self.assertEqual(rs[0]["cpu_us_per_op"], 2.862)
+        self.assertNotIn("cpu_us_per_op", rs[1])
+
     def test_rocksdb_stats(self):
         s = compare.parse_rocksdb_stats(DB_BENCH_OUT)
         self.assertAlmostEqual(s["engine_write_amp"], 0.06 / 0.04)
