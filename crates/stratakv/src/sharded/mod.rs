@@ -220,6 +220,10 @@ impl Sharded {
 
     /// Applies a batch atomically; with `sync`, durable on return.
     pub fn write_opt(&self, batch: WriteBatch, sync: bool) -> Result<()> {
+        let batch = match self.write_direct(batch, sync) {
+            Ok(r) => return r,
+            Err(batch) => batch,
+        };
         let (c, t) = self.submit(batch, sync);
         self.kick(&t, true);
         if sync {

@@ -119,6 +119,21 @@ impl Queue {
         true
     }
 
+    /// A caller's side, for a request it would otherwise push: claims the
+    /// queue if it is open, unclaimed and empty, running `on_claim` under
+    /// the lock (so what it takes, a GSN, is ordered with every push). The
+    /// caller applies its request, then ends the claim with
+    /// [`Queue::next_run`] or [`Queue::release`].
+    pub(crate) fn claim_idle(&self, on_claim: impl FnOnce()) -> bool {
+        let mut s = self.state.lock();
+        if s.busy || s.closed || !s.items.is_empty() {
+            return false;
+        }
+        s.busy = true;
+        on_claim();
+        true
+    }
+
     /// Whether nothing is queued or being applied: every request pushed so
     /// far is in the shard's engine.
     pub(crate) fn idle(&self) -> bool {

@@ -191,6 +191,16 @@ impl Applier {
         }
     }
 
+    /// One single-shard write applied by a caller holding the queue's claim
+    /// with nothing queued (see `Sharded::write_direct`): owed parts first,
+    /// as for any run.
+    pub(crate) fn apply_direct(&self, batch: &WriteBatch, sync: bool) -> Result<()> {
+        self.counters.write_batches.fetch_add(1, Ordering::Relaxed);
+        self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        self.settle()?;
+        self.db.write_opt(batch, &WriteOptions { sync })
+    }
+
     /// One `multi_get` for a run of reads.
     fn read(&self, run: Vec<Req>) {
         let mut keys: Vec<Vec<u8>> = Vec::new();
