@@ -72,6 +72,25 @@ impl SimView<'_> {
     }
 }
 
+/// A device held still: no store, flush or fence runs on it while this
+/// lives, so the crash states of several devices (and of a file system)
+/// taken while all are held belong to one instant.
+pub struct SimHold<'a> {
+    state: parking_lot::MutexGuard<'a, SimState>,
+}
+
+impl SimHold<'_> {
+    /// The crash state of the held device.
+    pub fn crash_state(&self) -> CrashState {
+        self.state.crash_state()
+    }
+
+    /// Number of cache lines with stores that are not yet durable.
+    pub fn dirty_lines(&self) -> usize {
+        self.state.pending.len()
+    }
+}
+
 /// A simulated PM device. Create one, hand it to [`crate::Region::open`]
 /// through [`crate::Backing::Sim`], run a workload, then take crash images.
 pub struct SimPm {
@@ -161,6 +180,17 @@ impl SimPm {
     /// The crash state now.
     pub fn crash_state(&self) -> CrashState {
         self.state.lock().crash_state()
+    }
+
+    /// Holds the device still, waiting for an event in progress.
+    pub fn hold(&self) -> SimHold<'_> {
+        SimHold { state: self.state.lock() }
+    }
+
+    /// Holds the device still, unless an event or another holder has it
+    /// now (also from this device's own observer, which runs with it held).
+    pub fn try_hold(&self) -> Option<SimHold<'_>> {
+        self.state.try_lock().map(|state| SimHold { state })
     }
 
     /// What a clean shutdown would leave: every store, durable or not.

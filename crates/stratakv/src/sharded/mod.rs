@@ -47,6 +47,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
+use strata_pmem::SimPm;
 
 use crate::batch::WriteBatch;
 use crate::db::Db;
@@ -87,6 +88,10 @@ pub struct ShardedOptions {
     /// (combining). The worker still serves the async API and whatever is
     /// queued while a caller applies. Default: true.
     pub callers_apply: bool,
+    /// Simulated PM devices, one per shard in shard order, used instead of
+    /// region files (crash tests); empty (the default) for region files.
+    /// `db.pm_sim` must then be `None` (it may serve a single shard).
+    pub pm_sims: Vec<Arc<SimPm>>,
 }
 
 impl Default for ShardedOptions {
@@ -98,6 +103,7 @@ impl Default for ShardedOptions {
             pin_workers: true,
             coord_log_limit: 16 << 20,
             callers_apply: true,
+            pm_sims: Vec::new(),
         }
     }
 }
@@ -315,7 +321,11 @@ impl Sharded {
             let gsn = self.gsn.fetch_add(1, Ordering::Relaxed) + 1;
             let refs: Vec<(usize, &WriteBatch)> = parts.iter().map(|(s, b)| (*s, b)).collect();
             if let Err(e) = coord.append(gsn, &refs, sync) {
-                // Nothing was queued: the batch is applied nowhere.
+                // Nothing was queued: the batch is applied nowhere. A log
+                // whose durable state is unknown takes no more records.
+                if coord.failed() {
+                    self.poisoned.store(true, Ordering::Release);
+                }
                 return Completion::ready(Err(e));
             }
             for ((_, batch), g) in parts.iter().zip(guards.iter_mut()) {
