@@ -13,8 +13,9 @@
 //!
 //! Frame: `len u32 | crc32c(payload) u32 | payload`, little-endian;
 //! payload: `gsn u64 | parts u32 | (shard u32 | bytes u32 | batch records)*`.
-//! Recovery stops at the first frame that is short or fails its CRC (a torn
-//! tail: its batch was never handed to a shard) and cuts the file there.
+//! Recovery stops at the first frame that is short, fails its CRC or has a
+//! zero length (a torn tail: its batch was never handed to a shard) and
+//! cuts the file there.
 //!
 //! The log goes through the database's [`Fs`] (so an in-memory file
 //! system's crash image holds it). A failed sync, or a failed cut after a
@@ -170,6 +171,12 @@ fn decode_all(path: &Path, bytes: &[u8], shards: usize) -> Result<(Vec<CoordReco
     while let Some(head) = bytes.get(pos..pos + 8) {
         let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
         let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        // A written frame is never empty, and an empty payload's CRC is 0:
+        // an all-zero header is a tail whose size reached the disk and
+        // whose data did not, not a record.
+        if len == 0 {
+            break;
+        }
         let Some(payload) = bytes.get(pos + 8..pos + 8 + len) else { break };
         if crc32c::crc32c(payload) != crc {
             break;
@@ -248,6 +255,24 @@ mod tests {
         drop(log);
         let (_, recs) = CoordLog::open(std_fs(), dir.path(), 4).unwrap();
         assert_eq!(recs.iter().map(|r| r.gsn).collect::<Vec<_>>(), vec![5, 12]);
+    }
+
+    #[test]
+    fn a_zero_filled_tail_is_torn_not_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = CoordLog::open(std_fs(), dir.path(), 2).unwrap();
+            log.append(4, &[(0, &batch("a")), (1, &batch("b"))], true).unwrap();
+        }
+        let path = dir.path().join(COORD_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let good = bytes.len() as u64;
+        bytes.extend_from_slice(&[0; 40]);
+        std::fs::write(&path, &bytes).unwrap();
+        let (log, recs) = CoordLog::open(std_fs(), dir.path(), 2).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(log.len(), good);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), good);
     }
 
     #[test]
