@@ -89,6 +89,11 @@ impl SimHold<'_> {
     pub fn dirty_lines(&self) -> usize {
         self.state.pending.len()
     }
+
+    /// What a clean shutdown would leave (see [`SimPm::visible_image`]).
+    pub fn visible_image(&self) -> Vec<u8> {
+        self.state.visible_image()
+    }
 }
 
 /// A simulated PM device. Create one, hand it to [`crate::Region::open`]
@@ -195,14 +200,7 @@ impl SimPm {
 
     /// What a clean shutdown would leave: every store, durable or not.
     pub fn visible_image(&self) -> Vec<u8> {
-        let st = self.state.lock();
-        let mut img = st.persisted.clone();
-        for stores in st.pending.values() {
-            for s in stores {
-                apply(&mut img, s);
-            }
-        }
-        img
+        self.state.lock().visible_image()
     }
 
     pub(crate) fn buf(&self) -> &HeapBuf {
@@ -315,6 +313,16 @@ impl SimState {
             obs(n, &SimView { state: self });
             self.observer = Some(obs);
         }
+    }
+
+    fn visible_image(&self) -> Vec<u8> {
+        let mut img = self.persisted.clone();
+        for stores in self.pending.values() {
+            for s in stores {
+                apply(&mut img, s);
+            }
+        }
+        img
     }
 
     fn crash_state(&self) -> CrashState {

@@ -114,8 +114,6 @@ pub fn run(cfg: &RunCfg) -> Report {
     rep
 }
 
-/// The options of an episode with `shards` shards (devices and file
-/// system not yet set): each shard gets what one pm-crash database gets.
 fn episode_options(rng: &mut StdRng, shards: usize) -> (ShardedOptions, L0Kind) {
     let l0 = match rng.gen_range(0..24) {
         0..=10 => L0Kind::Matrix,
@@ -123,6 +121,12 @@ fn episode_options(rng: &mut StdRng, shards: usize) -> (ShardedOptions, L0Kind) 
         15..=19 => L0Kind::SingleLevel,
         _ => L0Kind::PmOnly,
     };
+    (sharded_options(rng, shards, l0), l0)
+}
+
+/// The options of an episode with `shards` shards (devices and file
+/// system not yet set): each shard gets what one pm-crash database gets.
+pub fn sharded_options(rng: &mut StdRng, shards: usize, l0: L0Kind) -> ShardedOptions {
     let mut base = super::episode_options(rng, l0);
     // The front end splits these budgets between the shards.
     base.matrix_bytes *= shards as u64;
@@ -133,7 +137,7 @@ fn episode_options(rng: &mut StdRng, shards: usize) -> (ShardedOptions, L0Kind) 
     o.coord_log_limit = [1 << 10, 16 << 10, 1 << 20][rng.gen_range(0..3)];
     o.callers_apply = rng.gen_bool(0.5);
     o.pin_workers = false;
-    (o, l0)
+    o
 }
 
 fn run_episode(

@@ -136,6 +136,9 @@ pub struct ShardedStats {
     pub gsn: u64,
     /// Whether the workers are pinned to cores.
     pub pinned: bool,
+    /// Whether the front end refuses writes (a cross-shard part or the
+    /// coordinator log failed; reopen). Each shard's own state is in `shards`.
+    pub poisoned: bool,
 }
 
 /// A sharded database. Share it between threads with `Arc`; it is closed
@@ -334,8 +337,11 @@ impl Sharded {
         }
         self.cross_batches.fetch_add(1, Ordering::Relaxed);
         if coord.len() > self.coord_limit {
-            // Errors here leave the records in place (recovery redoes them).
-            let _ = self.trim_coord(&mut coord);
+            // Errors here leave the records in place (recovery redoes them);
+            // a log whose truncation failed takes no more records.
+            if self.trim_coord(&mut coord).is_err() && coord.failed() {
+                self.poisoned.store(true, Ordering::Release);
+            }
         }
         c
     }
@@ -494,6 +500,7 @@ impl Sharded {
             redone_parts: self.redone,
             gsn: self.gsn.load(Ordering::Relaxed),
             pinned: self.pinned,
+            poisoned: self.poisoned.load(Ordering::Acquire),
             ..ShardedStats::default()
         };
         for c in &self.counters {
