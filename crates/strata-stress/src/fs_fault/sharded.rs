@@ -43,6 +43,7 @@ use crate::RunCfg;
 /// Runs the mode with `cfg.shards` shards for the configured time.
 pub fn run(cfg: &RunCfg) -> Report {
     let mut rep = Report::new("fs-fault", cfg.seed);
+    rep.set("shards", crate::report::Value::Count(cfg.shards as u64));
     let deadline = cfg.deadline();
     let mut episode = 0u64;
     while Instant::now() < deadline {
@@ -59,7 +60,6 @@ pub fn run(cfg: &RunCfg) -> Report {
         }
         episode += 1;
     }
-    rep.set("shards", crate::report::Value::Count(cfg.shards as u64));
     rep
 }
 

@@ -47,8 +47,9 @@ struct Shared {
 
 /// Runs the mode with `cfg.shards` shards for the configured time.
 pub fn run(cfg: &RunCfg) -> Report {
-    let shared =
-        Arc::new(Shared { report: Mutex::new(Report::new("pm-crash", cfg.seed)), stop: AtomicBool::new(false) });
+    let mut first = Report::new("pm-crash", cfg.seed);
+    first.set("shards", Value::Count(cfg.shards as u64));
+    let shared = Arc::new(Shared { report: Mutex::new(first), stop: AtomicBool::new(false) });
     let budget = Budget { cap: 0, samples: 8, p_write: 0.03, p_double: 0.03 };
     let (tx, rx) = crossbeam_channel::bounded::<ShardCapture>(cfg.jobs.max(1));
     let mut checkers = Vec::new();
@@ -108,7 +109,6 @@ pub fn run(cfg: &RunCfg) -> Report {
     }
     let Ok(shared) = Arc::try_unwrap(shared) else { return Report::new("pm-crash", cfg.seed) };
     let mut rep = shared.report.into_inner();
-    rep.set("shards", Value::Count(cfg.shards as u64));
     let states = rep.count("crash_states") as f64;
     rep.set("crash_states_per_s", Value::Float(states / cfg.seconds.max(0.001)));
     rep
@@ -275,7 +275,7 @@ pub fn open_image(opts: &ShardedOptions, imgs: Vec<Vec<u8>>, fs: &MemFs) -> Resu
 
 /// Image `i` of every device: 0 the minimal ones, 1 the maximal ones, then random.
 fn images(pm: &[CrashState], i: u64, rng: &mut StdRng) -> (Vec<Vec<u8>>, CrashModel) {
-    let model = if i % 2 == 0 { CrashModel::LinePrefix } else { CrashModel::WordSubset };
+    let model = if i.is_multiple_of(2) { CrashModel::LinePrefix } else { CrashModel::WordSubset };
     let imgs = pm
         .iter()
         .map(|cs| match i {
