@@ -156,7 +156,11 @@ fn run_episode(
     opts.db.fs = Arc::new(mem.clone());
     let history = Arc::new(RwLock::new(History::new()));
     let progress = Arc::new(Progress::default());
-    let rates = Rates { pm_dirty: 0.03, pm_clean: 0.003, fs_meta: 0.15, fs_append: 0.02 };
+    // A point costs a recovery of every shard per image: fewer points per
+    // episode with more shards, so more episodes fit in the time.
+    let scale = 2.0 / shards.max(2) as f64;
+    let rates =
+        Rates { pm_dirty: 0.03 * scale, pm_clean: 0.003 * scale, fs_meta: 0.15 * scale, fs_append: 0.02 * scale };
     let ep = Episode {
         tx: tx.clone(),
         progress: progress.clone(),
