@@ -19,8 +19,9 @@ use super::worker::{spawn, Applier, WorkerCounters};
 use super::{Sharded, ShardedOptions};
 
 /// The options shard `i` of `n` opens with: its own PM region (in its own
-/// directory, or `pm_dir/shard-XXX`; a simulated device is set by `open`), and an n-th of the PM and block-cache
-/// budgets, so N shards use what one `Db` would.
+/// directory, or `pm_dir/shard-XXX`; a simulated device is set by `open`),
+/// and an n-th of the PM and block-cache budgets, so N shards use what one
+/// `Db` would.
 pub(crate) fn shard_options(o: &Options, i: usize, n: usize) -> Options {
     let mut s = o.clone();
     s.pm_sim = None;
@@ -82,7 +83,10 @@ pub(crate) fn open(dir: &Path, opts: ShardedOptions) -> Result<Sharded> {
         .map(|(i, sim)| {
             let mut o = shard_options(&opts.db, i, n);
             if let Some(sim) = sim {
-                o.pm_size = sim.len() as u64;
+                if n > 1 {
+                    // The shard's region is its device.
+                    o.pm_size = sim.len() as u64;
+                }
                 o.pm_sim = Some(sim);
             }
             Db::open(shard_dir(dir, i), o)
