@@ -31,6 +31,8 @@ MODES=(
     "kill 6 kill_rounds --shards 2"
     "model 6 cross_batches --shards 4"
     "limits 4 sharded_pm_full_errors --shards 2"
+    "pm-crash 5 crash_states --shards 2"
+    "fs-fault 4 faults_injected --shards 2"
 )
 
 OUT="$(mktemp -d)"

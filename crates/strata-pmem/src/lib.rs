@@ -56,7 +56,7 @@ pub use flush::CACHE_LINE;
 pub use layout::{ROOT_WORDS, SUPERBLOCK_BYTES};
 pub use prefetch::prefetch;
 pub use region::{Backing, OpenOutcome, Placement, Region, RegionOptions, RegionStats};
-pub use sim::{CrashModel, CrashState, SimPm};
+pub use sim::{CrashModel, CrashState, SimHold, SimPm};
 pub use slots::ExtentHead;
 #[cfg(target_os = "linux")]
 pub use uring::{AlignedBuf, ReadAt, Uring, READ_ALIGN};

@@ -72,6 +72,30 @@ impl SimView<'_> {
     }
 }
 
+/// A device held still: no store, flush or fence runs on it while this
+/// lives, so the crash states of several devices (and of a file system)
+/// taken while all are held belong to one instant.
+pub struct SimHold<'a> {
+    state: parking_lot::MutexGuard<'a, SimState>,
+}
+
+impl SimHold<'_> {
+    /// The crash state of the held device.
+    pub fn crash_state(&self) -> CrashState {
+        self.state.crash_state()
+    }
+
+    /// Number of cache lines with stores that are not yet durable.
+    pub fn dirty_lines(&self) -> usize {
+        self.state.pending.len()
+    }
+
+    /// What a clean shutdown would leave (see [`SimPm::visible_image`]).
+    pub fn visible_image(&self) -> Vec<u8> {
+        self.state.visible_image()
+    }
+}
+
 /// A simulated PM device. Create one, hand it to [`crate::Region::open`]
 /// through [`crate::Backing::Sim`], run a workload, then take crash images.
 pub struct SimPm {
@@ -163,16 +187,20 @@ impl SimPm {
         self.state.lock().crash_state()
     }
 
+    /// Holds the device still, waiting for an event in progress.
+    pub fn hold(&self) -> SimHold<'_> {
+        SimHold { state: self.state.lock() }
+    }
+
+    /// Holds the device still, unless an event or another holder has it
+    /// now (also from this device's own observer, which runs with it held).
+    pub fn try_hold(&self) -> Option<SimHold<'_>> {
+        self.state.try_lock().map(|state| SimHold { state })
+    }
+
     /// What a clean shutdown would leave: every store, durable or not.
     pub fn visible_image(&self) -> Vec<u8> {
-        let st = self.state.lock();
-        let mut img = st.persisted.clone();
-        for stores in st.pending.values() {
-            for s in stores {
-                apply(&mut img, s);
-            }
-        }
-        img
+        self.state.lock().visible_image()
     }
 
     pub(crate) fn buf(&self) -> &HeapBuf {
@@ -285,6 +313,16 @@ impl SimState {
             obs(n, &SimView { state: self });
             self.observer = Some(obs);
         }
+    }
+
+    fn visible_image(&self) -> Vec<u8> {
+        let mut img = self.persisted.clone();
+        for stores in self.pending.values() {
+            for s in stores {
+                apply(&mut img, s);
+            }
+        }
+        img
     }
 
     fn crash_state(&self) -> CrashState {

@@ -14,6 +14,9 @@
 //! * [`limits`]: keys/values at and over the limits, full PM, full disk,
 //!   many connections.
 //!
+//! With `--shards N` (see [`RunCfg::shards`]) the modes run against the
+//! sharded front end (`stratakv::Sharded`) instead.
+//!
 //! [`fuzz_targets`] holds the bodies of the cargo-fuzz targets in `fuzz/`,
 //! so the seed corpora can be replayed by `cargo test` on stable.
 
@@ -42,8 +45,8 @@ pub struct RunCfg {
     pub jobs: usize,
     /// Print progress lines to stderr.
     pub verbose: bool,
-    /// Run the kill mode against the sharded front end with this many
-    /// shards (0: the plain engine's rounds).
+    /// Run the modes against the sharded front end with this many shards
+    /// (0: the plain engine).
     pub shards: usize,
 }
 

@@ -35,8 +35,12 @@ struct Args {
     /// Progress lines on stderr.
     #[arg(long)]
     verbose: bool,
-    /// Kill, model and limits modes: run against the sharded front end with this many shards (kill:
-    /// cross-shard batches all there or none after each SIGKILL). 0: the plain engine.
+    /// Run against the sharded front end with this many shards (0: the plain engine). kill:
+    /// cross-shard batches all there or none after each SIGKILL; model, limits: the same checks
+    /// through the front end; pm-crash: one simulated PM device per shard, crash images of every
+    /// device and the file system (coordinator log included) at one instant, exact-state oracle;
+    /// fs-fault: injected file-system faults (the coordinator log's too), then a crash and the
+    /// per-key oracle with cross-shard batches all or nothing.
     #[arg(long, default_value_t = 0)]
     shards: usize,
     /// Internal: run as the child writer process of the kill mode.

@@ -72,8 +72,13 @@ impl Report {
     /// reproduces it (`episode_seed`: the seed of the failing episode).
     pub fn violation(&mut self, episode_seed: u64, what: impl Into<String>) {
         let what = what.into();
+        // Sharded runs record their shard count first (field `shards`).
+        let shards = match self.count("shards") {
+            0 => String::new(),
+            n => format!(" --shards {n}"),
+        };
         eprintln!(
-            "VIOLATION [{}] {what}\n  reproduce: cargo run --release --bin strata-stress -- --mode {} --seed {episode_seed} --seconds 5",
+            "VIOLATION [{}] {what}\n  reproduce: cargo run --release --bin strata-stress -- --mode {} --seed {episode_seed} --seconds 5{shards}",
             self.mode, self.mode
         );
         self.violations.push(what);

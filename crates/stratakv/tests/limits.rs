@@ -84,6 +84,9 @@ impl WritableFile for LimitFile {
         }
         self.inner.append(data)
     }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
     fn sync(&mut self) -> io::Result<()> {
         self.inner.sync()
     }
@@ -110,6 +113,9 @@ impl Fs for LimitFs {
     }
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         StdFs.rename(from, to)
+    }
+    fn truncate(&self, path: &Path, len: u64, sync: bool) -> io::Result<()> {
+        StdFs.truncate(path, len, sync)
     }
     fn remove(&self, path: &Path) -> io::Result<()> {
         StdFs.remove(path)

@@ -19,9 +19,13 @@
 //! cut (see [`recover`]) and applies the oracle to every image.
 //!
 //! `STRATA_FS_FAULT_L0=<kind>` runs every episode on one level-0 kind.
+//!
+//! With `--shards N` the episodes run the sharded front end instead
+//! ([`sharded`]).
 
 pub mod plan;
 pub mod recover;
+pub mod sharded;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,6 +44,9 @@ use crate::RunCfg;
 
 /// Runs the mode for the configured time.
 pub fn run(cfg: &RunCfg) -> Report {
+    if cfg.shards > 0 {
+        return sharded::run(cfg);
+    }
     let mut rep = Report::new("fs-fault", cfg.seed);
     let deadline = cfg.deadline();
     let mut episode = 0u64;
@@ -58,7 +65,7 @@ pub fn run(cfg: &RunCfg) -> Report {
     rep
 }
 
-fn error_name(e: &Error) -> &'static str {
+pub(crate) fn error_name(e: &Error) -> &'static str {
     match e {
         Error::Poisoned(_) => "errors_poisoned",
         Error::DiskFull { .. } => "errors_disk_full",

@@ -41,7 +41,8 @@ pub enum Phase {
 }
 
 impl Phase {
-    fn current(in_open: bool) -> Phase {
+    /// The phase of the calling thread.
+    pub fn current(in_open: bool) -> Phase {
         let t = std::thread::current();
         match t.name() {
             Some(n) if n.starts_with("strata-flush") => Phase::Flush,

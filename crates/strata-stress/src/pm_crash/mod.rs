@@ -14,9 +14,14 @@
 //!
 //! The simulator models DAX PM: a write is durable once it returns, with
 //! or without `sync`, so every acknowledged write must survive.
+//!
+//! With `--shards N` the episodes run the sharded front end instead, one
+//! simulated device per shard ([`sharded`]).
 
 pub mod capture;
 pub mod check;
+pub mod shard_capture;
+pub mod sharded;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -70,6 +75,9 @@ struct Shared {
 
 /// Runs the mode for the configured time.
 pub fn run(cfg: &RunCfg) -> Report {
+    if cfg.shards > 0 {
+        return sharded::run(cfg);
+    }
     let shared =
         Arc::new(Shared { report: Mutex::new(Report::new("pm-crash", cfg.seed)), stop: AtomicBool::new(false) });
     let budget = Budget { cap: 64, samples: 12, p_write: 0.02, p_double: 0.02 };

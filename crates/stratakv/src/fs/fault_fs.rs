@@ -287,6 +287,10 @@ impl WritableFile for FaultWritable {
         }
     }
 
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+
     fn sync(&mut self) -> io::Result<()> {
         if self.sync_failed {
             self.fs.st.lock().stats.syncs_after_failed_sync += 1;
@@ -345,6 +349,19 @@ impl Fs for FaultFs {
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.gate(FaultOp::Remove, path)?;
         self.inner.remove(path)
+    }
+
+    /// Counted as an append (a write), and with `sync` also as a sync; a
+    /// failed sync still cuts the file underneath.
+    fn truncate(&self, path: &Path, len: u64, sync: bool) -> io::Result<()> {
+        self.gate(FaultOp::Append, path)?;
+        if sync {
+            if let Err(e) = self.gate(FaultOp::Sync, path) {
+                self.inner.truncate(path, len, false)?;
+                return Err(e);
+            }
+        }
+        self.inner.truncate(path, len, sync)
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {

@@ -16,6 +16,12 @@
 //! operation, with the file-system lock held, so a crash point taken there is
 //! consistent: no other operation is half done.
 //!
+//! [`Fs::truncate`] is the one operation that is not an append: it gives
+//! the file a new inode holding the kept prefix, under its visible name and
+//! under every durable name of the old inode (the cut itself is modelled as
+//! reaching the disk at once; with `sync`, so is the kept prefix), so
+//! snapshots taken before it keep the old bytes.
+//!
 //! Sync failures with "fsyncgate" semantics: [`MemFs::lose_unsynced`] marks a
 //! file's unsynced bytes as lost *and* clean (what Linux may do after a
 //! failed fsync), so a later `sync` reports success without them.
@@ -62,6 +68,8 @@ pub enum MemFsOp {
     Remove,
     /// A directory was synced.
     SyncDir,
+    /// A file was cut shorter.
+    Truncate,
 }
 
 /// Called after each mutating operation with its number, kind and a view
@@ -388,6 +396,10 @@ impl WritableFile for MemWritable {
         })
     }
 
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
     fn sync(&mut self) -> io::Result<()> {
         let ino = self.ino.clone();
         self.fs.mutate(MemFsOp::Sync, |_| {
@@ -491,6 +503,32 @@ impl Fs for MemFs {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.mutate(MemFsOp::Remove, |st| st.files.remove(path).map(|_| ()).ok_or_else(|| not_found(path)))
+    }
+
+    fn truncate(&self, path: &Path, len: u64, sync: bool) -> io::Result<()> {
+        self.mutate(MemFsOp::Truncate, |st| {
+            let old = st.files.get(path).cloned().ok_or_else(|| not_found(path))?;
+            let d = old.data.read();
+            let keep = len.min(d.bytes.len() as u64);
+            let cut = InodeData {
+                bytes: d.bytes.get(..keep as usize).unwrap_or(&[]).to_vec(),
+                synced: if sync { keep } else { d.synced.min(keep) },
+                lost: d.lost.iter().filter(|r| r.start < keep).map(|r| r.start..r.end.min(keep)).collect(),
+            };
+            drop(d);
+            let ino = Arc::new(Inode { data: RwLock::new(cut) });
+            for i in st.durable.values_mut() {
+                if Arc::ptr_eq(i, &old) {
+                    *i = ino.clone();
+                }
+            }
+            st.files.insert(path.to_path_buf(), ino);
+            Ok(())
+        })?;
+        if sync {
+            self.shared.syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
@@ -644,6 +682,29 @@ mod tests {
         f.sync().unwrap();
         let all = snap.restore(FsCrashMode::KeepAll, &mut rng());
         assert_eq!(all.read(&d.join("a")).unwrap(), b"12");
+    }
+
+    #[test]
+    fn truncate_keeps_old_snapshots_and_is_durable_under_the_old_name() {
+        let fs = MemFs::new();
+        let d = Path::new("/db");
+        fs.create_dir_all(d).unwrap();
+        let p = d.join("log");
+        let mut f = fs.create(&p).unwrap();
+        f.append(b"abcdef").unwrap();
+        f.sync().unwrap();
+        fs.sync_dir(d).unwrap();
+        let before = fs.snapshot();
+        fs.truncate(&p, 2, true).unwrap();
+        let mut f = fs.append(&p).unwrap();
+        f.append(b"XY").unwrap();
+        assert_eq!(fs.read(&p).unwrap(), b"abXY");
+        assert_eq!(before.restore(FsCrashMode::DropUnsynced, &mut rng()).read(&p).unwrap(), b"abcdef");
+        let cut = fs.snapshot().restore(FsCrashMode::DropUnsynced, &mut rng());
+        assert_eq!(cut.read(&p).unwrap(), b"ab");
+        f.sync().unwrap();
+        let cut = fs.snapshot().restore(FsCrashMode::DropUnsynced, &mut rng());
+        assert_eq!(cut.read(&p).unwrap(), b"abXY");
     }
 
     #[test]

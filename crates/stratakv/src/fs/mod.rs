@@ -23,6 +23,9 @@ use std::sync::Arc;
 pub trait WritableFile: Send {
     /// Appends bytes (may buffer).
     fn append(&mut self, data: &[u8]) -> io::Result<()>;
+    /// Hands buffered bytes to the file system (the page cache) without
+    /// making them durable: after it, a process crash keeps them.
+    fn flush(&mut self) -> io::Result<()>;
     /// Flushes buffers and makes everything appended durable (fdatasync).
     fn sync(&mut self) -> io::Result<()>;
     /// Bytes appended so far.
@@ -70,6 +73,11 @@ pub trait Fs: Send + Sync + Debug {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Removes a file.
     fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Cuts the file at `path` to `len` bytes (never longer); with `sync`,
+    /// the new length is durable on return (ftruncate + fsync). Writers
+    /// opened on the file before must not be used afterwards: reopen it
+    /// with [`Fs::append`].
+    fn truncate(&self, path: &Path, len: u64, sync: bool) -> io::Result<()>;
     /// Names of the entries of a directory.
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Whether a path exists.

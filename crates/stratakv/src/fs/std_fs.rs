@@ -27,6 +27,10 @@ impl WritableFile for StdWritable {
         Ok(())
     }
 
+    fn flush(&mut self) -> io::Result<()> {
+        self.w.flush()
+    }
+
     fn sync(&mut self) -> io::Result<()> {
         self.w.flush()?;
         self.w.get_ref().sync_data()
@@ -156,6 +160,17 @@ impl Fs for StdFs {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
+    }
+
+    fn truncate(&self, path: &Path, len: u64, sync: bool) -> io::Result<()> {
+        let f = OpenOptions::new().write(true).open(path)?;
+        if f.metadata()?.len() > len {
+            f.set_len(len)?;
+        }
+        if sync {
+            f.sync_all()?;
+        }
+        Ok(())
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<String>> {

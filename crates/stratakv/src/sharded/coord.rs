@@ -13,15 +13,21 @@
 //!
 //! Frame: `len u32 | crc32c(payload) u32 | payload`, little-endian;
 //! payload: `gsn u64 | parts u32 | (shard u32 | bytes u32 | batch records)*`.
-//! Recovery stops at the first frame that is short or fails its CRC (a torn
-//! tail: its batch was never handed to a shard) and cuts the file there.
+//! Recovery stops at the first frame that is short, fails its CRC or has a
+//! zero length (a torn tail: its batch was never handed to a shard) and
+//! cuts the file there.
+//!
+//! The log goes through the database's [`Fs`] (so an in-memory file
+//! system's crash image holds it). A failed sync, or a failed cut after a
+//! failed append, leaves the file's durable state unknown: the log then
+//! refuses every later append (fsyncgate), and the front end poisons itself.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::fs::{Fs, WritableFile};
 
 /// The coordinator log's file name in the sharded database's directory.
 pub const COORD_FILE: &str = "COORD";
@@ -35,31 +41,37 @@ pub(crate) struct CoordRecord {
 
 /// The open coordinator log.
 pub(crate) struct CoordLog {
+    fs: Arc<dyn Fs>,
     path: PathBuf,
-    file: File,
+    /// Appends at the end; `None` after a cut until the next append.
+    file: Option<Box<dyn WritableFile>>,
     /// Bytes of whole records.
     len: u64,
     buf: Vec<u8>,
+    /// A sync or cut failed: the durable contents are unknown.
+    failed: bool,
 }
 
 impl CoordLog {
     /// Opens (creating) the log in `dir` and reads its whole records.
-    pub(crate) fn open(dir: &Path, shards: usize) -> Result<(CoordLog, Vec<CoordRecord>)> {
+    pub(crate) fn open(fs: Arc<dyn Fs>, dir: &Path, shards: usize) -> Result<(CoordLog, Vec<CoordRecord>)> {
         let path = dir.join(COORD_FILE);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| Error::io(&path, "open", e))?;
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(|e| Error::io(&path, "read", e))?;
+        let bytes = match fs.read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Created with its directory entry durable, so a record
+                // fdatasynced later is found after a power loss.
+                fs.create(&path).map_err(|e| Error::io(&path, "create", e))?;
+                fs.sync_dir(dir).map_err(|e| Error::io(dir, "fsync", e))?;
+                Vec::new()
+            }
+            Err(e) => return Err(Error::io(&path, "read", e)),
+        };
         let (records, good) = decode_all(&path, &bytes, shards)?;
-        let mut log = CoordLog { path, file, len: good, buf: Vec::new() };
+        let mut log = CoordLog { fs, path, file: None, len: good, buf: Vec::new(), failed: false };
         if good < bytes.len() as u64 {
             // A torn tail: cut it, so later appends follow whole records.
-            log.cut(good)?;
+            log.cut(good, false)?;
         }
         Ok((log, records))
     }
@@ -67,6 +79,9 @@ impl CoordLog {
     /// Appends one record; durable (fdatasync) when `sync`. On failure the
     /// file is cut back, so no partial record precedes later ones.
     pub(crate) fn append(&mut self, gsn: u64, parts: &[(usize, &WriteBatch)], sync: bool) -> Result<()> {
+        if self.failed {
+            return Err(Error::Poisoned("an earlier sync of the coordinator log failed".into()));
+        }
         self.buf.clear();
         self.buf.extend_from_slice(&[0; 8]);
         self.buf.extend_from_slice(&gsn.to_le_bytes());
@@ -82,24 +97,46 @@ impl CoordLog {
         let crc = crc32c::crc32c(&self.buf[8..]);
         self.buf[..4].copy_from_slice(&payload_len32.to_le_bytes());
         self.buf[4..8].copy_from_slice(&crc.to_le_bytes());
-        let r = self.file.write_all(&self.buf).map_err(|e| Error::io(&self.path, "write", e)).and_then(|()| {
-            if sync {
-                self.file.sync_data().map_err(|e| Error::io(&self.path, "fdatasync", e))
-            } else {
-                Ok(())
-            }
-        });
+        let r = self.write_buf(sync);
         match r {
             Ok(()) => {
                 self.len += self.buf.len() as u64;
                 Ok(())
             }
-            Err(e) => {
+            Err((e, synced)) => {
+                if synced {
+                    self.failed = true;
+                    self.file = None;
+                    return Err(e);
+                }
                 let len = self.len;
-                self.cut(len)?;
+                if let Err(c) = self.cut(len, false) {
+                    self.failed = true;
+                    return Err(c);
+                }
                 Err(e)
             }
         }
+    }
+
+    /// Writes `buf` to the page cache and, with `sync`, to the disk. The
+    /// flag says whether the sync (not the write) failed.
+    fn write_buf(&mut self, sync: bool) -> std::result::Result<(), (Error, bool)> {
+        let path = &self.path;
+        if self.file.is_none() {
+            self.file = Some(self.fs.append(path).map_err(|e| (Error::io(path, "open", e), false))?);
+        }
+        let Some(f) = self.file.as_mut() else { return Err((Error::Closed, false)) };
+        f.append(&self.buf).and_then(|()| f.flush()).map_err(|e| (Error::io(path, "write", e), false))?;
+        if sync {
+            f.sync().map_err(|e| (Error::io(path, "fdatasync", e), true))?;
+        }
+        Ok(())
+    }
+
+    /// Whether a failed sync or cut made the log refuse appends.
+    pub(crate) fn failed(&self) -> bool {
+        self.failed
     }
 
     /// Bytes of records.
@@ -109,14 +146,19 @@ impl CoordLog {
 
     /// Empties the log once every shard has its parts durable.
     pub(crate) fn truncate(&mut self) -> Result<()> {
-        self.cut(0)?;
-        self.file.sync_all().map_err(|e| Error::io(&self.path, "fsync", e))
+        let r = self.cut(0, true);
+        if r.is_err() {
+            self.failed = true;
+        }
+        r
     }
 
-    fn cut(&mut self, len: u64) -> Result<()> {
-        use std::io::Seek;
-        self.file.set_len(len).map_err(|e| Error::io(&self.path, "truncate", e))?;
-        self.file.seek(std::io::SeekFrom::Start(len)).map_err(|e| Error::io(&self.path, "seek", e))?;
+    /// Cuts the file to `len` bytes (durably with `sync`); the next append
+    /// reopens it.
+    fn cut(&mut self, len: u64, sync: bool) -> Result<()> {
+        // Dropped first: a buffering writer flushes what it holds on drop.
+        self.file = None;
+        self.fs.truncate(&self.path, len, sync).map_err(|e| Error::io(&self.path, "truncate", e))?;
         self.len = len;
         Ok(())
     }
@@ -129,6 +171,12 @@ fn decode_all(path: &Path, bytes: &[u8], shards: usize) -> Result<(Vec<CoordReco
     while let Some(head) = bytes.get(pos..pos + 8) {
         let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
         let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        // A written frame is never empty, and an empty payload's CRC is 0:
+        // an all-zero header is a tail whose size reached the disk and
+        // whose data did not, not a record.
+        if len == 0 {
+            break;
+        }
         let Some(payload) = bytes.get(pos + 8..pos + 8 + len) else { break };
         if crc32c::crc32c(payload) != crc {
             break;
@@ -168,6 +216,8 @@ fn decode(p: &[u8], shards: usize) -> Option<CoordRecord> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::{FsCrashMode, MemFs, StdFs};
+    use rand::SeedableRng;
 
     fn batch(k: &str) -> WriteBatch {
         let mut b = WriteBatch::new();
@@ -175,11 +225,15 @@ mod tests {
         b
     }
 
+    fn std_fs() -> Arc<dyn Fs> {
+        Arc::new(StdFs)
+    }
+
     #[test]
     fn records_round_trip_and_a_torn_tail_is_cut() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let (mut log, recs) = CoordLog::open(dir.path(), 4).unwrap();
+            let (mut log, recs) = CoordLog::open(std_fs(), dir.path(), 4).unwrap();
             assert!(recs.is_empty());
             log.append(5, &[(0, &batch("a")), (3, &batch("b"))], true).unwrap();
             log.append(9, &[(1, &batch("c")), (2, &batch("d"))], false).unwrap();
@@ -187,24 +241,68 @@ mod tests {
         let path = dir.path().join(COORD_FILE);
         let full = std::fs::metadata(&path).unwrap().len();
         // Tear the second record.
-        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(full - 3).unwrap();
-        let (log, recs) = CoordLog::open(dir.path(), 4).unwrap();
+        let (mut log, recs) = CoordLog::open(std_fs(), dir.path(), 4).unwrap();
         assert_eq!(recs.len(), 1);
         assert_eq!(recs[0].gsn, 5);
         assert_eq!(recs[0].parts[1].0, 3);
         assert_eq!(recs[0].parts[1].1, batch("b"));
         assert!(log.len() < full - 3);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), log.len());
+        // Appends follow the cut.
+        log.append(12, &[(0, &batch("e")), (1, &batch("f"))], false).unwrap();
+        drop(log);
+        let (_, recs) = CoordLog::open(std_fs(), dir.path(), 4).unwrap();
+        assert_eq!(recs.iter().map(|r| r.gsn).collect::<Vec<_>>(), vec![5, 12]);
+    }
+
+    #[test]
+    fn a_zero_filled_tail_is_torn_not_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (mut log, _) = CoordLog::open(std_fs(), dir.path(), 2).unwrap();
+            log.append(4, &[(0, &batch("a")), (1, &batch("b"))], true).unwrap();
+        }
+        let path = dir.path().join(COORD_FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let good = bytes.len() as u64;
+        bytes.extend_from_slice(&[0; 40]);
+        std::fs::write(&path, &bytes).unwrap();
+        let (log, recs) = CoordLog::open(std_fs(), dir.path(), 2).unwrap();
+        assert_eq!(recs.len(), 1);
+        assert_eq!(log.len(), good);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), good);
     }
 
     #[test]
     fn a_record_naming_a_missing_shard_is_corruption() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let (mut log, _) = CoordLog::open(dir.path(), 4).unwrap();
+            let (mut log, _) = CoordLog::open(std_fs(), dir.path(), 4).unwrap();
             log.append(1, &[(3, &batch("a"))], false).unwrap();
         }
-        assert!(matches!(CoordLog::open(dir.path(), 2), Err(e) if e.is_corruption()));
+        assert!(matches!(CoordLog::open(std_fs(), dir.path(), 2), Err(e) if e.is_corruption()));
+    }
+
+    #[test]
+    fn a_power_cut_keeps_synced_records_and_the_truncation() {
+        let mem = MemFs::new();
+        let fs: Arc<dyn Fs> = Arc::new(mem.clone());
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let cut = |mem: &MemFs| {
+            let fs: Arc<dyn Fs> =
+                Arc::new(mem.snapshot().restore(FsCrashMode::DropUnsynced, &mut rand::rngs::StdRng::seed_from_u64(1)));
+            CoordLog::open(fs, dir, 2).unwrap().1.iter().map(|r| r.gsn).collect::<Vec<_>>()
+        };
+        let (mut log, _) = CoordLog::open(fs.clone(), dir, 2).unwrap();
+        log.append(1, &[(0, &batch("a")), (1, &batch("b"))], true).unwrap();
+        log.append(2, &[(0, &batch("a")), (1, &batch("b"))], false).unwrap();
+        assert_eq!(cut(&mem), vec![1]);
+        log.truncate().unwrap();
+        assert!(cut(&mem).is_empty());
+        log.append(3, &[(0, &batch("a")), (1, &batch("b"))], true).unwrap();
+        assert_eq!(cut(&mem), vec![3]);
     }
 }

@@ -1,10 +1,10 @@
 //! Where a sharded database keeps things: the shard-count file, the shard
 //! subdirectories, the key → shard hash, and the reserved meta key.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::fs::Fs;
 use crate::key::KeyRange;
 
 /// The file recording the shard count and hash (FORMAT.md, "Sharded").
@@ -59,12 +59,13 @@ pub(crate) fn user_range(mut range: KeyRange) -> KeyRange {
 }
 
 /// Reads the shard count recorded in `dir`, or records `requested` in a new
-/// database. Another count, or another hash, is [`Error::ShardCount`] or
-/// corruption: re-hashing silently would hide every key.
-pub(crate) fn check_or_create(dir: &Path, requested: usize, create: bool) -> Result<()> {
+/// database, through `fs`. Another count, or another hash, is
+/// [`Error::ShardCount`] or corruption: re-hashing silently would hide every key.
+pub(crate) fn check_or_create(fs: &dyn Fs, dir: &Path, requested: usize, create: bool) -> Result<()> {
     let path = dir.join(SHARDS_FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => {
+    match fs.read(&path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
             let (stored, hash) = parse(&text).ok_or_else(|| Error::corruption(&path, 0, "malformed SHARDS file"))?;
             if hash != HASH_NAME {
                 return Err(Error::corruption(&path, 0, format!("unknown shard hash {hash:?}")));
@@ -78,16 +79,17 @@ pub(crate) fn check_or_create(dir: &Path, requested: usize, create: bool) -> Res
             if !create {
                 return Err(Error::InvalidArgument(format!("{} holds no sharded database", dir.display())));
             }
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "mkdir", e))?;
+            fs.create_dir_all(dir).map_err(|e| Error::io(dir, "mkdir", e))?;
             // Written to a temporary name and renamed, with the directory
             // synced, so a crash leaves either no file or a whole one.
             let tmp = dir.join("SHARDS.tmp");
             let text = format!("stratakv-sharded 1\nshards {requested}\nhash {HASH_NAME}\n");
-            let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, "create", e))?;
-            f.write_all(text.as_bytes()).map_err(|e| Error::io(&tmp, "write", e))?;
-            f.sync_all().map_err(|e| Error::io(&tmp, "fsync", e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, "rename", e))?;
-            sync_dir(dir)
+            let mut f = fs.create(&tmp).map_err(|e| Error::io(&tmp, "create", e))?;
+            f.append(text.as_bytes()).map_err(|e| Error::io(&tmp, "write", e))?;
+            f.sync().map_err(|e| Error::io(&tmp, "fsync", e))?;
+            drop(f);
+            fs.rename(&tmp, &path).map_err(|e| Error::io(&path, "rename", e))?;
+            fs.sync_dir(dir).map_err(|e| Error::io(dir, "fsync", e))
         }
         Err(e) => Err(Error::io(&path, "read", e)),
     }
@@ -113,12 +115,6 @@ fn parse(text: &str) -> Option<(usize, String)> {
     let n = lines.next()?.strip_prefix("shards ")?.parse().ok().filter(|&n| n > 0)?;
     let hash = lines.next()?.strip_prefix("hash ")?.to_string();
     Some((n, hash))
-}
-
-/// Makes a directory's entries (a rename, a new file) durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    let d = std::fs::File::open(dir).map_err(|e| Error::io(dir, "open", e))?;
-    d.sync_all().map_err(|e| Error::io(dir, "fsync", e))
 }
 
 #[cfg(test)]
@@ -155,9 +151,10 @@ mod tests {
     #[test]
     fn another_count_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        check_or_create(dir.path(), 3, true).unwrap();
-        check_or_create(dir.path(), 3, false).unwrap();
-        match check_or_create(dir.path(), 2, true) {
+        let fs = crate::fs::StdFs;
+        check_or_create(&fs, dir.path(), 3, true).unwrap();
+        check_or_create(&fs, dir.path(), 3, false).unwrap();
+        match check_or_create(&fs, dir.path(), 2, true) {
             Err(Error::ShardCount { stored: 3, requested: 2, .. }) => {}
             other => panic!("{other:?}"),
         }

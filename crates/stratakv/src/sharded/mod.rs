@@ -42,11 +42,12 @@ pub use layout::{recorded_shards, META_PREFIX, SHARDS_FILE};
 pub use oneshot::Completion;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
+use strata_pmem::SimPm;
 
 use crate::batch::WriteBatch;
 use crate::db::Db;
@@ -87,6 +88,10 @@ pub struct ShardedOptions {
     /// (combining). The worker still serves the async API and whatever is
     /// queued while a caller applies. Default: true.
     pub callers_apply: bool,
+    /// Simulated PM devices, one per shard in shard order, used instead of
+    /// region files (crash tests); empty (the default) for region files.
+    /// `db.pm_sim` must then be `None` (it may serve a single shard).
+    pub pm_sims: Vec<Arc<SimPm>>,
 }
 
 impl Default for ShardedOptions {
@@ -98,6 +103,7 @@ impl Default for ShardedOptions {
             pin_workers: true,
             coord_log_limit: 16 << 20,
             callers_apply: true,
+            pm_sims: Vec::new(),
         }
     }
 }
@@ -130,6 +136,9 @@ pub struct ShardedStats {
     pub gsn: u64,
     /// Whether the workers are pinned to cores.
     pub pinned: bool,
+    /// Whether the front end refuses writes because the coordinator log
+    /// failed (reopen). Each shard's own state is in `shards`.
+    pub poisoned: bool,
 }
 
 /// A sharded database. Share it between threads with `Arc`; it is closed
@@ -146,6 +155,9 @@ pub struct Sharded {
     /// The last GSN handed out; taken under the queue locks it is pushed with.
     gsn: AtomicU64,
     coord: Mutex<CoordLog>,
+    /// A sync or cut-back of the coordinator log failed: its durable
+    /// contents are unknown, so the front end refuses writes until reopened.
+    poisoned: AtomicBool,
     coord_limit: u64,
     cross_batches: AtomicU64,
     redone: u64,
@@ -281,6 +293,9 @@ impl Sharded {
         if let Some((_, k, _)) = batch.iter().find(|(_, k, _)| is_meta(k)) {
             check_key(k)?;
         }
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned("the coordinator log failed; reopen".into()));
+        }
         Ok(())
     }
 
@@ -321,7 +336,11 @@ impl Sharded {
             let gsn = self.gsn.fetch_add(1, Ordering::Relaxed) + 1;
             let refs: Vec<(usize, &WriteBatch)> = parts.iter().map(|(s, b)| (*s, b)).collect();
             if let Err(e) = coord.append(gsn, &refs, sync) {
-                // Nothing was queued: the batch is applied nowhere.
+                // Nothing was queued: the batch is applied nowhere. A log
+                // whose durable state is unknown takes no more records.
+                if coord.failed() {
+                    self.poisoned.store(true, Ordering::Release);
+                }
                 return Completion::ready(Err(e));
             }
             for ((_, batch), g) in parts.iter().zip(guards.iter_mut()) {
@@ -330,8 +349,11 @@ impl Sharded {
         }
         self.cross_batches.fetch_add(1, Ordering::Relaxed);
         if coord.len() > self.coord_limit {
-            // Errors here leave the records in place (recovery redoes them).
-            let _ = self.trim_coord(&mut coord);
+            // Errors here leave the records in place (recovery redoes them);
+            // a log whose truncation failed takes no more records.
+            if self.trim_coord(&mut coord).is_err() && coord.failed() {
+                self.poisoned.store(true, Ordering::Release);
+            }
         }
         c
     }
@@ -492,6 +514,7 @@ impl Sharded {
             redone_parts: self.redone,
             gsn: self.gsn.load(Ordering::Relaxed),
             pinned: self.pinned,
+            poisoned: self.poisoned.load(Ordering::Acquire),
             ..ShardedStats::default()
         };
         for c in &self.counters {
@@ -517,7 +540,7 @@ impl Sharded {
                 first = first.and(Err(e));
             }
         }
-        if first.is_ok() && !self.owes() {
+        if first.is_ok() && !self.owes() && !self.poisoned.load(Ordering::Acquire) {
             first = self.coord.lock().truncate();
         }
         first
@@ -528,7 +551,7 @@ impl Sharded {
     /// theirs). Only with every queue applied and no part owed: a shard's
     /// GSN key must never claim a cross-shard part it lacks.
     fn persist_gsn(&self) -> Result<()> {
-        if self.owes() {
+        if self.owes() || self.poisoned.load(Ordering::Acquire) {
             return Ok(());
         }
         let gsn = self.gsn.load(Ordering::Acquire);

@@ -2,10 +2,11 @@
 //! coordinator log's redo, the GSN counter, the workers.
 
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
+use strata_pmem::SimPm;
 
 use crate::db::Db;
 use crate::error::{Error, Result};
@@ -18,10 +19,12 @@ use super::worker::{spawn, Applier, WorkerCounters};
 use super::{Sharded, ShardedOptions};
 
 /// The options shard `i` of `n` opens with: its own PM region (in its own
-/// directory, or `pm_dir/shard-XXX`), and an n-th of the PM and block-cache
-/// budgets, so N shards use what one `Db` would.
+/// directory, or `pm_dir/shard-XXX`; a simulated device is set by `open`),
+/// and an n-th of the PM and block-cache budgets, so N shards use what one
+/// `Db` would.
 pub(crate) fn shard_options(o: &Options, i: usize, n: usize) -> Options {
     let mut s = o.clone();
+    s.pm_sim = None;
     if n > 1 {
         s.pm_size = (o.pm_size / n as u64).max(16 << 20);
         s.block_cache_bytes = o.block_cache_bytes / n as u64;
@@ -55,15 +58,42 @@ pub(crate) fn open(dir: &Path, opts: ShardedOptions) -> Result<Sharded> {
     if n == 0 {
         return Err(Error::InvalidArgument("a sharded database needs at least one shard".into()));
     }
-    if n > 1 && opts.db.pm_sim.is_some() {
-        return Err(Error::InvalidArgument("a simulated PM device serves one shard only".into()));
-    }
-    check_or_create(dir, n, opts.db.create_if_missing)?;
+    let sims: Vec<Option<Arc<SimPm>>> = match (&opts.db.pm_sim, opts.pm_sims.len()) {
+        (None, 0) => vec![None; n],
+        (Some(sim), 0) if n == 1 => vec![Some(sim.clone())],
+        (Some(_), 0) => {
+            return Err(Error::InvalidArgument(
+                "a simulated PM device serves one shard only: give one per shard in ShardedOptions::pm_sims".into(),
+            ))
+        }
+        (None, k) if k == n => opts.pm_sims.iter().cloned().map(Some).collect(),
+        (_, k) => {
+            return Err(Error::InvalidArgument(format!(
+                "{k} simulated PM devices for {n} shards (and none in the shard options)"
+            )))
+        }
+    };
+    let fs = opts.db.fs.clone();
+    check_or_create(&*fs, dir, n, opts.db.create_if_missing)?;
     // Opening every shard first takes every shard's directory lock, so a
     // second process fails before it could touch the coordinator log.
-    let dbs = (0..n).map(|i| Db::open(shard_dir(dir, i), shard_options(&opts.db, i, n))).collect::<Result<Vec<_>>>()?;
+    let dbs = sims
+        .into_iter()
+        .enumerate()
+        .map(|(i, sim)| {
+            let mut o = shard_options(&opts.db, i, n);
+            if let Some(sim) = sim {
+                if n > 1 {
+                    // The shard's region is its device.
+                    o.pm_size = sim.len() as u64;
+                }
+                o.pm_sim = Some(sim);
+            }
+            Db::open(shard_dir(dir, i), o)
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut applied = dbs.iter().map(applied_gsn).collect::<Result<Vec<_>>>()?;
-    let (mut coord, records) = CoordLog::open(dir, n)?;
+    let (mut coord, records) = CoordLog::open(fs, dir, n)?;
     let mut max = applied.iter().copied().max().unwrap_or(0);
     let mut redone = 0u64;
     // Redo: records are in GSN order, and a shard applies its parts in GSN
@@ -131,6 +161,7 @@ pub(crate) fn open(dir: &Path, opts: ShardedOptions) -> Result<Sharded> {
         counters,
         gsn: AtomicU64::new(max),
         coord: Mutex::new(coord),
+        poisoned: AtomicBool::new(false),
         coord_limit: opts.coord_log_limit,
         cross_batches: AtomicU64::new(0),
         redone,
