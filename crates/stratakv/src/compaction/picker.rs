@@ -117,9 +117,20 @@ pub fn pick_range(
     }
     let mut inputs = v.overlapping(level, lo, hi);
     if level == 0 {
-        // L0 files overlap each other: take every one that touches the range.
-        let (l, h) = range_of(&inputs)?;
-        inputs = v.overlapping(0, Some(&l), Some(&h));
+        // L0 files overlap each other: take every one that touches the
+        // range, growing it until no other L0 file overlaps. An older L0
+        // file left out would stay above the newer data moved to L1 and
+        // shadow it (and a tombstone dropped at the bottom would bring its
+        // value back).
+        loop {
+            let (l, h) = range_of(&inputs)?;
+            let grown = v.overlapping(0, Some(&l), Some(&h));
+            let done = grown.len() == inputs.len();
+            inputs = grown;
+            if done {
+                break;
+            }
+        }
     } else {
         // Keep the task bounded; the caller loops until the range is done.
         let mut bytes = 0;
