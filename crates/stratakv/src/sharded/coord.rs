@@ -32,6 +32,10 @@ use crate::fs::{Fs, WritableFile};
 /// The coordinator log's file name in the sharded database's directory.
 pub const COORD_FILE: &str = "COORD";
 
+/// The file a trim writes the records it keeps into, renamed over
+/// [`COORD_FILE`] once durable (a leftover is removed at open).
+pub const COORD_TMP_FILE: &str = "COORD.tmp";
+
 /// One recovered cross-shard batch.
 pub(crate) struct CoordRecord {
     pub gsn: u64,
@@ -67,6 +71,11 @@ impl CoordLog {
             }
             Err(e) => return Err(Error::io(&path, "read", e)),
         };
+        // A trim that stopped before its rename: the log is still whole.
+        let tmp = dir.join(COORD_TMP_FILE);
+        if fs.exists(&tmp) {
+            let _ = fs.remove(&tmp);
+        }
         let (records, good) = decode_all(&path, &bytes, shards)?;
         let mut log = CoordLog { fs, path, file: None, len: good, buf: Vec::new(), failed: false };
         if good < bytes.len() as u64 {
@@ -151,6 +160,48 @@ impl CoordLog {
             self.failed = true;
         }
         r
+    }
+
+    /// Drops the records in the first `upto` bytes (every shard has their
+    /// parts durable). With nothing after them the log is emptied;
+    /// otherwise the records after them are written into a new file, synced,
+    /// renamed over the log and the directory synced, so a crash at any
+    /// point leaves either the whole old log or the new one (and redoing a
+    /// dropped record is harmless: shards skip parts they have).
+    pub(crate) fn drop_prefix(&mut self, upto: u64) -> Result<()> {
+        if self.failed {
+            return Err(Error::Poisoned("an earlier sync of the coordinator log failed".into()));
+        }
+        if upto >= self.len {
+            return self.truncate();
+        }
+        if upto == 0 {
+            return Ok(());
+        }
+        // Dropped first: a buffering writer flushes what it holds on drop.
+        self.file = None;
+        let path = self.path.clone();
+        let mut tail = vec![0u8; (self.len - upto) as usize];
+        self.fs.open(&path).and_then(|f| f.read_at(upto, &mut tail)).map_err(|e| Error::io(&path, "read", e))?;
+        let tmp = path.with_file_name(COORD_TMP_FILE);
+        let written = self.fs.create(&tmp).and_then(|mut f| f.append(&tail).and_then(|()| f.sync()));
+        if let Err(e) = written {
+            let _ = self.fs.remove(&tmp);
+            return Err(Error::io(&tmp, "write", e));
+        }
+        if let Err(e) = self.fs.rename(&tmp, &path) {
+            let _ = self.fs.remove(&tmp);
+            return Err(Error::io(&path, "rename", e));
+        }
+        // Later appends go to the new file: were its name not durable, a
+        // power loss would bring back the old file without them.
+        let dir = path.parent().unwrap_or(Path::new("."));
+        if let Err(e) = self.fs.sync_dir(dir) {
+            self.failed = true;
+            return Err(Error::io(dir, "fsync", e));
+        }
+        self.len = tail.len() as u64;
+        Ok(())
     }
 
     /// Cuts the file to `len` bytes (durably with `sync`); the next append
@@ -273,6 +324,35 @@ mod tests {
         assert_eq!(recs.len(), 1);
         assert_eq!(log.len(), good);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), good);
+    }
+
+    #[test]
+    fn dropping_a_prefix_keeps_the_later_records_across_a_power_cut() {
+        let mem = MemFs::new();
+        let fs: Arc<dyn Fs> = Arc::new(mem.clone());
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let cut = |mem: &MemFs, mode| {
+            let fs: Arc<dyn Fs> = Arc::new(mem.snapshot().restore(mode, &mut rand::rngs::StdRng::seed_from_u64(1)));
+            CoordLog::open(fs, dir, 2).unwrap().1.iter().map(|r| r.gsn).collect::<Vec<_>>()
+        };
+        let (mut log, _) = CoordLog::open(fs.clone(), dir, 2).unwrap();
+        log.append(1, &[(0, &batch("a")), (1, &batch("b"))], true).unwrap();
+        log.append(2, &[(0, &batch("c")), (1, &batch("d"))], true).unwrap();
+        let upto = log.len();
+        log.append(3, &[(0, &batch("e")), (1, &batch("f"))], false).unwrap();
+        log.drop_prefix(upto).unwrap();
+        // The kept record is synced with the new file, not only written.
+        assert_eq!(cut(&mem, FsCrashMode::DropUnsynced), vec![3]);
+        log.append(4, &[(0, &batch("g")), (1, &batch("h"))], true).unwrap();
+        for mode in [FsCrashMode::DropUnsynced, FsCrashMode::KeepAll] {
+            assert_eq!(cut(&mem, mode), vec![3, 4]);
+        }
+        assert!(!fs.exists(&dir.join(COORD_TMP_FILE)));
+        // Dropping everything empties the log.
+        let all = log.len();
+        log.drop_prefix(all).unwrap();
+        assert!(cut(&mem, FsCrashMode::DropUnsynced).is_empty());
     }
 
     #[test]

@@ -34,6 +34,7 @@ mod layout;
 mod oneshot;
 mod open;
 mod queue;
+mod trim;
 mod worker;
 
 pub use coord::COORD_FILE;
@@ -155,6 +156,9 @@ pub struct Sharded {
     /// The last GSN handed out; taken under the queue locks it is pushed with.
     gsn: AtomicU64,
     coord: Mutex<CoordLog>,
+    /// The trim under way (see `trim.rs`): the log's length when it began,
+    /// and its sync markers' completion. Used with `coord` locked.
+    trim: Mutex<Option<(u64, Completion<()>)>>,
     /// A sync or cut-back of the coordinator log failed: its durable
     /// contents are unknown, so the front end refuses writes until reopened.
     poisoned: AtomicBool,
@@ -348,32 +352,12 @@ impl Sharded {
             }
         }
         self.cross_batches.fetch_add(1, Ordering::Relaxed);
-        if coord.len() > self.coord_limit {
-            // Errors here leave the records in place (recovery redoes them);
-            // a log whose truncation failed takes no more records.
-            if self.trim_coord(&mut coord).is_err() && coord.failed() {
-                self.poisoned.store(true, Ordering::Release);
-            }
-        }
+        self.trim_coord(&mut coord);
         c
     }
 
-    /// Empties the coordinator log: with its lock held no new record can
-    /// come, every record's parts are queued, and a sync marker behind them
-    /// in every queue returns once they are applied and durable.
-    fn trim_coord(&self, coord: &mut CoordLog) -> Result<()> {
-        let c = self.sync_all();
-        // This caller's own batch is queued but not applied: get it applied.
-        self.kick(&Touched::All, true);
-        c.wait()?;
-        // The sync markers applied what was owed, or failed; a part owed
-        // now (failed since) still needs its record.
-        if self.owes() {
-            return Ok(());
-        }
-        coord.truncate()
-    }
-
+    /// Pushes a sync marker into every queue; done once each shard has
+    /// applied what was queued before it and made it durable.
     fn sync_all(&self) -> Completion<()> {
         let (join, c) = WriteJoin::new(self.queues.len());
         for q in &self.queues {

@@ -94,6 +94,14 @@ impl<T> Completion<T> {
         Completion { slot, spin: false }
     }
 
+    /// The result if the request is done, without waiting.
+    pub(crate) fn try_take(&mut self) -> Option<Result<T>> {
+        let mut s = self.slot.state.lock();
+        let v = s.value.take()?;
+        s.taken = true;
+        Some(v)
+    }
+
     /// Blocks until the request is done.
     pub fn wait(self) -> Result<T> {
         for _ in 0..if self.spin { SPINS } else { 0 } {

@@ -161,6 +161,7 @@ pub(crate) fn open(dir: &Path, opts: ShardedOptions) -> Result<Sharded> {
         counters,
         gsn: AtomicU64::new(max),
         coord: Mutex::new(coord),
+        trim: Mutex::new(None),
         poisoned: AtomicBool::new(false),
         coord_limit: opts.coord_log_limit,
         cross_batches: AtomicU64::new(0),
