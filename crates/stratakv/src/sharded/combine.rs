@@ -94,9 +94,9 @@ impl Sharded {
 
     /// The shard a blocking read of `keys` may read directly, without a
     /// trip through the queue: with `callers_apply`, when every key is in
-    /// one shard and that shard's queue is idle (so every write pushed
-    /// before, this caller's async ones too, is in its engine; one shard
-    /// cannot show half a cross-shard batch).
+    /// one shard and every write pushed to it is applied (so this caller's
+    /// async ones too; one shard cannot show half a cross-shard batch).
+    /// Reads queued there meanwhile do not matter: a read changes nothing.
     pub(super) fn direct_reader<K: AsRef<[u8]>>(&self, keys: &[K]) -> Option<&Db> {
         if !self.callers_apply {
             return None;
@@ -107,7 +107,7 @@ impl Sharded {
         if !shards.all(|x| x == s) || keys.iter().any(|k| check_key(k.as_ref()).is_err()) {
             return None;
         }
-        self.queues.get(s).filter(|q| q.idle()).and(self.dbs.get(s))
+        self.queues.get(s).filter(|q| q.writes_applied()).and(self.dbs.get(s))
     }
 }
 

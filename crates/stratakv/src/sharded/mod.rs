@@ -314,7 +314,7 @@ impl Sharded {
                 return Completion::ready(Err(Error::Closed));
             }
             let gsn = self.gsn.fetch_add(1, Ordering::Relaxed) + 1;
-            g.items.push_back(Req::Write { gsn, batch, sync, cross: false, done: join });
+            g.push_write(Req::Write { gsn, batch, sync, cross: false, done: join });
         }
         c
     }
@@ -348,7 +348,7 @@ impl Sharded {
                 return Completion::ready(Err(e));
             }
             for ((_, batch), g) in parts.iter().zip(guards.iter_mut()) {
-                g.items.push_back(Req::Write { gsn, batch: batch.clone(), sync, cross: true, done: join.clone() });
+                g.push_write(Req::Write { gsn, batch: batch.clone(), sync, cross: true, done: join.clone() });
             }
         }
         self.cross_batches.fetch_add(1, Ordering::Relaxed);

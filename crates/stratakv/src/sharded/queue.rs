@@ -45,6 +45,30 @@ pub(crate) struct QueueState {
     /// Someone (the worker or a caller) is applying a drained run; nobody
     /// else may drain until it releases.
     busy: bool,
+    /// Writes pushed and not yet applied (queued or in the run being applied).
+    unapplied: usize,
+    /// Writes in the run being applied.
+    taken: usize,
+}
+
+impl QueueState {
+    /// Queues a write (counted until the run holding it is applied).
+    pub(crate) fn push_write(&mut self, r: Req) {
+        self.unapplied += 1;
+        self.items.push_back(r);
+    }
+
+    /// Moves the queued requests into `into` as the next run.
+    fn take_run(&mut self, into: &mut VecDeque<Req>) {
+        self.taken = self.items.iter().filter(|r| matches!(r, Req::Write { .. })).count();
+        std::mem::swap(&mut self.items, into);
+    }
+
+    /// The run being applied is done.
+    fn run_done(&mut self) {
+        self.unapplied = self.unapplied.saturating_sub(self.taken);
+        self.taken = 0;
+    }
 }
 
 /// One shard's queue.
@@ -56,7 +80,13 @@ pub(crate) struct Queue {
 impl Queue {
     pub(crate) fn new() -> Arc<Queue> {
         Arc::new(Queue {
-            state: Mutex::new(QueueState { items: VecDeque::new(), closed: false, busy: false }),
+            state: Mutex::new(QueueState {
+                items: VecDeque::new(),
+                closed: false,
+                busy: false,
+                unapplied: 0,
+                taken: 0,
+            }),
             cv: Condvar::new(),
         })
     }
@@ -101,7 +131,7 @@ impl Queue {
             self.cv.wait(&mut s);
         }
         s.busy = true;
-        std::mem::swap(&mut s.items, into);
+        s.take_run(into);
         true
     }
 
@@ -115,7 +145,7 @@ impl Queue {
             return false;
         }
         s.busy = true;
-        std::mem::swap(&mut s.items, into);
+        s.take_run(into);
         true
     }
 
@@ -134,11 +164,11 @@ impl Queue {
         true
     }
 
-    /// Whether nothing is queued or being applied: every request pushed so
-    /// far is in the shard's engine.
-    pub(crate) fn idle(&self) -> bool {
-        let s = self.state.lock();
-        s.items.is_empty() && !s.busy
+    /// Whether every write pushed so far is applied (reads may still be
+    /// queued or running): a read of the shard's engine now sees them all,
+    /// a caller's own unwaited async writes included.
+    pub(crate) fn writes_applied(&self) -> bool {
+        self.state.lock().unapplied == 0
     }
 
     /// For a holder done with its run: takes what was queued meanwhile as
@@ -146,6 +176,7 @@ impl Queue {
     /// queued, ends the claim and returns false.
     pub(crate) fn next_run(&self, into: &mut VecDeque<Req>) -> bool {
         let mut s = self.state.lock();
+        s.run_done();
         if s.items.is_empty() {
             s.busy = false;
             let closed = s.closed;
@@ -155,7 +186,7 @@ impl Queue {
             }
             return false;
         }
-        std::mem::swap(&mut s.items, into);
+        s.take_run(into);
         true
     }
 
@@ -164,6 +195,7 @@ impl Queue {
     pub(crate) fn release(&self) {
         let wake = {
             let mut s = self.state.lock();
+            s.run_done();
             s.busy = false;
             !s.items.is_empty() || s.closed
         };
