@@ -65,6 +65,33 @@ pub fn run(cfg: &RunCfg) -> Report {
     rep
 }
 
+/// Opens the database again after a close or a drop; if that fails (a
+/// fault hit the open), clears the fault and opens it once more.
+pub(crate) fn reopen<D>(open: impl Fn() -> Result<D, Error>, fault: &FaultFs, rep: &mut Report) -> Result<D, String> {
+    rep.add("reopens", 1);
+    match open() {
+        Ok(db) => Ok(db),
+        Err(e) => {
+            rep.add("open_failed_cleanly", 1);
+            rep.add(error_name(&e), 1);
+            fault.clear();
+            open().map_err(|e| format!("reopen after clearing the fault failed: {e}"))
+        }
+    }
+}
+
+/// Fails if the database synced or appended to a file whose fsync had
+/// failed (fsyncgate: that data may never reach the disk).
+pub(crate) fn fsyncgate(stats: &stratakv::fs::FaultStats) -> Result<(), String> {
+    if stats.syncs_after_failed_sync > 0 || stats.appends_after_failed_sync > 0 {
+        return Err(format!(
+            "the engine kept using a file whose fsync failed ({} syncs, {} appends after the failure; fsyncgate)",
+            stats.syncs_after_failed_sync, stats.appends_after_failed_sync
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn error_name(e: &Error) -> &'static str {
     match e {
         Error::Poisoned(_) => "errors_poisoned",
@@ -208,16 +235,7 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
                 } else {
                     drop(db);
                 }
-                rep.add("reopens", 1);
-                db = match open(&opts) {
-                    Ok(db) => db,
-                    Err(e) => {
-                        rep.add("open_failed_cleanly", 1);
-                        rep.add(error_name(&e), 1);
-                        fault.clear();
-                        open(&opts).map_err(|e| format!("reopen after clearing the fault failed: {e}"))?
-                    }
-                };
+                db = reopen(|| open(&opts), &fault, rep)?;
                 consumed = fault.stats().fired.len();
             }
         }
@@ -227,14 +245,7 @@ fn episode(mut rng: &mut StdRng, rep: &mut Report, what: &mut String) -> Result<
         }
         let stats = fault.stats();
         fired_seen = fired_seen.max(stats.fired.len());
-        if stats.syncs_after_failed_sync > 0 || stats.appends_after_failed_sync > 0 {
-            return Err(format!(
-                "the engine kept using a file whose fsync failed ({} syncs, {} appends after the failure; fsyncgate); plan {}",
-                stats.syncs_after_failed_sync,
-                stats.appends_after_failed_sync,
-                plan::describe(&plan)
-            ));
-        }
+        fsyncgate(&stats).map_err(|e| format!("{e}; plan {}", plan::describe(&plan)))?;
         if !poison_checked && fired_seen > consumed && plan::must_poison(&plan) {
             poison_checked = true;
             if !wait_poisoned(&db) {

@@ -204,16 +204,7 @@ fn run_episode(rng: &mut StdRng, shards: usize, rep: &mut Report, what: &mut Str
                 } else {
                     drop(db);
                 }
-                rep.add("reopens", 1);
-                db = match open(&opts) {
-                    Ok(db) => db,
-                    Err(e) => {
-                        rep.add("open_failed_cleanly", 1);
-                        rep.add(error_name(&e), 1);
-                        fault.clear();
-                        open(&opts).map_err(|e| format!("reopen after clearing the fault failed: {e}"))?
-                    }
-                };
+                db = super::reopen(|| open(&opts), &fault, rep)?;
                 consumed = fault.stats().fired.len();
             }
         }
@@ -221,12 +212,7 @@ fn run_episode(rng: &mut StdRng, shards: usize, rep: &mut Report, what: &mut Str
             check_reads(&db, &expected, rng, gen.keys, rep)?;
         }
         let stats = fault.stats();
-        if stats.syncs_after_failed_sync > 0 || stats.appends_after_failed_sync > 0 {
-            return Err(format!(
-                "a file whose fsync failed was used again ({} syncs, {} appends; fsyncgate)",
-                stats.syncs_after_failed_sync, stats.appends_after_failed_sync
-            ));
-        }
+        super::fsyncgate(&stats)?;
         if !poison_checked && stats.fired.len() > consumed && plan::must_poison(&plan) {
             poison_checked = true;
             check_poisoned(&db, &stats.fired[consumed].path, &plan, rep)?;
