@@ -20,14 +20,15 @@
 
 pub mod capture;
 pub mod check;
+pub mod driver;
 pub mod shard_capture;
 pub mod sharded;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use strata_pmem::SimPm;
@@ -35,11 +36,12 @@ use stratakv::fs::MemFs;
 use stratakv::{Db, L0Kind, Options};
 
 use crate::oracle::History;
-use crate::report::{Report, Value};
+use crate::report::Report;
 use crate::workload::{Gen, Op};
 use crate::RunCfg;
 use capture::{Capture, Progress, Rates};
 use check::{check_point, Budget, DIR};
+use driver::{run_mode, Shared};
 
 /// Options of a pm-crash episode: a 1 MiB region of 8 KiB slots and tiny
 /// memtables, matrix, tables and levels.
@@ -68,84 +70,33 @@ pub fn episode_options(rng: &mut StdRng, l0: L0Kind) -> Options {
     o
 }
 
-struct Shared {
-    report: Mutex<Report>,
-    stop: AtomicBool,
-}
-
 /// Runs the mode for the configured time.
 pub fn run(cfg: &RunCfg) -> Report {
     if cfg.shards > 0 {
         return sharded::run(cfg);
     }
-    let shared =
-        Arc::new(Shared { report: Mutex::new(Report::new("pm-crash", cfg.seed)), stop: AtomicBool::new(false) });
     let budget = Budget { cap: 64, samples: 12, p_write: 0.02, p_double: 0.02 };
-    let (tx, rx) = crossbeam_channel::bounded::<Capture>(cfg.jobs.max(1));
-    let mut checkers = Vec::new();
-    for j in 0..cfg.jobs.max(1) {
-        let (rx, shared) = (rx.clone(), shared.clone());
-        let seed = cfg.seed ^ (j as u64).wrapping_mul(0x9e37_79b9);
-        checkers.push(std::thread::spawn(move || {
-            let mut rng = StdRng::seed_from_u64(seed);
-            for c in rx.iter() {
-                if shared.stop.load(Ordering::Relaxed) {
-                    continue;
-                }
-                let r = check_point(&c, budget, &mut rng);
-                let mut rep = shared.report.lock();
-                match r {
-                    Ok(k) => {
-                        rep.add("crash_points", 1);
-                        rep.add(c.phase.name(), 1);
-                        if c.from_fs {
-                            rep.add("points_at_fs_ops", 1);
-                        }
-                        rep.add(if k.exhaustive { "points_exhaustive" } else { "points_sampled" }, 1);
-                        rep.add("crash_states", k.states);
-                        rep.add("crash_states_word_subset", k.word_states);
-                        rep.add("crash_states_fs_torn_or_names_kept", k.fs_variants);
-                        rep.add("in_flight_write_recovered", k.in_flight_applied);
-                        rep.add("writes_after_recovery_checked", k.post_writes);
-                        rep.add("crashes_during_recovery", k.double_crashes);
-                        rep.max("max_dirty_lines", k.dirty_lines);
-                    }
-                    Err(e) => {
-                        rep.violation(c.seed, e);
-                        shared.stop.store(true, Ordering::Relaxed);
-                    }
-                }
+    run_mode(
+        cfg,
+        Report::new("pm-crash", cfg.seed),
+        move |c: &Capture, rng: &mut StdRng| check_point(c, budget, rng).map_err(|e| (c.seed, e)),
+        |c: &Capture, k: check::Checked, rep: &mut Report| {
+            rep.add("crash_points", 1);
+            rep.add(c.phase.name(), 1);
+            if c.from_fs {
+                rep.add("points_at_fs_ops", 1);
             }
-        }));
-    }
-    let deadline = cfg.deadline();
-    let mut episode = 0u64;
-    while Instant::now() < deadline && !shared.stop.load(Ordering::Relaxed) {
-        let seed = cfg.seed.wrapping_add(episode);
-        let r = run_episode(seed, deadline, &tx, &shared);
-        let mut rep = shared.report.lock();
-        rep.add("episodes", 1);
-        if let Err(e) = r {
-            rep.violation(seed, e);
-            shared.stop.store(true, Ordering::Relaxed);
-        }
-        if cfg.verbose {
-            eprintln!("pm-crash: episode {episode} done: {}", rep.json());
-        }
-        episode += 1;
-    }
-    drop(tx);
-    for c in checkers {
-        let _ = c.join();
-    }
-    let shared = match Arc::try_unwrap(shared) {
-        Ok(s) => s,
-        Err(_) => return Report::new("pm-crash", cfg.seed),
-    };
-    let mut rep = shared.report.into_inner();
-    let elapsed = rep.count("crash_states") as f64;
-    rep.set("crash_states_per_s", Value::Float(elapsed / cfg.seconds.max(0.001)));
-    rep
+            rep.add(if k.exhaustive { "points_exhaustive" } else { "points_sampled" }, 1);
+            rep.add("crash_states", k.states);
+            rep.add("crash_states_word_subset", k.word_states);
+            rep.add("crash_states_fs_torn_or_names_kept", k.fs_variants);
+            rep.add("in_flight_write_recovered", k.in_flight_applied);
+            rep.add("writes_after_recovery_checked", k.post_writes);
+            rep.add("crashes_during_recovery", k.double_crashes);
+            rep.max("max_dirty_lines", k.dirty_lines);
+        },
+        run_episode,
+    )
 }
 
 /// One episode: a fresh database, a random workload with crash points, a

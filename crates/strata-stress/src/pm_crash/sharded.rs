@@ -21,7 +21,7 @@
 //! after recovery survives a reopen and a power cut; a crash in the middle
 //! of recovery (of the redo, say), recovered again, gives the same contents.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -34,84 +34,43 @@ use stratakv::{L0Kind, Sharded, ShardedOptions};
 
 use super::capture::{Progress, Rates};
 use super::check::{Budget, DIR};
+use super::driver::{run_mode, Shared};
 use super::shard_capture::{install, uninstall, Episode, ShardCapture};
 use crate::oracle::{diff, History, Kvs, Model, Window};
 use crate::report::{Report, Value};
 use crate::workload::{to_batch, Gen, How, Op};
 use crate::RunCfg;
 
-struct Shared {
-    report: Mutex<Report>,
-    stop: AtomicBool,
-}
-
 /// Runs the mode with `cfg.shards` shards for the configured time.
 pub fn run(cfg: &RunCfg) -> Report {
     let mut first = Report::new("pm-crash", cfg.seed);
     first.set("shards", Value::Count(cfg.shards as u64));
-    let shared = Arc::new(Shared { report: Mutex::new(first), stop: AtomicBool::new(false) });
     let budget = Budget { cap: 0, samples: 8, p_write: 0.03, p_double: 0.03 };
-    let (tx, rx) = crossbeam_channel::bounded::<ShardCapture>(cfg.jobs.max(1));
-    let mut checkers = Vec::new();
-    for j in 0..cfg.jobs.max(1) {
-        let (rx, shared) = (rx.clone(), shared.clone());
-        let seed = cfg.seed ^ (j as u64).wrapping_mul(0x9e37_79b9);
-        checkers.push(std::thread::spawn(move || {
-            let mut rng = StdRng::seed_from_u64(seed);
-            for c in rx.iter() {
-                if shared.stop.load(Ordering::Relaxed) {
-                    continue;
-                }
-                let r = check_point(&c, budget, &mut rng);
-                let mut rep = shared.report.lock();
-                match r {
-                    Ok(k) => {
-                        rep.add("crash_points", 1);
-                        rep.add(c.phase.name(), 1);
-                        if c.from_fs {
-                            rep.add("points_at_fs_ops", 1);
-                        }
-                        rep.add("crash_states", k.states);
-                        rep.add("crash_states_fs_torn_or_names_kept", k.fs_variants);
-                        rep.add("in_flight_write_recovered", k.in_flight_applied);
-                        rep.add("parts_redone", k.redone);
-                        rep.add("writes_after_recovery_checked", k.post_writes);
-                        rep.add("crashes_during_recovery", k.double_crashes);
-                        rep.max("max_dirty_lines", k.dirty_lines);
-                    }
-                    Err(e) => {
-                        rep.violation(c.seed, format!("{} shards: {e}", c.pm.len()));
-                        shared.stop.store(true, Ordering::Relaxed);
-                    }
-                }
+    let shards = cfg.shards;
+    run_mode(
+        cfg,
+        first,
+        move |c: &ShardCapture, rng: &mut StdRng| {
+            check_point(c, budget, rng).map_err(|e| (c.seed, format!("{} shards: {e}", c.pm.len())))
+        },
+        |c: &ShardCapture, k: Checked, rep: &mut Report| {
+            rep.add("crash_points", 1);
+            rep.add(c.phase.name(), 1);
+            if c.from_fs {
+                rep.add("points_at_fs_ops", 1);
             }
-        }));
-    }
-    let deadline = cfg.deadline();
-    let mut episode = 0u64;
-    while Instant::now() < deadline && !shared.stop.load(Ordering::Relaxed) {
-        let seed = cfg.seed.wrapping_add(episode);
-        let r = run_episode(seed, cfg.shards, deadline, &tx, &shared);
-        let mut rep = shared.report.lock();
-        rep.add("episodes", 1);
-        if let Err(e) = r {
-            rep.violation(seed, format!("{} shards: {e}", cfg.shards));
-            shared.stop.store(true, Ordering::Relaxed);
-        }
-        if cfg.verbose {
-            eprintln!("pm-crash --shards {}: episode {episode} done: {}", cfg.shards, rep.json());
-        }
-        episode += 1;
-    }
-    drop(tx);
-    for c in checkers {
-        let _ = c.join();
-    }
-    let Ok(shared) = Arc::try_unwrap(shared) else { return Report::new("pm-crash", cfg.seed) };
-    let mut rep = shared.report.into_inner();
-    let states = rep.count("crash_states") as f64;
-    rep.set("crash_states_per_s", Value::Float(states / cfg.seconds.max(0.001)));
-    rep
+            rep.add("crash_states", k.states);
+            rep.add("crash_states_fs_torn_or_names_kept", k.fs_variants);
+            rep.add("in_flight_write_recovered", k.in_flight_applied);
+            rep.add("parts_redone", k.redone);
+            rep.add("writes_after_recovery_checked", k.post_writes);
+            rep.add("crashes_during_recovery", k.double_crashes);
+            rep.max("max_dirty_lines", k.dirty_lines);
+        },
+        move |seed, deadline, tx: &crossbeam_channel::Sender<ShardCapture>, shared: &Shared| {
+            run_episode(seed, shards, deadline, tx, shared).map_err(|e| format!("{shards} shards: {e}"))
+        },
+    )
 }
 
 fn episode_options(rng: &mut StdRng, shards: usize) -> (ShardedOptions, L0Kind) {
