@@ -79,8 +79,9 @@ pub struct ShardedOptions {
     /// Pin each worker to a core of its own when there are more cores than
     /// shards (core 0 stays free for callers). Default: true.
     pub pin_workers: bool,
-    /// The coordinator log is emptied once it holds this many bytes (after
-    /// every shard has made its parts durable). Default: 16 MiB.
+    /// Once the coordinator log holds this many bytes, its records are
+    /// dropped as soon as every shard has made their parts durable, with no
+    /// writer waiting for it (see DURABILITY.md). Default: 16 MiB.
     pub coord_log_limit: u64,
     /// A blocking caller (the sync API) whose shard's queue is idle applies
     /// the queue itself, with the same folding as the worker, instead of
