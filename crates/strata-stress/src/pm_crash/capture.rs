@@ -98,6 +98,16 @@ pub struct Progress {
     pub skipped: AtomicU64,
 }
 
+impl Progress {
+    /// Runs `f` (an open or a close) marked as inside one.
+    pub fn opening<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.in_open.store(true, std::sync::atomic::Ordering::SeqCst);
+        let r = f();
+        self.in_open.store(false, std::sync::atomic::Ordering::SeqCst);
+        r
+    }
+}
+
 /// How often points are taken.
 #[derive(Clone, Copy, Debug)]
 pub struct Rates {

@@ -91,6 +91,16 @@ fn contents(db: &Db) -> Result<Kvs, String> {
     read_all(db).map_err(|e| format!("reading the recovered database failed: {e}"))
 }
 
+/// The SSD side of a crash image: usually unsynced data and names lost,
+/// sometimes a torn tail or names kept with their data lost.
+pub fn random_fs_mode(rng: &mut StdRng) -> FsCrashMode {
+    match rng.gen_range(0..8) {
+        0 => FsCrashMode::TornTail,
+        1 => FsCrashMode::KeepNamesDropData,
+        _ => FsCrashMode::DropUnsynced,
+    }
+}
+
 /// Checks every image of one point; `Err` is a violation.
 pub fn check_point(c: &Capture, budget: Budget, rng: &mut StdRng) -> Result<Checked, String> {
     let mut out = Checked { dirty_lines: c.pm.dirty_lines() as u64, ..Default::default() };
@@ -104,11 +114,7 @@ pub fn check_point(c: &Capture, budget: Budget, rng: &mut StdRng) -> Result<Chec
         work.extend(w.into_iter().skip(1).map(|i| (i, CrashModel::WordSubset)));
     }
     for (i, (img, model)) in work.into_iter().enumerate() {
-        let mode = match rng.gen_range(0..8) {
-            0 => FsCrashMode::TornTail,
-            1 => FsCrashMode::KeepNamesDropData,
-            _ => FsCrashMode::DropUnsynced,
-        };
+        let mode = random_fs_mode(rng);
         if mode != FsCrashMode::DropUnsynced {
             out.fs_variants += 1;
         }

@@ -158,12 +158,7 @@ fn drive(
     deadline: Instant,
     shared: &Shared,
 ) -> Result<Drove, String> {
-    let open = |p: &Progress| {
-        p.in_open.store(true, Ordering::SeqCst);
-        let r = Db::open(DIR, opts.clone()).map_err(|e| format!("open failed: {e}"));
-        p.in_open.store(false, Ordering::SeqCst);
-        r
-    };
+    let open = |p: &Progress| p.opening(|| Db::open(DIR, opts.clone()).map_err(|e| format!("open failed: {e}")));
     let mut db = open(progress)?;
     let mut gen = Gen::new(rng.gen_range(20..120), 3000);
     gen.mix.reopen = 1;

@@ -159,12 +159,7 @@ fn drive(
     deadline: Instant,
     shared: &Shared,
 ) -> Result<(u64, u64, u64), String> {
-    let open = |p: &Progress| {
-        p.in_open.store(true, Ordering::SeqCst);
-        let r = Sharded::open(DIR, opts.clone()).map_err(|e| format!("open failed: {e}"));
-        p.in_open.store(false, Ordering::SeqCst);
-        r
-    };
+    let open = |p: &Progress| p.opening(|| Sharded::open(DIR, opts.clone()).map_err(|e| format!("open failed: {e}")));
     let mut db = open(progress)?;
     let mut gen = Gen::new(rng.gen_range(20..120), 3000);
     gen.mix.reopen = 1;
@@ -257,11 +252,7 @@ fn check_point(c: &ShardCapture, budget: Budget, rng: &mut StdRng) -> Result<Che
     let count = if dirty == 0 { 1 } else { 2 + budget.samples };
     for i in 0..count {
         let (imgs, model) = images(&c.pm, i, rng);
-        let mode = match rng.gen_range(0..8) {
-            0 => FsCrashMode::TornTail,
-            1 => FsCrashMode::KeepNamesDropData,
-            _ => FsCrashMode::DropUnsynced,
-        };
+        let mode = super::check::random_fs_mode(rng);
         if mode != FsCrashMode::DropUnsynced {
             out.fs_variants += 1;
         }
