@@ -48,14 +48,19 @@ fn scan_members(ctx: &mut Ctx<'_>, args: &[Bytes], kind: KeyType, tag: u8) -> Cm
     if read_typed(ctx, key, kind)?.is_none() || cursor != 0 {
         return Ok(done(Vec::new()));
     }
-    let prefix = member_prefix(tag, key);
+    let members = if kind == KeyType::Hash {
+        super::hashes::all_fields(ctx, key)?
+    } else {
+        let prefix = member_prefix(tag, key);
+        let n = prefix.len();
+        ctx.txn.scan_prefix(&prefix)?.into_iter().map(|(k, v)| (k.get(n..).unwrap_or_default().to_vec(), v)).collect()
+    };
     let mut items = Vec::new();
-    for (k, v) in ctx.txn.scan_prefix(&prefix)? {
-        let member = k.get(prefix.len()..).unwrap_or_default();
-        if pattern.as_ref().is_some_and(|p| !glob_match(p, member)) {
+    for (member, v) in members {
+        if pattern.as_ref().is_some_and(|p| !glob_match(p, &member)) {
             continue;
         }
-        items.push(Reply::bulk(member));
+        items.push(Reply::bulk_vec(member));
         match kind {
             KeyType::Hash => items.push(Reply::bulk_vec(v)),
             KeyType::ZSet => {

@@ -1,7 +1,8 @@
 //! OBJECT: ENCODING, REFCOUNT, IDLETIME, FREQ, HELP.
 //!
-//! The keyspace stores every type one way (entries of the ordered
-//! keyspace), so there is no listpack or hashtable to report. ENCODING
+//! The keyspace's layouts (entries of the ordered keyspace; small hashes
+//! packed in their meta, with thresholds of their own) are not Redis's
+//! listpack or hashtable, so they are not what ENCODING reports. ENCODING
 //! answers with the encoding Redis 7.0 gives a value of the same contents
 //! under the same thresholds (the `*-max-listpack-*` and
 //! `set-max-intset-entries` parameters, which CONFIG SET accepts): what a
@@ -17,17 +18,13 @@ use super::{arg, is, CmdError, CmdResult, Ctx};
 use crate::keyspace::{member_prefix, KeyType, Meta};
 use crate::resp::Reply;
 
-/// Whether every (member, value) of `key` under `tag` is at most `max_len`
-/// bytes; members are the key suffixes after the prefix.
-fn members_short(ctx: &mut Ctx<'_>, tag: u8, key: &[u8], max_len: i64, values_too: bool) -> Result<bool, CmdError> {
+/// Whether every member of `key` under `tag` is at most `max_len` bytes;
+/// members are the key suffixes after the prefix.
+fn members_short(ctx: &mut Ctx<'_>, tag: u8, key: &[u8], max_len: i64) -> Result<bool, CmdError> {
     let prefix = member_prefix(tag, key);
     let n = prefix.len();
     let max = usize::try_from(max_len).unwrap_or(0);
-    Ok(ctx
-        .txn
-        .scan_prefix(&prefix)?
-        .iter()
-        .all(|(k, v)| k.get(n..).unwrap_or_default().len() <= max && (!values_too || v.len() <= max)))
+    Ok(ctx.txn.scan_prefix(&prefix)?.iter().all(|(k, _)| k.get(n..).unwrap_or_default().len() <= max))
 }
 
 /// The encoding Redis 7.0 gives a value with these contents.
@@ -47,8 +44,9 @@ fn encoding(ctx: &mut Ctx<'_>, key: &[u8], meta: &Meta) -> Result<&'static str, 
         }
         KeyType::List => "quicklist",
         KeyType::Hash => {
+            let max = usize::try_from(t.int("hash-max-listpack-value")).unwrap_or(0);
             let small = count <= t.int("hash-max-listpack-entries")
-                && members_short(ctx, b'H', key, t.int("hash-max-listpack-value"), true)?;
+                && super::hashes::all_fields(ctx, key)?.iter().all(|(f, v)| f.len() <= max && v.len() <= max);
             if small {
                 "listpack"
             } else {
@@ -72,7 +70,7 @@ fn encoding(ctx: &mut Ctx<'_>, key: &[u8], meta: &Meta) -> Result<&'static str, 
         }
         KeyType::ZSet => {
             let small = count <= t.int("zset-max-listpack-entries")
-                && members_short(ctx, b'Z', key, t.int("zset-max-listpack-value"), false)?;
+                && members_short(ctx, b'Z', key, t.int("zset-max-listpack-value"))?;
             if small {
                 "listpack"
             } else {

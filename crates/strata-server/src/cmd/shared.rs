@@ -128,9 +128,17 @@ impl Shared {
     }
 
     fn check_format(&self) -> Result<(), StoreError> {
-        use crate::keyspace::{VERSION, VERSION_KEY};
+        use crate::keyspace::{VERSION, VERSION_1, VERSION_KEY};
         match self.store.get(VERSION_KEY)? {
             Some(v) if v == VERSION => Ok(()),
+            Some(v) if v == VERSION_1 => {
+                // Format 1 is format 2 without packed hashes: the marker is
+                // raised before any is written, so a server that reads only
+                // format 1 refuses the directory rather than meeting a meta
+                // type it does not know.
+                let p = self.store.write(vec![(VERSION_KEY.to_vec(), Some(VERSION.to_vec()))], true)?;
+                self.store.wait_durable(p)
+            }
             Some(v) => Err(StoreError(format!(
                 "data directory holds server keyspace format {:?}, this server reads {:?}",
                 String::from_utf8_lossy(&v),

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! 'm' | fnv1a32(key) u32 BE | key                      -> meta: type u8 | expire_ms u64 LE | body
+//!                                                       (a small hash: its fields packed in the body)
 //! 'H' | klen u32 BE | key | field                      -> hash field value
 //! 'S' | klen u32 BE | key | member                     -> (empty) set member
 //! 'Z' | klen u32 BE | key | member                     -> score f64 LE bits
@@ -17,6 +18,7 @@
 //! writes; members of one key are contiguous and ordered.
 
 pub mod locks;
+pub mod packed;
 pub mod txn;
 
 pub use locks::KeyLocks;
@@ -24,8 +26,16 @@ pub use txn::{ClearScope, Txn};
 
 /// The format marker key and its value.
 pub const VERSION_KEY: &[u8] = b"!version";
-/// Current encoding version.
-pub const VERSION: &[u8] = b"1";
+/// Current encoding version: 2 added packed hashes (meta type 6).
+pub const VERSION: &[u8] = b"2";
+
+/// The earlier encoding version this server still reads (and upgrades to
+/// [`VERSION`] when it opens the directory): the same keys without packed
+/// hashes.
+pub const VERSION_1: &[u8] = b"1";
+
+/// The stored type byte of a hash whose fields are packed in its meta.
+const PACKED_HASH: u8 = 6;
 
 /// The type of a top-level key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,8 +106,11 @@ pub struct Meta {
     pub kind: KeyType,
     /// Absolute expiry in Unix milliseconds; 0 for none.
     pub expire_ms: u64,
-    /// Strings: the value. Other types: see [`Meta::count`], [`Meta::list_bounds`].
+    /// Strings: the value. Other types: see [`Meta::count`], [`Meta::list_bounds`];
+    /// a packed hash: [`packed`]'s body (its count first).
     pub body: Vec<u8>,
+    /// A hash whose fields are in `body` rather than entries of their own.
+    pub packed: bool,
 }
 
 /// Middle of the list index space: a new list's head and tail start here.
@@ -106,28 +119,35 @@ pub const LIST_MID: u64 = 1 << 63;
 impl Meta {
     /// A string meta.
     pub fn string(value: Vec<u8>, expire_ms: u64) -> Meta {
-        Meta { kind: KeyType::String, expire_ms, body: value }
+        Meta { kind: KeyType::String, expire_ms, body: value, packed: false }
     }
 
     /// A hash, set or zset meta with `count` members.
     pub fn collection(kind: KeyType, count: u64, expire_ms: u64) -> Meta {
-        Meta { kind, expire_ms, body: count.to_le_bytes().to_vec() }
+        Meta { kind, expire_ms, body: count.to_le_bytes().to_vec(), packed: false }
+    }
+
+    /// A hash with `pairs` (sorted by field) packed in its meta.
+    pub fn packed_hash<F: AsRef<[u8]>, V: AsRef<[u8]>>(pairs: &[(F, V)], expire_ms: u64) -> Meta {
+        Meta { kind: KeyType::Hash, expire_ms, body: packed::encode(pairs), packed: true }
     }
 
     /// A list meta with elements at indexes `head..tail`.
     pub fn list(head: u64, tail: u64, expire_ms: u64) -> Meta {
         let mut body = head.to_le_bytes().to_vec();
         body.extend_from_slice(&tail.to_le_bytes());
-        Meta { kind: KeyType::List, expire_ms, body }
+        Meta { kind: KeyType::List, expire_ms, body, packed: false }
     }
 
-    /// Member count of a hash, set or zset (0 if malformed).
+    /// Member count of a hash (packed or not), set or zset (0 if malformed).
     pub fn count(&self) -> u64 {
         read_u64_le(&self.body, 0).unwrap_or(0)
     }
 
-    /// Sets the member count.
+    /// Sets the member count (of a collection whose members are entries
+    /// of their own; a packed hash's body is rewritten whole instead).
     pub fn set_count(&mut self, n: u64) {
+        self.packed = false;
         self.body = n.to_le_bytes().to_vec();
     }
 
@@ -144,7 +164,7 @@ impl Meta {
     /// The stored bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(9 + self.body.len());
-        v.push(self.kind as u8);
+        v.push(if self.packed { PACKED_HASH } else { self.kind as u8 });
         v.extend_from_slice(&self.expire_ms.to_le_bytes());
         v.extend_from_slice(&self.body);
         v
@@ -158,22 +178,37 @@ impl Meta {
     /// Like [`Meta::decode`], reusing the buffer for the body (no copy
     /// to a new allocation on the read path).
     pub fn decode_owned(mut b: Vec<u8>) -> Option<Meta> {
-        let kind = KeyType::from_u8(*b.first()?)?;
+        let (kind, packed) = stored_type(*b.first()?)?;
         let expire_ms = read_u64_le(&b, 1)?;
+        if packed && b.len() < 17 {
+            return None; // no count
+        }
         b.drain(..9);
-        Some(Meta { kind, expire_ms, body: b })
+        Some(Meta { kind, expire_ms, body: b, packed })
     }
 
     /// The expiry of stored meta bytes, without decoding the body.
     pub fn decode_expiry(b: &[u8]) -> Option<u64> {
-        KeyType::from_u8(*b.first()?)?;
+        stored_type(*b.first()?)?;
         read_u64_le(b, 1)
     }
 
-    /// Member entry tags (prefix bytes) used by this key's type.
+    /// Member entry tags (prefix bytes) used by this key's type: none for
+    /// a packed hash, whose fields live in its meta.
     pub fn member_tags(&self) -> &'static [u8] {
+        if self.packed {
+            return b"";
+        }
         self.kind.member_tags()
     }
+}
+
+/// The type a stored type byte names, and whether it is a packed hash.
+fn stored_type(b: u8) -> Option<(KeyType, bool)> {
+    if b == PACKED_HASH {
+        return Some((KeyType::Hash, true));
+    }
+    Some((KeyType::from_u8(b)?, false))
 }
 
 fn read_u64_le(b: &[u8], at: usize) -> Option<u64> {
