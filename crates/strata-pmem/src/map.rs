@@ -93,6 +93,33 @@ impl Mapping {
         unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_POPULATE_WRITE) };
     }
 
+    /// Turns off read-ahead on faults for the whole mapping (MADV_RANDOM).
+    /// A region file is sparse, and a fault on a hole otherwise reads (and
+    /// so zero-fills) a whole read-ahead window around it: with the 8 MiB
+    /// window of this machine's disk, every first store to a fresh log page
+    /// zeroed 8 MiB of page cache. Best effort.
+    pub fn advise_random(&self) {
+        // SAFETY: the range is exactly the mapping; MADV_RANDOM only
+        // changes the kernel's read-ahead policy for it, no contents.
+        unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_RANDOM) };
+    }
+
+    /// Starts reading `[off, off+len)` into the page cache in the
+    /// background (MADV_WILLNEED), for a range about to be read in order
+    /// (a log extent at recovery) now that faults read no further than
+    /// the page they hit. Best effort.
+    pub fn will_need(&self, off: usize, len: usize) {
+        if len == 0 || off >= self.len {
+            return;
+        }
+        let page = page_size();
+        let start = off - off % page;
+        let end = (off + len).min(self.len);
+        // SAFETY: [start, end) lies inside the mapping (as for msync), and
+        // MADV_WILLNEED only schedules reads into the page cache.
+        unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_WILLNEED) };
+    }
+
     /// Drops this process's page-table entries for the whole pages inside
     /// `[off, off+len)` (MADV_DONTNEED). Best effort.
     pub fn unmap_pages(&self, off: usize, len: usize) {

@@ -240,6 +240,9 @@ impl Region {
         } else {
             Placement::File
         };
+        if placement == Placement::File {
+            map.advise_random();
+        }
 
         let base = map.ptr();
         Self::finish_open(
@@ -433,6 +436,17 @@ impl Region {
     pub fn prefault(&self, off: u64, len: u64) {
         if let Mem::Mapped { map, .. } = &self.inner.mem {
             map.populate(off as usize, len as usize);
+        }
+    }
+
+    /// Starts reading `[off, off+len)` of a file-backed region into memory
+    /// in the background, ahead of reading it in order (faults on the
+    /// mapping read no further than their page: see `Mapping::advise_random`).
+    pub fn will_need(&self, off: u64, len: u64) {
+        if let Mem::Mapped { map, .. } = &self.inner.mem {
+            if self.inner.placement == Placement::File {
+                map.will_need(off as usize, len as usize);
+            }
         }
     }
 

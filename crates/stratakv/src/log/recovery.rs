@@ -98,6 +98,9 @@ pub fn scan_extent<'a>(
     let base = extent.offset();
     let mut pos = 0u64;
     let region = extent.region();
+    // Read in order: ask for the whole extent up front (faults alone read
+    // one page at a time on a region file).
+    region.will_need(base, extent.len());
     loop {
         if pos + HEADER_LEN as u64 > extent.len() {
             return Ok(ScanEnd::Clean);
