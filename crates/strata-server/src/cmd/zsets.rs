@@ -195,9 +195,13 @@ pub(crate) fn walk(
     let mut upper = prefix.clone();
     upper.extend_from_slice(&sortable_score(max.value));
     let end = prefix_end(&upper).or_else(|| prefix_end(&prefix));
+    // Small first (a LIMIT or a rank near the start stops early), then
+    // larger reads for a long walk.
+    let mut chunk_len = 32;
     loop {
-        let chunk = ctx.txn.scan(&start, end.as_deref(), 256)?;
-        let short = chunk.len() < 256;
+        let chunk = ctx.txn.scan(&start, end.as_deref(), chunk_len)?;
+        let short = chunk.len() < chunk_len;
+        chunk_len = (chunk_len * 4).min(1024);
         for (k, _) in &chunk {
             let Some(rest) = k.get(plen..) else { continue };
             let (Some(score), Some(member)) = (score_from_sortable(rest), rest.get(8..)) else { continue };
