@@ -209,7 +209,7 @@ impl CachedStore {
     fn fill(&self, prefix: &[u8], stripe: &AtomicU64) -> StoreResult<Fill> {
         let begun = stripe.load(Ordering::SeqCst);
         let epoch = self.epoch.load(Ordering::SeqCst);
-        if begun & (BEGUN - 1) != 0 || epoch % 2 != 0 {
+        if begun & (BEGUN - 1) != 0 || !epoch.is_multiple_of(2) {
             return Ok(Fill::NotNow);
         }
         let end = super::prefix_end(prefix);
