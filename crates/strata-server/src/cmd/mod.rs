@@ -326,7 +326,8 @@ pub struct BatchOutcome {
 /// (fewer, larger writes; each command still sees the ones before it).
 ///
 /// Durability is the caller's: with `--durability sync` the replies must
-/// not be sent before [`Shared::wait_durable_all`] returns.
+/// not be sent before the store's [`crate::store::Backend::last_ticket`],
+/// taken after the batch, is durable (the event loops hold them until then).
 pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>, out: &mut Vec<u8>) -> BatchOutcome {
     let mut group: Vec<Grouped> = Vec::new();
     let mut replies = 0;
@@ -454,8 +455,8 @@ fn run_data(shared: &Shared, db: usize, proto: u8, spec: &Spec, f: table::DataFn
 
 /// Commits a context's transaction (call with the key locks held); the
 /// reply becomes an error if the write fails (nothing of it was applied).
-/// With `--durability sync` the reply may be sent only after
-/// [`Shared::wait_durable_all`].
+/// With `--durability sync` the reply may be sent only once the store's
+/// `last_ticket` (taken after this) is durable.
 pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
     let shared = ctx.shared;
     let durable = shared.replies_wait_for_sync();

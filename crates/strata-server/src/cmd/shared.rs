@@ -241,10 +241,4 @@ impl Shared {
     pub fn replies_wait_for_sync(&self) -> bool {
         self.config.durability_sync || self.store_always_durable
     }
-
-    /// Waits until every write that asked for durability and that a reply
-    /// could reveal is durable (one shared sync; see `store::group`).
-    pub fn wait_durable_all(&self) -> Result<(), StoreError> {
-        self.store.wait_durable(self.store.last_ticket())
-    }
 }

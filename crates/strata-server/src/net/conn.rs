@@ -1,7 +1,8 @@
 //! One client connection on an event loop: its buffers and session, and
 //! the steps the loop drives each pass — read what arrived, run the
-//! complete requests, and (after the pass's shared sync, if any) write
-//! every reply of the pass with as few `write` calls as possible.
+//! complete requests, and write every reply of the pass with as few
+//! `write` calls as possible. Replies that must wait for a sync are held
+//! in the output and go out, in order, once the loop's sync is done.
 //! Malformed protocol closes only this connection.
 
 use std::collections::VecDeque;
@@ -54,6 +55,15 @@ impl Drop for ClientGuard {
     }
 }
 
+/// Replies of one pass held in the output until a sync makes `ticket`
+/// durable: `out[start..end]`, `replies` of them.
+struct Hold {
+    start: usize,
+    end: usize,
+    replies: usize,
+    ticket: u64,
+}
+
 /// A client connection owned by one event loop.
 pub(crate) struct Conn {
     pub(crate) stream: TcpStream,
@@ -94,6 +104,9 @@ pub(crate) struct Conn {
     in_pass: bool,
     pass_start: usize,
     pass_replies: usize,
+    /// Passes whose replies wait for a sync, oldest first (tickets only
+    /// grow). Nothing after the first one's start is sent.
+    holds: VecDeque<Hold>,
     _guard: ClientGuard,
 }
 
@@ -142,6 +155,7 @@ impl Conn {
             in_pass: false,
             pass_start: 0,
             pass_replies: 0,
+            holds: VecDeque::new(),
             _guard: guard,
         }
     }
@@ -167,10 +181,30 @@ impl Conn {
         }
     }
 
-    /// Unsent output bytes (plus one while the TLS session has records
-    /// to send, so that the loop waits for writable readiness).
+    /// Unsent output bytes, held ones included (plus one while the TLS
+    /// session has records to send).
     pub(crate) fn unsent(&self) -> usize {
         self.out.len() - self.sent + usize::from(self.tls.as_ref().is_some_and(|t| t.wants_write()))
+    }
+
+    /// Where the output that may be sent now ends: at the first held pass.
+    fn sendable_end(&self) -> usize {
+        self.holds.front().map_or(self.out.len(), |h| h.start)
+    }
+
+    /// Whether output waits that a writable socket would take now (the
+    /// loop then asks for writable readiness).
+    pub(crate) fn wants_write(&self) -> bool {
+        self.sendable_end() > self.sent || self.tls.as_ref().is_some_and(|t| t.wants_write())
+    }
+
+    /// Replies produced so far in the current pass.
+    pub(crate) fn pass_replies(&self) -> usize {
+        if self.in_pass {
+            self.pass_replies
+        } else {
+            0
+        }
     }
 
     /// Whether this connection's requests wait until its output drains.
@@ -386,28 +420,55 @@ impl Conn {
         None
     }
 
-    /// The pass's shared sync failed: every reply of the pass becomes this
-    /// error (its writes are applied but not known to be durable).
-    pub(crate) fn fail_pass(&mut self, error: &Reply) {
-        if !self.in_pass {
-            return;
-        }
-        self.out.truncate(self.pass_start.max(self.sent));
-        for _ in 0..self.pass_replies {
-            error.encode(self.sess.proto, &mut self.out);
-        }
-    }
-
-    /// Ends the pass for this connection (its replies may now be sent).
-    pub(crate) fn end_pass(&mut self) {
+    /// Ends the pass for this connection: its replies may be sent once
+    /// `ticket` is durable (none: at once). Returns whether they are held.
+    pub(crate) fn end_pass(&mut self, ticket: Option<u64>) -> bool {
+        let held = match ticket {
+            Some(ticket) if self.in_pass && self.out.len() > self.pass_start => {
+                let hold = Hold { start: self.pass_start, end: self.out.len(), replies: self.pass_replies, ticket };
+                self.holds.push_back(hold);
+                true
+            }
+            _ => false,
+        };
         self.in_pass = false;
         self.pass_replies = 0;
+        held
+    }
+
+    /// Releases the held passes with tickets up to `upto`, which a sync
+    /// made durable or, with `failure`, failed to: then each of their
+    /// replies becomes that error (their writes are applied but not known
+    /// to be durable).
+    pub(crate) fn release(&mut self, upto: u64, failure: Option<&str>) {
+        while let Some(h) = self.holds.front() {
+            if h.ticket > upto {
+                return;
+            }
+            if let Some(e) = failure {
+                let (start, end) = (h.start, h.end);
+                let mut errors = Vec::new();
+                let error = Reply::err(e);
+                for _ in 0..h.replies {
+                    error.encode(self.sess.proto, &mut errors);
+                }
+                let delta = errors.len() as isize - (end - start) as isize;
+                self.out.splice(start..end, errors);
+                for later in self.holds.iter_mut().skip(1) {
+                    later.start = later.start.saturating_add_signed(delta);
+                    later.end = later.end.saturating_add_signed(delta);
+                }
+                self.pass_start = self.pass_start.saturating_add_signed(delta);
+            }
+            self.holds.pop_front();
+        }
     }
 
     /// Writes as much unsent output as the socket takes.
     pub(crate) fn flush(&mut self) {
+        let end = self.sendable_end();
         if let Some(tls) = self.tls.as_mut() {
-            let rest = self.out.get(self.sent..).unwrap_or_default();
+            let rest = self.out.get(self.sent..end).unwrap_or_default();
             let (n, broken) = super::tls::flush(tls, &mut self.stream, rest);
             self.sent += n;
             if n > 0 {
@@ -432,8 +493,8 @@ impl Conn {
                 }
             }
         }
-        while self.sent < self.out.len() {
-            let Some(rest) = self.out.get(self.sent..) else { break };
+        while self.sent < end {
+            let Some(rest) = self.out.get(self.sent..end) else { break };
             match self.stream.write(rest) {
                 Ok(0) => {
                     self.broken = true;
@@ -454,6 +515,11 @@ impl Conn {
                     return;
                 }
             }
+        }
+        if self.sent < self.out.len() {
+            // Held replies wait for their sync.
+            self.compact();
+            return;
         }
         self.out.clear();
         self.sent = 0;
@@ -483,6 +549,10 @@ impl Conn {
         }
         self.out.drain(..self.sent);
         self.pass_start = self.pass_start.saturating_sub(self.sent);
+        for h in &mut self.holds {
+            h.start = h.start.saturating_sub(self.sent);
+            h.end = h.end.saturating_sub(self.sent);
+        }
         self.sent = 0;
     }
 }

@@ -3,10 +3,16 @@
 //!
 //! A pass: wait for readiness; for every ready connection read what
 //! arrived and run the complete requests (engine calls are short; a
-//! blocked engine — back-pressure — blocks the loop briefly, as fsync
-//! blocks Redis); then, with `--durability sync`, one shared sync makes
-//! every write a reply of this pass could reveal durable; then every
-//! connection's replies of the pass go out in one `write`.
+//! blocked engine — back-pressure — blocks the loop briefly); then every
+//! connection's replies of the pass go out in one `write`. With
+//! `--durability sync` they are first held behind a ticket covering every
+//! write a reply of the pass could reveal; the loop serves further passes
+//! while requests keep arriving (at most [`SYNC_WAIT`] or
+//! [`SYNC_REPLIES`]), then one shared sync makes every held ticket durable
+//! and the held replies go out. Redis syncs after every pass; gathering
+//! the passes that arrive back to back into one sync spends less CPU on
+//! syncs when many clients write, and costs a lone client nothing (its
+//! next poll finds no request, so the sync runs at once).
 
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,7 +26,7 @@ use super::conn::{Conn, Leftover};
 use super::Incoming;
 use crate::cmd::Shared;
 use crate::pubsub::{LoopMail, Mailbox};
-use crate::resp::Reply;
+use crate::store::Pending;
 
 /// The token of the loop's waker (new connections, shutdown).
 pub(crate) const WAKER: Token = Token(usize::MAX);
@@ -33,6 +39,12 @@ const DRAIN_TIME: Duration = Duration::from_secs(10);
 
 /// How often a loop with clients in blocking commands looks at them.
 const BLOCKED_POLL: Duration = Duration::from_millis(5);
+
+/// Longest a held reply waits for more passes to share its sync.
+const SYNC_WAIT: Duration = Duration::from_micros(1000);
+
+/// Held replies after which the loop syncs without waiting for more.
+const SYNC_REPLIES: usize = 1024;
 
 /// How often a loop with clients held back by a running script looks
 /// whether the script has ended or passed its time limit.
@@ -59,6 +71,12 @@ pub(crate) struct EventLoop {
     /// Connections of this loop with pub/sub mail (publishers list them
     /// and wake the loop).
     mail: Arc<LoopMail>,
+    /// Connections with replies held for a sync, the newest ticket they
+    /// wait for, how many replies, and since when.
+    holding: Vec<usize>,
+    held_ticket: u64,
+    held_replies: usize,
+    held_since: Instant,
 }
 
 impl EventLoop {
@@ -83,6 +101,10 @@ impl EventLoop {
             deferred: Vec::new(),
             last_idle_check: Instant::now(),
             mail,
+            holding: Vec::new(),
+            held_ticket: 0,
+            held_replies: 0,
+            held_since: Instant::now(),
         }
     }
 
@@ -94,7 +116,8 @@ impl EventLoop {
             // Blocked clients are looked at every few ms (a write to one of
             // their keys, maybe from another loop, or their timeout).
             let blocked = self.shared.stats.blocked_clients.load(Ordering::Relaxed) > 0;
-            let timeout = if !self.carry.is_empty() {
+            let timeout = if !self.carry.is_empty() || !self.holding.is_empty() {
+                // Held replies: only look whether more requests are ready.
                 Duration::ZERO
             } else if !self.deferred.is_empty() {
                 // A script runs: look again soon (it ends, or passes its limit).
@@ -110,6 +133,10 @@ impl EventLoop {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 continue;
+            }
+            if !self.holding.is_empty() && events.is_empty() && self.carry.is_empty() {
+                // No more requests right now: sync what is held.
+                self.sync_held();
             }
             self.queue.clear();
             for idx in std::mem::take(&mut self.carry) {
@@ -155,6 +182,10 @@ impl EventLoop {
                 }
             }
             self.pass();
+            if !self.holding.is_empty() && (self.held_replies >= SYNC_REPLIES || self.held_since.elapsed() >= SYNC_WAIT)
+            {
+                self.sync_held();
+            }
             self.close_idle();
         }
         self.drain();
@@ -261,22 +292,26 @@ impl EventLoop {
                 script_jobs.extend(jobs);
             }
         }
-        if ran && shared.replies_wait_for_sync() {
-            if let Err(e) = shared.wait_durable_all() {
-                let error = Reply::err(format!("ERR {e}"));
-                for &idx in &queue {
-                    if let Some(c) = self.conn(idx) {
-                        c.fail_pass(&error);
-                    }
+        // The replies of the pass wait for every write they could reveal.
+        let ticket = if ran && shared.replies_wait_for_sync() { shared.store.last_ticket().0 } else { None };
+        for &idx in &queue {
+            let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else { continue };
+            c.scheduled = false;
+            let replies = c.pass_replies();
+            if c.end_pass(ticket) {
+                if self.holding.is_empty() {
+                    self.held_since = Instant::now();
+                }
+                self.held_replies += replies;
+                if !self.holding.contains(&idx) {
+                    self.holding.push(idx);
                 }
             }
-        }
-        for &idx in &queue {
-            let Some(c) = self.conn(idx) else { continue };
-            c.scheduled = false;
-            c.end_pass();
             c.flush();
             self.after_flush(idx);
+        }
+        if let Some(t) = ticket {
+            self.held_ticket = self.held_ticket.max(t);
         }
         self.queue = queue;
         if !scripts.is_empty() {
@@ -292,6 +327,23 @@ impl EventLoop {
         }
     }
 
+    /// Makes every held ticket durable with one shared sync and sends the
+    /// held replies (each becomes the error if the sync failed).
+    fn sync_held(&mut self) {
+        let upto = self.held_ticket;
+        let failure = match self.shared.store.wait_durable(Pending(Some(upto))) {
+            Ok(()) => None,
+            Err(e) => Some(format!("ERR {e}")),
+        };
+        for idx in std::mem::take(&mut self.holding) {
+            let Some(c) = self.conn(idx) else { continue };
+            c.release(upto, failure.as_deref());
+            c.flush();
+            self.after_flush(idx);
+        }
+        self.held_replies = 0;
+    }
+
     /// Closes a finished connection, or (de)registers write interest.
     fn after_flush(&mut self, idx: usize) {
         let registry = self.poll.registry();
@@ -300,7 +352,7 @@ impl EventLoop {
             self.close(idx);
             return;
         }
-        let want = c.unsent() > 0;
+        let want = c.wants_write();
         if want != c.want_write {
             let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
             if registry.reregister(&mut c.stream, Token(idx), interest).is_err() {
@@ -321,6 +373,7 @@ impl EventLoop {
         }
         self.carry.retain(|&i| i != idx);
         self.deferred.retain(|&i| i != idx);
+        self.holding.retain(|&i| i != idx);
     }
 
     /// Closes connections idle longer than `--timeout` (checked each second).
@@ -366,6 +419,9 @@ impl EventLoop {
         let deadline = Instant::now() + DRAIN_TIME;
         let mut events = Events::with_capacity(1024);
         while Instant::now() < deadline && self.conns.iter().flatten().any(|c| c.unsent() > 0) {
+            if !self.holding.is_empty() {
+                self.sync_held();
+            }
             let _ = self.poll.poll(&mut events, Some(Duration::from_millis(50)));
             for ev in events.iter() {
                 if ev.token() != WAKER && ev.is_writable() {
