@@ -289,7 +289,11 @@ const NO_MULTI: &[&str] = &["shutdown", "save"];
 /// Whether `args` can join a group of keyspace commands run in one
 /// transaction (see [`execute_batch`]): a valid, permitted data command
 /// outside MULTI that does not lock the whole keyspace.
-fn groupable(shared: &Shared, sess: &Session, args: &[Bytes]) -> Option<(usize, &'static Spec, table::DataFn)> {
+pub(crate) fn groupable(
+    shared: &Shared,
+    sess: &Session,
+    args: &[Bytes],
+) -> Option<(usize, &'static Spec, table::DataFn)> {
     // Replies silenced (CLIENT REPLY) or RESP2 subscribed mode: one by one.
     if sess.multi.is_some() || !sess.authed || sess.reply_off || sess.reply_skip > 0 || sess.subs.active() {
         return None;
@@ -380,14 +384,29 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
 }
 
 /// One command of a group: its table index, spec, handler and arguments.
-type Grouped = (usize, &'static Spec, table::DataFn, Vec<Bytes>);
+pub(crate) type Grouped = (usize, &'static Spec, table::DataFn, Vec<Bytes>);
 
 /// Runs a group of keyspace commands in one transaction; returns the
 /// number of replies appended.
 fn run_group(shared: &Shared, db: usize, proto: u8, group: Vec<Grouped>, out: &mut Vec<u8>) -> usize {
+    let group: Vec<(u8, Grouped)> = group.into_iter().map(|g| (proto, g)).collect();
+    let replies = run_group_replies(shared, db, &group);
+    for r in &replies {
+        r.encode(proto, out);
+    }
+    replies.len()
+}
+
+/// Runs keyspace commands of database `db` (each with its client's
+/// protocol version) as one group: under the locks of all their keys, in
+/// one transaction, committed as one engine batch; each command sees the
+/// ones before it. The event loops also run the leading keyspace commands
+/// of every connection of a pass as one such group (fewer, larger engine
+/// writes when many clients write at once). Returns the replies in order.
+pub(crate) fn run_group_replies(shared: &Shared, db: usize, group: &[(u8, Grouped)]) -> Vec<Reply> {
     shared.stats.total_commands.fetch_add(group.len() as u64, Ordering::Relaxed);
     let started = std::time::Instant::now();
-    let keys: Vec<&[u8]> = group.iter().flat_map(|(_, spec, _, args)| keys_of(spec, args)).collect();
+    let keys: Vec<&[u8]> = group.iter().flat_map(|(_, (_, spec, _, args))| keys_of(spec, args)).collect();
     // Every command reads its key's meta first: start all those reads'
     // cache misses now, so they overlap instead of coming one by one.
     if keys.len() > 1 {
@@ -396,10 +415,13 @@ fn run_group(shared: &Shared, db: usize, proto: u8, group: Vec<Grouped>, out: &m
     }
     let (replies, failed) = {
         let _locks = shared.locks.lock(&keys);
-        let mut ctx = Ctx::new(shared, db, proto, now_ms());
+        let mut ctx = Ctx::new(shared, db, group.first().map_or(2, |g| g.0), now_ms());
         let replies: Vec<Reply> = group
             .iter()
-            .map(|(_, spec, f, args)| notify::call(&mut ctx, spec, *f, args).unwrap_or_else(CmdError::into_reply))
+            .map(|(proto, (_, spec, f, args))| {
+                ctx.proto = *proto;
+                notify::call(&mut ctx, spec, *f, args).unwrap_or_else(CmdError::into_reply)
+            })
             .collect();
         let r = commit(ctx, Reply::Nil, &keys);
         (replies, r.is_error().then_some(r))
@@ -408,30 +430,30 @@ fn run_group(shared: &Shared, db: usize, proto: u8, group: Vec<Grouped>, out: &m
         // Nothing of the group was applied. One command's write may be what
         // the store refused (a key over the engine's limit): run them again
         // one by one, so only that command fails, as it would in Redis.
-        Some(_) => {
-            for (id, spec, f, args) in &group {
+        Some(_) => group
+            .iter()
+            .map(|(proto, (id, spec, f, args))| {
                 let started = std::time::Instant::now();
-                let r = run_data(shared, db, proto, spec, *f, args);
+                let r = run_data(shared, db, *proto, spec, *f, args);
                 shared.cmdstats.ran(*id, cmdstats::usec_since(started), &r);
                 if let Reply::Error(e) = &r {
                     shared.stats.count_error(e);
                 }
-                r.encode(proto, out);
-            }
-        }
+                r
+            })
+            .collect(),
         None => {
             // The group's time, shared out evenly.
             let each = cmdstats::usec_since(started) / replies.len().max(1) as u64;
-            for ((id, ..), r) in group.iter().zip(&replies) {
+            for ((_, (id, ..)), r) in group.iter().zip(&replies) {
                 shared.cmdstats.ran(*id, each, r);
                 if let Reply::Error(e) = r {
                     shared.stats.count_error(e);
                 }
-                r.encode(proto, out);
             }
+            replies
         }
     }
-    replies.len()
 }
 
 /// The user keys a command touches, for locking.
@@ -567,4 +589,73 @@ pub(crate) fn arg(args: &[Bytes], i: usize) -> &[u8] {
 /// Case-insensitive comparison of an argument with a keyword.
 pub(crate) fn is(b: &[u8], word: &str) -> bool {
     b.eq_ignore_ascii_case(word.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn server(dir: &std::path::Path) -> Shared {
+        let o = stratakv::Options { pm_size: 64 << 20, write_buffer_size: 256 << 10, ..Default::default() };
+        let store = std::sync::Arc::new(crate::store::engine::EngineStore::open(dir, o).unwrap());
+        let flags = crate::config::Flags::parse_from(["strata-server", "--dir", dir.to_str().unwrap()]);
+        Shared::new(store, crate::config::Config::from_flags(flags).unwrap()).unwrap()
+    }
+
+    fn cmd(shared: &Shared, sess: &Session, proto: u8, args: &[&[u8]]) -> (u8, Grouped) {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let (id, spec, f) = groupable(shared, sess, &args).expect("a keyspace command");
+        (proto, (id, spec, f, args))
+    }
+
+    /// A group of several clients' commands (the event loop's pass-wide
+    /// group): each command sees the ones before it, replies are shaped
+    /// for each client's protocol, and when the store refuses the group's
+    /// batch (one key over the engine's limit) only that command fails.
+    #[test]
+    fn a_group_of_several_clients_commands_runs_in_order_and_fails_one_command_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = server(dir.path());
+        let sess = Session::new(&shared, "test".into());
+        let long = vec![b'k'; 70_000];
+        let group = vec![
+            cmd(&shared, &sess, 2, &[b"INCR", b"n"]),
+            cmd(&shared, &sess, 3, &[b"INCR", b"n"]),
+            cmd(&shared, &sess, 2, &[b"HSET", b"h", b"f", b"1"]),
+            cmd(&shared, &sess, 3, &[b"HGETALL", b"h"]),
+            cmd(&shared, &sess, 2, &[b"HGETALL", b"h"]),
+            cmd(&shared, &sess, 2, &[b"GET", b"n"]),
+        ];
+        let replies = run_group_replies(&shared, 0, &group);
+        let encoded: Vec<Vec<u8>> = replies
+            .iter()
+            .zip(&group)
+            .map(|(r, (proto, _))| {
+                let mut out = Vec::new();
+                r.encode(*proto, &mut out);
+                out
+            })
+            .collect();
+        let want: [&[u8]; 6] = [
+            b":1\r\n",
+            b":2\r\n",
+            b":1\r\n",
+            b"%1\r\n$1\r\nf\r\n$1\r\n1\r\n",
+            b"*2\r\n$1\r\nf\r\n$1\r\n1\r\n",
+            b"$1\r\n2\r\n",
+        ];
+        for (got, want) in encoded.iter().zip(want) {
+            assert_eq!(String::from_utf8_lossy(got), String::from_utf8_lossy(want));
+        }
+        let group = vec![
+            cmd(&shared, &sess, 2, &[b"INCR", b"n"]),
+            cmd(&shared, &sess, 2, &[b"SET", &long, b"x"]),
+            cmd(&shared, &sess, 2, &[b"INCR", b"n"]),
+        ];
+        let replies = run_group_replies(&shared, 0, &group);
+        assert_eq!(replies[0], Reply::Int(3));
+        assert!(replies[1].is_error(), "{:?}", replies[1]);
+        assert_eq!(replies[2], Reply::Int(4), "the others ran, once each");
+    }
 }

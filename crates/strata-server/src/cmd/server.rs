@@ -197,6 +197,8 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("expired_keys", st.expired_keys.load(Ordering::Relaxed).to_string()),
                 kv("evicted_keys", "0".into()),
                 kv("total_error_replies", st.total_error_replies.load(Ordering::Relaxed).to_string()),
+                kv("pass_groups", st.pass_groups.load(Ordering::Relaxed).to_string()),
+                kv("pass_grouped_commands", st.pass_grouped_commands.load(Ordering::Relaxed).to_string()),
                 kv("pubsub_channels", channels.to_string()),
                 kv("pubsub_patterns", patterns.to_string()),
                 kv("pubsubshard_channels", shard.to_string()),

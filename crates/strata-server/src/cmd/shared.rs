@@ -32,6 +32,11 @@ pub struct ServerStats {
     pub errors: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
     /// Error replies sent in all.
     pub total_error_replies: AtomicU64,
+    /// Commands run in groups that span several connections (the event
+    /// loops' pass-wide groups), and those groups.
+    pub pass_grouped_commands: AtomicU64,
+    /// See `pass_grouped_commands`.
+    pub pass_groups: AtomicU64,
 }
 
 impl ServerStats {

@@ -14,7 +14,7 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use mio::net::TcpStream;
 
-use crate::cmd::{collect_script, execute_batch, script_done, ScriptHost, ScriptJob, Session, Shared};
+use crate::cmd::{collect_script, execute_batch, script_done, Grouped, ScriptHost, ScriptJob, Session, Shared};
 use crate::resp::{parse_request, Reply};
 
 /// Most requests of one connection run per loop pass (the rest wait for
@@ -367,6 +367,59 @@ impl Conn {
             Leftover::More
         } else {
             Leftover::Idle
+        }
+    }
+
+    /// Before the loop runs its connections one by one: reads what
+    /// arrived and takes the leading requests that may join the pass's
+    /// shared group (keyspace commands, the connection in a plain state),
+    /// at most `room`. Returns them with the connection's database and
+    /// protocol; their replies come back through [`Conn::accept_group`],
+    /// ahead of whatever [`Conn::run`] answers next.
+    pub(crate) fn take_groupable(
+        &mut self,
+        shared: &Shared,
+        scratch: &mut [u8],
+        room: usize,
+    ) -> Option<(usize, u8, Vec<Grouped>)> {
+        if room == 0
+            || self.closing
+            || self.paused()
+            || self.sess.parked()
+            || !self.sess.script.is_empty()
+            || self.sess.blocked.is_some()
+        {
+            return None;
+        }
+        let limits = shared.config.limits;
+        // A protocol error stays in the buffer: `run` parses again, meets
+        // it after the requests before it, and answers it.
+        let mut error = self.parse_into_queue(&limits);
+        if error.is_none() && self.queued.len() < MAX_BATCH && self.readable && !self.eof && !shared.is_shutting_down()
+        {
+            self.fill(scratch);
+            error = self.parse_into_queue(&limits);
+        }
+        let _ = error;
+        let mut taken = Vec::new();
+        while taken.len() < room {
+            let Some(args) = self.queued.front() else { break };
+            let Some((id, spec, f)) = crate::cmd::groupable(shared, &self.sess, args) else { break };
+            let Some(args) = self.queued.pop_front() else { break };
+            taken.push((id, spec, f, args));
+        }
+        if taken.is_empty() {
+            return None;
+        }
+        Some((self.sess.db, self.sess.proto, taken))
+    }
+
+    /// The replies of the requests [`Conn::take_groupable`] took.
+    pub(crate) fn accept_group(&mut self, replies: Vec<Reply>) {
+        self.begin_pass();
+        for r in replies {
+            r.encode(self.sess.proto, &mut self.out);
+            self.pass_replies += 1;
         }
     }
 

@@ -40,6 +40,9 @@ const DRAIN_TIME: Duration = Duration::from_secs(10);
 /// How often a loop with clients in blocking commands looks at them.
 const BLOCKED_POLL: Duration = Duration::from_millis(5);
 
+/// Most commands of one pass run as one shared group.
+const PASS_GROUP: usize = 1024;
+
 /// Longest a held reply waits for more passes to share its sync.
 const SYNC_WAIT: Duration = Duration::from_micros(1000);
 
@@ -264,10 +267,56 @@ impl EventLoop {
         }
     }
 
+    /// Runs the leading keyspace commands of every scheduled connection
+    /// as one group per database: one transaction and one engine batch for
+    /// the pass instead of one per connection (with many clients writing
+    /// at once, the log, memtable and sync costs are shared out). Each
+    /// connection's commands keep their order; their replies come first
+    /// among the pass's.
+    fn run_pass_group(&mut self, queue: &[usize]) {
+        if queue.len() < 2 || self.holds_clients() {
+            return;
+        }
+        let shared = self.shared.clone();
+        let mut groups: Vec<(usize, Vec<(usize, usize)>, Vec<(u8, crate::cmd::Grouped)>)> = Vec::new();
+        let mut total = 0;
+        for &idx in queue {
+            let scratch = &mut self.scratch;
+            let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else { continue };
+            let Some((db, proto, cmds)) = c.take_groupable(&shared, scratch, PASS_GROUP - total) else { continue };
+            total += cmds.len();
+            let slot = match groups.iter().position(|g| g.0 == db) {
+                Some(i) => i,
+                None => {
+                    groups.push((db, Vec::new(), Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            if let Some(g) = groups.get_mut(slot) {
+                g.1.push((idx, cmds.len()));
+                g.2.extend(cmds.into_iter().map(|cmd| (proto, cmd)));
+            }
+        }
+        for (db, members, cmds) in groups {
+            if members.len() > 1 {
+                shared.stats.pass_groups.fetch_add(1, Ordering::Relaxed);
+                shared.stats.pass_grouped_commands.fetch_add(cmds.len() as u64, Ordering::Relaxed);
+            }
+            let mut replies = crate::cmd::run_group_replies(&shared, db, &cmds).into_iter();
+            for (idx, n) in members {
+                let mine: Vec<_> = replies.by_ref().take(n).collect();
+                if let Some(c) = self.conn(idx) {
+                    c.accept_group(mine);
+                }
+            }
+        }
+    }
+
     /// One pass over the scheduled connections: run, sync once, reply.
     fn pass(&mut self) {
         let shared = self.shared.clone();
         let queue = std::mem::take(&mut self.queue);
+        self.run_pass_group(&queue);
         let mut ran = false;
         let (mut scripts, mut script_jobs) = (Vec::new(), Vec::new());
         for &idx in &queue {
