@@ -40,6 +40,11 @@ const DRAIN_TIME: Duration = Duration::from_secs(10);
 /// How often a loop with clients in blocking commands looks at them.
 const BLOCKED_POLL: Duration = Duration::from_millis(5);
 
+/// One database's pass-wide group: its database, the connections that
+/// joined it with how many commands each, and the commands (each with its
+/// client's protocol version), in that order.
+type PassGroup = (usize, Vec<(usize, usize)>, Vec<(u8, crate::cmd::Grouped)>);
+
 /// Most commands of one pass run as one shared group.
 const PASS_GROUP: usize = 1024;
 
@@ -278,7 +283,7 @@ impl EventLoop {
             return;
         }
         let shared = self.shared.clone();
-        let mut groups: Vec<(usize, Vec<(usize, usize)>, Vec<(u8, crate::cmd::Grouped)>)> = Vec::new();
+        let mut groups: Vec<PassGroup> = Vec::new();
         let mut total = 0;
         for &idx in queue {
             let scratch = &mut self.scratch;
