@@ -59,4 +59,4 @@ pub use region::{Backing, OpenOutcome, Placement, Region, RegionOptions, RegionS
 pub use sim::{CrashModel, CrashState, SimHold, SimPm};
 pub use slots::ExtentHead;
 #[cfg(target_os = "linux")]
-pub use uring::{AlignedBuf, ReadAt, Uring, READ_ALIGN};
+pub use uring::{AlignedBuf, ReadAt, SendRing, SendTo, Uring, READ_ALIGN};

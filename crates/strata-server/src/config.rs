@@ -80,6 +80,11 @@ pub struct Flags {
     /// they give way to the event loops when cores are short. Default 10.
     #[arg(long = "background-nice")]
     pub background_nice: Option<u32>,
+    /// `yes` (default): an event loop sends the replies of a pass to all
+    /// its connections in one io_uring submission where the kernel allows
+    /// it; `no`: one `write` per connection.
+    #[arg(long = "io-uring")]
+    pub io_uring: Option<String>,
     /// Largest bulk argument (e.g. 512mb). Default 512 MiB.
     #[arg(long = "proto-max-bulk-len")]
     pub proto_max_bulk_len: Option<String>,
@@ -241,6 +246,8 @@ pub struct Config {
     pub event_loops: usize,
     /// Nice value of the engine's background threads.
     pub background_nice: u32,
+    /// Batch each pass's sends through io_uring (where allowed).
+    pub io_uring: bool,
     /// Request limits.
     pub limits: Limits,
     /// Databases SELECT can choose: 0..databases.
@@ -319,6 +326,7 @@ impl Config {
             "client-query-buffer-limit",
             "event-loops",
             "background-nice",
+            "io-uring",
             "databases",
             "shards",
             "read-cache-size",
@@ -380,6 +388,11 @@ impl Config {
             None | Some("engine") => StorageMode::Engine,
             Some("memory") => StorageMode::Memory,
             Some(other) => bail!("storage must be engine or memory, not {other}"),
+        };
+        let io_uring = match pick(f.io_uring, "io-uring").as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("yes") => true,
+            Some("no") => false,
+            Some(other) => bail!("io-uring must be yes or no, not {other}"),
         };
         let appendonly = match pick(f.appendonly, "appendonly").as_deref().map(str::to_ascii_lowercase).as_deref() {
             None => None,
@@ -470,6 +483,7 @@ impl Config {
             timeout,
             event_loops: event_loops as usize,
             background_nice: background_nice as u32,
+            io_uring,
             limits,
             databases,
             shards: shards as usize,
@@ -493,6 +507,7 @@ impl Config {
             ("timeout", self.timeout.to_string()),
             ("event-loops", self.event_loops.to_string()),
             ("background-nice", self.background_nice.to_string()),
+            ("io-uring", if self.io_uring { "yes" } else { "no" }.into()),
             ("databases", self.databases.to_string()),
             ("shards", self.shards.to_string()),
             ("read-cache-size", self.read_cache_size.to_string()),

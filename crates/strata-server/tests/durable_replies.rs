@@ -85,6 +85,15 @@ fn meta_key(key: &[u8]) -> Vec<u8> {
 
 #[test]
 fn replies_wait_for_the_sync_that_covers_them_and_a_failed_sync_answers_errors() {
+    held_replies("yes");
+}
+
+#[test]
+fn held_replies_sent_by_one_write_each_wait_for_their_sync_too() {
+    held_replies("no");
+}
+
+fn held_replies(io_uring: &str) {
     let dir = tempfile::tempdir().unwrap();
     let opts = stratakv::Options { pm_size: 64 << 20, write_buffer_size: 1 << 20, ..Default::default() };
     let gate = Arc::new(Gate {
@@ -94,7 +103,15 @@ fn replies_wait_for_the_sync_that_covers_them_and_a_failed_sync_answers_errors()
         syncs: AtomicU64::new(0),
         fail: AtomicBool::new(false),
     });
-    let flags = Flags::parse_from(["strata-server", "--dir", dir.path().to_str().unwrap(), "--durability", "sync"]);
+    let flags = Flags::parse_from([
+        "strata-server",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--durability",
+        "sync",
+        "--io-uring",
+        io_uring,
+    ]);
     let cfg = Config::from_flags(flags).unwrap();
     let shared = Arc::new(Shared::new(gate.clone(), cfg).unwrap());
     let mut loops = Loops::start(&shared, 1).unwrap();

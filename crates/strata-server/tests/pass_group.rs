@@ -3,7 +3,8 @@
 //! batch). Counters incremented by every client must hand out each value
 //! exactly once, every client must read its own writes in order, and a
 //! client whose write the engine refuses must fail alone — with and
-//! without `--durability sync`, and across a restart.
+//! without `--durability sync`, with the pass's replies sent in one
+//! io_uring submission or one `write` each, and across a restart.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -109,4 +110,9 @@ fn many_clients_share_passes_without_losing_or_repeating_an_increment() {
 #[test]
 fn many_durable_clients_share_passes_without_losing_or_repeating_an_increment() {
     counters_survive(&["--durability", "sync"]);
+}
+
+#[test]
+fn many_clients_share_passes_with_one_write_each_instead_of_one_submission() {
+    counters_survive(&["--io-uring", "no"]);
 }

@@ -584,6 +584,41 @@ impl Conn {
         }
     }
 
+    /// The socket and the output a plain (not TLS) connection may send
+    /// now, for a batched send of the whole pass (see [`Conn::sent_batch`]).
+    pub(crate) fn plain_sendable(&self) -> Option<(std::os::fd::RawFd, &[u8])> {
+        use std::os::fd::AsRawFd;
+        if self.tls.is_some() || self.broken {
+            return None;
+        }
+        let rest = self.out.get(self.sent..self.sendable_end())?;
+        (!rest.is_empty()).then(|| (self.stream.as_raw_fd(), rest))
+    }
+
+    /// Takes the result of a batched send of [`Conn::plain_sendable`]'s
+    /// bytes, as [`Conn::flush`] takes a `write`'s.
+    pub(crate) fn sent_batch(&mut self, r: std::io::Result<usize>) {
+        match r {
+            Ok(0) => self.broken = true,
+            Ok(n) => {
+                self.sent += n;
+                self.last_active = Instant::now();
+                if self.sent < self.out.len() {
+                    // More waits: the socket is full, or replies are held.
+                    self.compact();
+                    return;
+                }
+                self.out.clear();
+                self.sent = 0;
+                if self.out.capacity() > (1 << 20) {
+                    self.out = Vec::new();
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => self.compact(),
+            Err(_) => self.broken = true,
+        }
+    }
+
     /// Whether the loop should close this connection now.
     pub(crate) fn done(&self) -> bool {
         self.broken || (self.closing && self.unsent() == 0)
