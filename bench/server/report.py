@@ -85,11 +85,18 @@ def ycsb_ops(path):
     return runtime * thr if runtime and thr else None
 
 
-def cpu_us_per_op(out, wl, server):
-    """Server CPU microseconds per YCSB operation, or None."""
-    p = os.path.join(out, f"ycsb-{wl}-{server}.txt")
-    cpu, ops = read_cpu(p + ".cpu"), (ycsb_ops(p) if os.path.exists(p) else None)
+def cpu_us_per_op(path):
+    """Server CPU microseconds per operation of one YCSB run's output, or None."""
+    cpu, ops = read_cpu(path + ".cpu"), (ycsb_ops(path) if os.path.exists(path) else None)
     return cpu * 1e6 / ops if cpu is not None and ops else None
+
+
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 def avg_latency(r):
@@ -97,33 +104,52 @@ def avg_latency(r):
     return sum(lats) / len(lats) if lats else 0
 
 
-def ycsb_table(out):
-    files = sorted(glob.glob(os.path.join(out, "ycsb-*.txt")))
-    if not files:
-        return ""
+def ycsb_runs(out):
+    """{workload: {server: [(results, cpu us/op), ...]}} over the repetitions
+    (ycsb-<wl>-<server>.txt, then -r2, -r3, ...), in repetition order."""
     by = {}
-    for p in files:
-        m = re.match(r"ycsb-(\w+)-(\w+)\.txt", os.path.basename(p))
+    for p in sorted(glob.glob(os.path.join(out, "ycsb-*.txt"))):
+        m = re.match(r"ycsb-(\w+?)-(redis|strata)(?:-r(\d+))?\.txt$", os.path.basename(p))
         if m:
-            by.setdefault(m.group(1), {})[m.group(2)] = read_ycsb(p)
+            rep = int(m.group(3) or 1)
+            by.setdefault(m.group(1), {}).setdefault(m.group(2), []).append((rep, read_ycsb(p), cpu_us_per_op(p)))
+    for servers in by.values():
+        for runs in servers.values():
+            runs.sort(key=lambda r: r[0])
+    return by
+
+
+def ycsb_table(out):
+    by = ycsb_runs(out)
+    if not by:
+        return ""
+    reps = max(len(runs) for servers in by.values() for runs in servers.values())
     threads = os.environ.get("YCSB_THREADS", "8")
-    lines = [f"\n### YCSB through Jedis ({threads} threads)\n",
+    note = f", median of {reps} alternating repetitions" if reps > 1 else ""
+    lines = [f"\n### YCSB through Jedis ({threads} threads{note})\n",
              "| workload | redis ops/s | strata ops/s | ratio | redis read p99 us | strata read p99 us "
-             "| redis CPU us/op | strata CPU us/op | CPU ratio |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| redis CPU us/op | strata CPU us/op | CPU ratio |" + (" ratio per repetition |" if reps > 1 else ""),
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + (" --- |" if reps > 1 else "")]
     for wl in ["load", "a", "b", "c", "f", "d", "e"]:
         d = by.get(wl, {})
-        r, s = d.get("redis", {}), d.get("strata", {})
-        if not r or not s:
+        rr, sr = d.get("redis", []), d.get("strata", [])
+        if not rr or not sr:
             continue
-        rt, stt = r.get("throughput", 0), s.get("throughput", 0)
         key = "INSERT" if wl == "load" else ("SCAN" if wl == "e" else "READ")
-        rp, sp = r.get(key, {}).get("p99", 0), s.get(key, {}).get("p99", 0)
-        errs = sum(v.get("errors", 0) for v in s.values() if isinstance(v, dict))
+        rt = median(r.get("throughput", 0) for _, r, _ in rr)
+        stt = median(r.get("throughput", 0) for _, r, _ in sr)
+        rp = median(r.get(key, {}).get("p99", 0) for _, r, _ in rr)
+        sp = median(r.get(key, {}).get("p99", 0) for _, r, _ in sr)
+        errs = sum(v.get("errors", 0) for _, r, _ in sr for v in r.values() if isinstance(v, dict))
         note = f" ({errs:.0f} errors)" if errs else ""
-        rc, sc = cpu_us_per_op(out, wl, "redis"), cpu_us_per_op(out, wl, "strata")
+        rc, sc = median(c for _, _, c in rr), median(c for _, _, c in sr)
         cpu = (f"{rc:.1f} | {sc:.1f} | {sc / rc:.2f}" if rc and sc else "- | - | -")
-        lines.append(f"| {wl} | {rt:,.0f} | {stt:,.0f}{note} | {stt / rt if rt else 0:.2f} | {rp:.0f} | {sp:.0f} | {cpu} |")
+        row = f"| {wl} | {rt:,.0f} | {stt:,.0f}{note} | {stt / rt if rt else 0:.2f} | {rp:.0f} | {sp:.0f} | {cpu} |"
+        if reps > 1:
+            each = [s.get("throughput", 0) / r.get("throughput", 1)
+                    for (_, r, _), (_, s, _) in zip(rr, sr) if r.get("throughput")]
+            row += " " + ", ".join(f"{x:.2f}" for x in each) + " |"
+        lines.append(row)
     lines.append("\nCPU us/op: the server process's user + system CPU time over the run"
                  " (all its threads), per operation; lower is better, and unlike ops/s it"
                  " does not depend on how the two cores are shared with the Java client.")

@@ -16,7 +16,10 @@
 #
 # usage: bench/server/run.sh [--quick] [--skip-redis-benchmark] [--skip-ycsb] [--skip-study]
 # env:   N (default 1000000), YCSB_RECORDS (100000), YCSB_OPS (100000),
-#        YCSB_THREADS (8), OUT (results directory)
+#        YCSB_THREADS (8), YCSB_REPS (1: how many times the YCSB sequence
+#        runs on each server, alternating redis and strata; the report
+#        gives the median of the repetitions and each one's ratio),
+#        OUT (results directory)
 # --quick: N=20000, YCSB_RECORDS=YCSB_OPS=2000 (a smoke run, not a measurement).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -177,17 +180,22 @@ if [ "$DO_YCSB$DO_STUDY" != "00" ]; then
 fi
 
 if [ "$DO_YCSB" = 1 ]; then
-    for server in redis strata; do
-        next_port
-        if [ "$server" = redis ]; then start_redis "$p" --appendonly yes --appendfsync everysec
-        else start_strata "$p" --durability default; fi
-        echo "== YCSB $server"
-        ycsb load workloada "$p" "$OUT/ycsb-load-$server.txt"
-        # Standard order: D and E insert, so they run last.
-        for w in a b c f d e; do
-            echo -n "$w: "; ycsb run "workload$w" "$p" "$OUT/ycsb-$w-$server.txt"
+    REPS="${YCSB_REPS:-1}"
+    for rep in $(seq 1 "$REPS"); do
+        # The first repetition's files keep their plain names.
+        sfx=""; [ "$rep" -gt 1 ] && sfx="-r$rep"
+        for server in redis strata; do
+            next_port
+            if [ "$server" = redis ]; then start_redis "$p" --appendonly yes --appendfsync everysec
+            else start_strata "$p" --durability default; fi
+            echo "== YCSB $server (repetition $rep of $REPS)"
+            ycsb load workloada "$p" "$OUT/ycsb-load-$server$sfx.txt"
+            # Standard order: D and E insert, so they run last.
+            for w in a b c f d e; do
+                echo -n "$w: "; ycsb run "workload$w" "$p" "$OUT/ycsb-$w-$server$sfx.txt"
+            done
+            stop_server
         done
-        stop_server
     done
 fi
 

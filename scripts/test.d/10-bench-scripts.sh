@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Unit tests of the benchmark scripts' parsers and summaries (bench/compare
 # reads db_bench and strata-bench output; a parser that silently misreads a
-# figure would put a wrong ratio in a results file), and of bench/plot's
-# pictures. bench/compare needs the standard library only; bench/plot needs
+# figure would put a wrong ratio in a results file), of bench/plot's
+# pictures, and of bench/server/report.py (YCSB medians over repetitions). bench/compare needs the standard library only; bench/plot needs
 # matplotlib, installed here when missing: pip into a venv under the cargo
 # target directory, else Debian's python3-matplotlib.
 set -euo pipefail
@@ -32,3 +32,4 @@ if ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
 fi
 "$PY" bench/test_compare.py -v
 "$PY" bench/test_plot.py -v
+"$PY" bench/server/test_report.py -v
