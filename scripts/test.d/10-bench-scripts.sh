@@ -2,8 +2,9 @@
 # Unit tests of the benchmark scripts' parsers and summaries (bench/compare
 # reads db_bench and strata-bench output; a parser that silently misreads a
 # figure would put a wrong ratio in a results file), of bench/plot's
-# pictures, and of bench/server/report.py (YCSB medians over repetitions). bench/compare needs the standard library only; bench/plot needs
-# matplotlib, installed here when missing: pip into a venv under the cargo
+# pictures, and of bench/server/report.py (YCSB medians over repetitions).
+# bench/compare and the report need the standard library only; bench/plot
+# needs matplotlib, installed here when missing: pip into a venv under the cargo
 # target directory, else Debian's python3-matplotlib.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
