@@ -184,6 +184,13 @@ impl DbInner {
         let mut clean = self.tombstone_clean.lock();
         for level in first..crate::version::NUM_LEVELS - 1 {
             for f in v.files(level) {
+                // A table a tombstone covers whole is deleted whole
+                // (`pick_range_drop`), not rewritten: compacting it would
+                // drop the same entries at the cost of reading them, and
+                // raced the range drop for the table.
+                if v.range_dels.covers_file(f.smallest_user(), f.largest_user(), f.largest_seq, oldest) {
+                    continue;
+                }
                 for t in &tombs {
                     if f.smallest_seq >= t.seq
                         || f.largest_user() < t.start.as_slice()
