@@ -271,14 +271,10 @@ impl CachedStore {
 
     /// The distinct stripes of the Redis keys the ops write.
     fn stripes_of(&self, ops: &[Op]) -> Vec<usize> {
-        let mut stripes: Vec<usize> = Vec::with_capacity(2);
-        for (k, _) in ops {
-            if let Some(i) = self.stripe_index(k) {
-                if !stripes.contains(&i) {
-                    stripes.push(i);
-                }
-            }
-        }
+        // Sorted and deduplicated: a pass-wide group writes hundreds of keys.
+        let mut stripes: Vec<usize> = ops.iter().filter_map(|(k, _)| self.stripe_index(k)).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
         stripes
     }
 
@@ -286,14 +282,10 @@ impl CachedStore {
     /// the ops' stripes raised: a range not cached now cannot be cached
     /// before they are lowered (its fill would see them raised).
     fn cached_prefixes(&self, ops: &[Op]) -> Vec<Vec<u8>> {
-        let mut prefixes: Vec<Vec<u8>> = Vec::new();
-        for (k, _) in ops {
-            if let Some(p) = range_prefix(k) {
-                if !prefixes.iter().any(|q| q == p) {
-                    prefixes.push(p.to_vec());
-                }
-            }
-        }
+        let mut found: Vec<&[u8]> = ops.iter().filter_map(|(k, _)| range_prefix(k)).collect();
+        found.sort_unstable();
+        found.dedup();
+        let mut prefixes: Vec<Vec<u8>> = found.into_iter().map(<[u8]>::to_vec).collect();
         prefixes.retain(|p| {
             let ck = self.cache_key(p);
             self.shard(&ck).lock().ranges.get(ck.as_ref()).is_some_and(|r| r.entries.is_some())
@@ -497,7 +489,9 @@ impl Backend for CachedStore {
             Vec::new()
         } else {
             ops.iter()
-                .filter(|(k, _)| range_prefix(k).is_some_and(|p| prefixes.iter().any(|q| q == p)))
+                .filter(|(k, _)| {
+                    range_prefix(k).is_some_and(|p| prefixes.binary_search_by(|q| q.as_slice().cmp(p)).is_ok())
+                })
                 .cloned()
                 .collect()
         };
