@@ -434,8 +434,9 @@ fn serve_range(
 
 impl Backend for CachedStore {
     fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
-        if let (Some(p), Some(i)) = (range_prefix(key), self.stripe_index(key)) {
-            if let Some(stripe) = self.core.stripes.get(i) {
+        // Meta keys (most reads) skip the stripe's hash: no range holds them.
+        if let Some(p) = range_prefix(key) {
+            if let Some(stripe) = self.stripe_index(key).and_then(|i| self.core.stripes.get(i)) {
                 if let Some(v) = self.with_cached(p, stripe, |m| m.get(key).cloned()) {
                     return Ok(v);
                 }
