@@ -359,6 +359,14 @@ impl SkipList {
 
     /// Predecessors at every level of the keys `which` (indexes into
     /// `items`), the searches going down the levels side by side.
+    ///
+    /// Keys that follow each other in ascending order and share their
+    /// predecessor one level up walk that level as one chain: the second
+    /// starts where the first stopped (every node passed is smaller than
+    /// both), so on the upper levels a sorted batch walks each stretch of a
+    /// level once instead of once per key. Chains advance round robin, one
+    /// step each per round, so on the lower levels, where keys part ways,
+    /// the CPU still overlaps their cache misses.
     fn search_side_by_side(
         &self,
         items: &[(&[u8], u64, u64)],
@@ -367,27 +375,36 @@ impl SkipList {
     ) -> Vec<[u32; MAX_HEIGHT]> {
         let top = self.height.load(Ordering::Relaxed);
         let mut prev = vec![[HEAD; MAX_HEIGHT]; which.len()];
-        let mut active: Vec<usize> = Vec::with_capacity(which.len());
+        let key_of = |a: usize| which.get(a).and_then(|&j| items.get(j).zip(nodes.get(j))).map(|(i, n)| (i.0, n.2));
+        // Whether key `a` sorts after key `a - 1`: only then may it start
+        // where the one before it stopped.
+        let ascending: Vec<bool> = (0..which.len())
+            .map(|a| match (a.checked_sub(1).and_then(key_of), key_of(a)) {
+                (Some((x, _)), Some((y, _))) => crate::key::compare_internal(x, y) == CmpOrdering::Less,
+                _ => false,
+            })
+            .collect();
+        // Chains: (key walking now, end of the chain, node reached).
+        let mut chains: Vec<(usize, usize, u32)> = Vec::with_capacity(which.len());
         for level in (0..top).rev() {
-            // Start each key at its predecessor one level up.
-            for p in prev.iter_mut() {
-                let from = p.get(level + 1).copied().unwrap_or(HEAD);
-                if let Some(slot) = p.get_mut(level) {
-                    *slot = from;
+            let above = |p: &[u32; MAX_HEIGHT]| p.get(level + 1).copied().unwrap_or(HEAD);
+            chains.clear();
+            let mut a = 0;
+            while a < prev.len() {
+                let from = prev.get(a).map(above).unwrap_or(HEAD);
+                let mut end = a + 1;
+                while end < prev.len()
+                    && ascending.get(end) == Some(&true)
+                    && prev.get(end).map(above) == Some(from)
+                {
+                    end += 1;
                 }
+                chains.push((a, end, from));
+                a = end;
             }
-            active.clear();
-            active.extend(0..which.len());
-            // Round robin: each active key takes one step forward per round.
-            while !active.is_empty() {
-                active.retain(|&a| {
-                    let Some(&j) = which.get(a) else { return false };
-                    let (Some(&(key, _, _)), Some(&(_, _, pp)), Some(p)) =
-                        (items.get(j), nodes.get(j), prev.get_mut(a))
-                    else {
-                        return false;
-                    };
-                    let Some(x) = p.get_mut(level) else { return false };
+            while !chains.is_empty() {
+                chains.retain_mut(|(a, end, x)| {
+                    let Some((key, pp)) = key_of(*a) else { return false };
                     match self.step(key, pp, *x, level) {
                         Some(n) => {
                             *x = n;
@@ -396,7 +413,13 @@ impl SkipList {
                             }
                             true
                         }
-                        None => false,
+                        None => {
+                            if let Some(slot) = prev.get_mut(*a).and_then(|p| p.get_mut(level)) {
+                                *slot = *x;
+                            }
+                            *a += 1;
+                            *a < *end
+                        }
                     }
                 });
             }
