@@ -92,6 +92,42 @@ impl Extent {
         self.inner.head_sync.sync()
     }
 
+    /// On an ordinary-file region, msyncs the extent's first `len` bytes if
+    /// some slot of the extent was not written through before in this
+    /// process, and says whether it did. Fresh blocks of the region file
+    /// are unwritten extents (fallocate), and the first write-back into one
+    /// also converts it, a file-system metadata update: done here, by a
+    /// background thread, the writer's own msyncs of the log later write
+    /// data only (durable SET at 200 clients went 3-4% faster). What is in
+    /// the pages does not matter (zeros, or records a writer has already
+    /// put there: they are synced again by the writer's own msync). A
+    /// failure is recorded as a failed head sync, so the writer's next
+    /// sync reports it and the engine poisons (a later msync could succeed
+    /// with the failed pages dropped).
+    pub fn write_through_once(&self, len: u64) -> bool {
+        let region = &self.inner.region;
+        let file_like = match region.sim() {
+            Some(sim) => sim.is_file_like(),
+            None => region.placement() == crate::Placement::File,
+        };
+        if !file_like {
+            return false;
+        }
+        let head = self.inner.head;
+        if !region.inner.slots.lock().mark_written(head.slot as usize, head.slots as usize) {
+            return false;
+        }
+        let head_sync = &self.inner.head_sync;
+        // Not overlapping the writer's msyncs of the extent (which go
+        // through `HeadSync::sync_data`): of two overlapping msyncs Linux
+        // reports a write-back error to one only.
+        let _syncing = head_sync.syncing.lock();
+        if region.sync(self.inner.off, len.min(self.inner.len)).is_err() {
+            head_sync.state.store(HEAD_FAILED, Ordering::Release);
+        }
+        true
+    }
+
     /// A handle that syncs this extent's head without holding the lease
     /// (the slots are freed as usual when the last `Extent` clone goes).
     pub fn head_sync(&self) -> HeadSync {
@@ -187,6 +223,14 @@ impl HeadSync {
         }
     }
 
+    /// msyncs `[off, off+len)` of the extent's data, never overlapping an
+    /// msync of [`Extent::write_through_once`] or of the head (Linux reports
+    /// a write-back error to only one of two overlapping msyncs).
+    pub fn sync_data(&self, off: u64, len: u64) -> Result<(), PmError> {
+        let _syncing = self.syncing.lock();
+        self.region.inner.sync(off, len)
+    }
+
     /// The answer of an earlier sync, once it is final (durable or failed).
     fn settled(&self) -> Option<Result<(), PmError>> {
         match self.state.load(Ordering::Acquire) {
@@ -194,7 +238,7 @@ impl HeadSync {
             HEAD_FAILED => Some(Err(PmError::Io {
                 path: self.region.path().map(|p| p.to_path_buf()).unwrap_or_default(),
                 op: "msync",
-                source: std::io::Error::other("an earlier msync of this extent's head word failed"),
+                source: std::io::Error::other("an earlier msync of this extent (its head word or its pages) failed"),
             })),
             _ => None,
         }

@@ -44,18 +44,25 @@ impl ExtentHead {
     }
 }
 
-/// DRAM map of which slots are leased, and which have had their memory
+/// DRAM map of which slots are leased, which have had their memory
 /// reserved in this process (nothing ever gives it back: extents are not
-/// punched out when freed).
+/// punched out when freed), and which were written through to the file
+/// once in this process (see `Extent::write_through_once`).
 pub(crate) struct SlotMap {
     used: Vec<bool>,
     reserved: Vec<bool>,
+    written: Vec<bool>,
     free: u64,
 }
 
 impl SlotMap {
     pub fn new(count: u64) -> SlotMap {
-        SlotMap { used: vec![false; count as usize], reserved: vec![false; count as usize], free: count }
+        SlotMap {
+            used: vec![false; count as usize],
+            reserved: vec![false; count as usize],
+            written: vec![false; count as usize],
+            free: count,
+        }
     }
 
     /// Whether every slot of `[start, start+n)` has its memory reserved.
@@ -70,6 +77,19 @@ impl SlotMap {
                 *r = true;
             }
         }
+    }
+
+    /// Records that `[start, start+n)` is written through; true if some
+    /// slot of it was not before.
+    pub fn mark_written(&mut self, start: usize, n: usize) -> bool {
+        let mut any = false;
+        for j in start..start + n {
+            if let Some(w) = self.written.get_mut(j) {
+                any |= !*w;
+                *w = true;
+            }
+        }
+        any
     }
 
     /// Runs `(start, len)` of not yet reserved slots among the first `n`

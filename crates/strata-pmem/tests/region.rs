@@ -424,3 +424,64 @@ fn a_large_region_file_takes_disk_in_proportion_to_its_extents() {
     assert!(backed() >= before + slot, "{} bytes after adopting the extent, {before} before", backed());
     assert_eq!(e.read(0, 4).unwrap(), &[7u8; 4][..]);
 }
+
+/// Each slot is written through once per process: again only for an
+/// extent that reaches slots no earlier one did; never where no msync is
+/// needed (PM-like devices, /dev/shm).
+#[test]
+fn an_extent_is_written_through_once_per_slot_and_only_on_files() {
+    let sim = Arc::new(SimPm::new_file(1 << 20));
+    let (r, _) = Region::open(Backing::Sim(sim), &opts()).unwrap();
+    let a = r.allocate(1, 2, 1).unwrap();
+    let syncs = r.stats().syncs;
+    assert!(a.extent().write_through_once(u64::MAX));
+    assert_eq!(r.stats().syncs, syncs + 1);
+    assert!(!a.extent().write_through_once(u64::MAX));
+    let first = a.extent().head().slot;
+    drop(a);
+    // The same slots again, then one of them and a fresh one.
+    let b = r.allocate(1, 2, 2).unwrap();
+    assert_eq!(b.extent().head().slot, first);
+    assert!(!b.extent().write_through_once(4096));
+    drop(b);
+    let c = r.allocate(1, 3, 3).unwrap();
+    let syncs = r.stats().syncs;
+    assert!(c.extent().write_through_once(4096));
+    assert_eq!(r.stats().syncs, syncs + 1);
+
+    let pm = Arc::new(SimPm::new(1 << 20));
+    let (r, _) = Region::open(Backing::Sim(pm), &opts()).unwrap();
+    assert!(!r.allocate(1, 1, 1).unwrap().extent().write_through_once(u64::MAX));
+
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = Region::open(Backing::File(dir.path().join("r.pm")), &opts()).unwrap();
+    if r.placement() == Placement::File {
+        let w = r.allocate(1, 1, 1).unwrap();
+        assert!(w.extent().write_through_once(u64::MAX));
+        assert!(!w.extent().write_through_once(u64::MAX));
+    }
+    if let Ok(shm) = tempfile::tempdir_in("/dev/shm") {
+        let (r, _) = Region::open(Backing::File(shm.path().join("r.pm")), &opts()).unwrap();
+        assert_eq!(r.placement(), Placement::Shm);
+        assert!(!r.allocate(1, 1, 1).unwrap().extent().write_through_once(u64::MAX));
+    }
+}
+
+/// A failed write-through msync is not forgotten: the extent's head sync
+/// fails from then on, which is what makes the log writer poison the
+/// engine (a later msync could succeed with the failed pages dropped).
+#[test]
+fn a_failed_write_through_fails_the_extents_head_sync_for_good() {
+    let sim = Arc::new(SimPm::new_file(1 << 20));
+    let (r, _) = Region::open(Backing::Sim(sim.clone()), &opts()).unwrap();
+    let w = r.allocate_deferred(1, 1, 1).unwrap();
+    sim.fail_syncs(true);
+    assert!(w.extent().write_through_once(u64::MAX));
+    sim.fail_syncs(false);
+    assert!(w.extent().sync_head().is_err());
+    assert!(w.extent().head_sync().sync().is_err());
+    // Another extent is not affected.
+    let other = r.allocate_deferred(1, 1, 2).unwrap();
+    assert!(other.extent().write_through_once(u64::MAX));
+    assert!(other.extent().sync_head().is_ok());
+}

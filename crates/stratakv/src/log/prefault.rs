@@ -138,6 +138,12 @@ fn run(rx: Receiver<PrefaultJob>, region: Region, spare: Arc<Mutex<Spare>>) {
         };
         if region.sim().is_none() {
             region.prefault(ext.offset(), map_bytes.min(ext.len()));
+            // Fresh file blocks are converted by one write-back here rather
+            // than by the writer's first msync of each page; that msync
+            // left the pages read-only, so map them writable again.
+            if ext.write_through_once(map_bytes) {
+                region.prefault(ext.offset(), map_bytes.min(ext.len()));
+            }
             // A full file system or tmpfs shows up where it matters: at
             // the allocation that needs the blocks.
             let _ = region.reserve_ahead(RESERVE_AHEAD_SLOTS);

@@ -358,7 +358,7 @@ impl LogWriter {
             let reserved = e.reserved.load(Ordering::Acquire).min(e.len);
             e.head
                 .sync()
-                .and_then(|_| self.region.sync(e.off, reserved))
+                .and_then(|_| e.head.sync_data(e.off, reserved))
                 .map_err(|err| Error::from_pm(&self.region_path, err))?;
         }
         let done: Vec<UnsyncedLog> =
