@@ -569,19 +569,28 @@ impl Conn {
                 }
             }
         }
-        if self.sent < self.out.len() {
+        if !self.settle_output() {
             // Held replies wait for their sync.
-            self.compact();
             return;
+        }
+        if self.rbuf.is_empty() && self.rbuf.capacity() > (1 << 20) {
+            self.rbuf = BytesMut::new();
+        }
+    }
+
+    /// After a send: keeps what is still unsent (compacted), or empties
+    /// the output, dropping a buffer grown over 1 MiB. True if all was sent.
+    fn settle_output(&mut self) -> bool {
+        if self.sent < self.out.len() {
+            self.compact();
+            return false;
         }
         self.out.clear();
         self.sent = 0;
         if self.out.capacity() > (1 << 20) {
             self.out = Vec::new();
         }
-        if self.rbuf.is_empty() && self.rbuf.capacity() > (1 << 20) {
-            self.rbuf = BytesMut::new();
-        }
+        true
     }
 
     /// The socket and the output a plain (not TLS) connection may send
@@ -603,16 +612,8 @@ impl Conn {
             Ok(n) => {
                 self.sent += n;
                 self.last_active = Instant::now();
-                if self.sent < self.out.len() {
-                    // More waits: the socket is full, or replies are held.
-                    self.compact();
-                    return;
-                }
-                self.out.clear();
-                self.sent = 0;
-                if self.out.capacity() > (1 << 20) {
-                    self.out = Vec::new();
-                }
+                // More may wait: the socket is full, or replies are held.
+                self.settle_output();
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => self.compact(),
             Err(_) => self.broken = true,

@@ -271,9 +271,9 @@ impl Memtable {
         // A big batch of unrelated keys (a server pass of many clients'
         // writes) goes in in key order: neighbouring searches then share
         // the nodes they pass, which are in cache.
-        let sorted = items.len() >= SORT_BATCH
+        let reorder = items.len() >= SORT_BATCH
             && !items.windows(2).all(|w| crate::key::compare_internal(w[0].0, w[1].0).is_lt());
-        let nodes = if sorted {
+        let nodes = if reorder {
             let mut order: Vec<usize> = (0..items.len()).collect();
             order.sort_unstable_by(|&a, &b| match (items.get(a), items.get(b)) {
                 (Some(x), Some(y)) => crate::key::compare_internal(x.0, y.0),
