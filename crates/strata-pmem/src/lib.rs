@@ -47,6 +47,7 @@ mod prefetch;
 mod region;
 mod sim;
 mod slots;
+mod syncview;
 #[cfg(target_os = "linux")]
 mod uring;
 

@@ -51,6 +51,27 @@ impl Mapping {
         Ok(Mapping { ptr, len, dax })
     }
 
+    /// Maps `len` bytes of `file` shared and read-only, for msync alone
+    /// (see `syncview.rs`). `file` must be open for writing: the kernel
+    /// makes a shared mapping of a read-only file private in all but name,
+    /// and msync then skips it.
+    pub fn for_msync(file: &File, len: usize) -> io::Result<Mapping> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty file"));
+        }
+        // SAFETY: a fresh mapping at a kernel-chosen address cannot alias any
+        // Rust object; fd is a valid open descriptor for the call's duration.
+        // Nothing ever reads or writes through it (PROT_READ, and only
+        // `msync` is called on it).
+        let p =
+            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
+        Ok(Mapping { ptr, len, dax: false })
+    }
+
     /// Base address of the mapping.
     pub fn ptr(&self) -> NonNull<u8> {
         self.ptr

@@ -35,6 +35,7 @@ use crate::layout::*;
 use crate::map::{allocated_bytes, is_tmpfs, reserve_blocks, reserve_blocks_emulated, Mapping};
 use crate::sim::SimPm;
 use crate::slots::{ExtentHead, SlotMap};
+use crate::syncview::SyncViews;
 
 /// Where the region's bytes live.
 #[derive(Clone, Debug)]
@@ -111,6 +112,9 @@ enum Mem {
     /// false where the file system cannot, and the whole file got them at open.
     Mapped {
         map: Mapping,
+        /// What msyncs go through, never `map` (see `syncview.rs`); only
+        /// where msync is how data becomes durable (`Placement::File`).
+        views: Option<SyncViews>,
         _file: File,
         path: PathBuf,
         sparse: bool,
@@ -244,9 +248,13 @@ impl Region {
             map.advise_random();
         }
 
+        let views = match placement {
+            Placement::File => Some(SyncViews::open(path, len_usize).map_err(io("open the file again for msync"))?),
+            _ => None,
+        };
         let base = map.ptr();
         Self::finish_open(
-            Mem::Mapped { map, _file: file, path: path.to_path_buf(), sparse },
+            Mem::Mapped { map, views, _file: file, path: path.to_path_buf(), sparse },
             base,
             len,
             placement,
@@ -673,9 +681,9 @@ impl Inner {
 
     pub(crate) fn sync(&self, off: u64, len: u64) -> Result<(), PmError> {
         match &self.mem {
-            Mem::Mapped { map, path, .. } if self.placement == Placement::File => {
+            Mem::Mapped { views: Some(views), path, .. } if self.placement == Placement::File => {
                 self.syncs.fetch_add(1, Ordering::Relaxed);
-                map.msync(off as usize, len as usize).map_err(|source| PmError::Io {
+                views.msync(off as usize, len as usize).map_err(|source| PmError::Io {
                     path: path.clone(),
                     op: "msync",
                     source,
