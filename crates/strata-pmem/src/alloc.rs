@@ -122,6 +122,7 @@ impl Extent {
         // through `HeadSync::sync_data`): of two overlapping msyncs Linux
         // reports a write-back error to one only.
         let _syncing = head_sync.syncing.lock();
+        region.inner.write_throughs.fetch_add(1, Ordering::Relaxed);
         if region.sync(self.inner.off, len.min(self.inner.len)).is_err() {
             head_sync.state.store(HEAD_FAILED, Ordering::Release);
         }

@@ -105,6 +105,8 @@ pub struct RegionStats {
     pub persists: u64,
     /// msync calls.
     pub syncs: u64,
+    /// Extents written through ([`crate::Extent::write_through_once`]).
+    pub write_throughs: u64,
 }
 
 enum Mem {
@@ -135,6 +137,7 @@ pub(crate) struct Inner {
     bytes_written: AtomicU64,
     persists: AtomicU64,
     syncs: AtomicU64,
+    pub(crate) write_throughs: AtomicU64,
 }
 
 // SAFETY: `base` points into memory owned by `mem` (a mapping or a heap
@@ -286,6 +289,7 @@ impl Region {
             bytes_written: AtomicU64::new(0),
             persists: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
+            write_throughs: AtomicU64::new(0),
         };
         if len < SUPERBLOCK_BYTES {
             return Err(PmError::Corruption {
@@ -408,6 +412,7 @@ impl Region {
             bytes_written: self.inner.bytes_written.load(Ordering::Relaxed),
             persists: self.inner.persists.load(Ordering::Relaxed),
             syncs: self.inner.syncs.load(Ordering::Relaxed),
+            write_throughs: self.inner.write_throughs.load(Ordering::Relaxed),
         }
     }
 

@@ -225,6 +225,7 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
     d.set_item("pm_bytes_written", s.pm_bytes_written)?;
     d.set_item("pm_persists", s.pm_persists)?;
     d.set_item("pm_syncs", s.pm_syncs)?;
+    d.set_item("pm_write_throughs", s.pm_write_throughs)?;
     d.set_item("last_sequence", s.last_sequence)?;
     d.set_item("writes", s.writes)?;
     d.set_item("user_bytes_written", s.user_bytes_written)?;

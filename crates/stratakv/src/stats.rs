@@ -105,6 +105,9 @@ pub struct Stats {
     pub pm_persists: u64,
     /// msync calls since open.
     pub pm_syncs: u64,
+    /// Log extents written through ahead of the writer's msyncs since open
+    /// (only while writers wait for msyncs: see DURABILITY.md).
+    pub pm_write_throughs: u64,
     /// Highest published sequence number.
     pub last_sequence: u64,
     /// Updates written since open.
@@ -258,10 +261,11 @@ impl fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "PM traffic:           {:.2} MiB written, {} persists, {} msyncs",
+            "PM traffic:           {:.2} MiB written, {} persists, {} msyncs ({} log extents written through)",
             mib(self.pm_bytes_written),
             self.pm_persists,
-            self.pm_syncs
+            self.pm_syncs,
+            self.pm_write_throughs
         )?;
         writeln!(f, "last sequence:        {}", self.last_sequence)?;
         writeln!(

@@ -178,6 +178,38 @@ fn sync_writes_msync_an_ordinary_file_region_and_plain_writes_do_not() {
     assert!(db.stats().pm_syncs > before, "a sync write must msync before it returns");
 }
 
+/// DURABILITY.md: fresh log extents are written through ahead of the
+/// writer (`Extent::write_through_once`) only while writers wait for log
+/// msyncs; with plain writes the periodic msync converts their blocks off
+/// the write path, and a write-through would write every page twice.
+#[test]
+fn log_extents_are_written_through_only_while_writers_wait_for_msyncs() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let placement = db.stats().pm_placement;
+    if placement != "file" {
+        eprintln!("skipped: the PM region is on {placement}, not an ordinary file");
+        return;
+    }
+    let value = vec![7u8; 1000];
+    // Plain writes across many log extents (64 KiB each here).
+    for i in 0..1000 {
+        db.put(format!("plain{i:05}"), &value).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(db.stats().pm_write_throughs, 0);
+    // Sync writes: the extents started after them are written through
+    // (by the prefault thread, so wait for it).
+    for i in 0..300 {
+        db.put_opt(format!("durable{i:05}"), &value, &WriteOptions { sync: true }).unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while db.stats().pm_write_throughs == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(db.stats().pm_write_throughs > 0);
+}
+
 /// DURABILITY.md: on tmpfs (/dev/shm) there is nothing to msync: the
 /// region is DRAM, so a power loss loses it, and the engine then refuses
 /// to open rather than silently serving the tables alone.

@@ -297,6 +297,7 @@ impl Backend for EngineStore {
             ("engine_pm_slots_used".into(), s.pm_slots_used.to_string()),
             ("engine_pm_slots".into(), s.pm_slots.to_string()),
             ("engine_pm_syncs".into(), s.pm_syncs.to_string()),
+            ("engine_pm_write_throughs".into(), s.pm_write_throughs.to_string()),
             ("engine_memtable_bytes".into(), s.memtable_bytes.to_string()),
             ("engine_matrix_dram_bytes".into(), s.matrix_dram_bytes.to_string()),
             ("engine_immutable_memtables".into(), s.immutable_memtables.to_string()),

@@ -133,6 +133,7 @@ impl Backend for ShardedStore {
             ("engine_gsn".into(), s.gsn.to_string()),
             ("engine_pm_allocated_bytes".into(), sum(|x| x.pm_allocated_bytes).to_string()),
             ("engine_pm_syncs".into(), sum(|x| x.pm_syncs).to_string()),
+            ("engine_pm_write_throughs".into(), sum(|x| x.pm_write_throughs).to_string()),
             ("engine_memtable_bytes".into(), sum(|x| x.memtable_bytes).to_string()),
             ("engine_writes".into(), sum(|x| x.writes).to_string()),
             ("engine_flushes".into(), sum(|x| x.flushes).to_string()),

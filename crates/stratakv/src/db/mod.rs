@@ -244,7 +244,7 @@ impl Db {
         if self.inner.eng.poisoned_flag.load(Ordering::Acquire) {
             self.inner.eng.check_writable()?;
         }
-        self.inner.eng.sync_log()
+        self.inner.eng.sync_log_waited(self.inner.eng.pipeline.visible())
     }
 
     /// Stops background work, syncs the log and releases the directory.

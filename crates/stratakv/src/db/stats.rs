@@ -51,6 +51,7 @@ impl DbInner {
             pm_bytes_written: pm.bytes_written,
             pm_persists: pm.persists,
             pm_syncs: pm.syncs,
+            pm_write_throughs: pm.write_throughs,
             last_sequence: eng.pipeline.visible(),
             writes: c.writes.load(Ordering::Relaxed),
             user_bytes_written: user,

@@ -235,6 +235,12 @@ impl Engine {
         self.log.sync_upto(filled).inspect_err(|e| self.poison(e))
     }
 
+    /// [`Engine::sync_log_upto`] for a caller that waits for it to
+    /// acknowledge a write (see [`LogWriter::waited_sync_upto`]).
+    pub fn sync_log_waited(&self, filled: u64) -> Result<()> {
+        self.log.waited_sync_upto(filled).inspect_err(|e| self.poison(e))
+    }
+
     /// Seals the mutable memtable, starts a new one, and lets background
     /// work flush the sealed one.
     pub fn switch_memtable(&self, w: &mut WriteState) {

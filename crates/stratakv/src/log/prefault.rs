@@ -19,8 +19,9 @@ const RESERVE_AHEAD_SLOTS: u64 = 4;
 /// Work for the prefault thread.
 pub(crate) enum PrefaultJob {
     /// Map in the first `map_bytes` of a log extent the writer has just
-    /// started, and make its head durable.
-    Extent { ext: Extent, map_bytes: u64 },
+    /// started, and make its head durable; `write_through`: see
+    /// [`Prefaulter::extent`].
+    Extent { ext: Extent, map_bytes: u64, write_through: bool },
     /// Make buffers of this capacity ready for the next memtable.
     Memtable(usize),
 }
@@ -71,11 +72,15 @@ impl Prefaulter {
     /// Asks the thread to map in the first `map_bytes` of a fresh log
     /// extent, so the writer filling it does not take a page fault (and the
     /// kernel's zeroing of a new file page) every 4 KiB, and to make its
-    /// head durable. Without the thread, the head is synced here.
-    pub fn extent(&self, ext: Extent, map_bytes: u64) {
+    /// head durable. Without the thread, the head is synced here. With
+    /// `write_through` (writers are waiting for log msyncs), its fresh
+    /// blocks are also written through once
+    /// ([`Extent::write_through_once`]).
+    pub fn extent(&self, ext: Extent, map_bytes: u64, write_through: bool) {
+        let job = PrefaultJob::Extent { ext, map_bytes, write_through };
         let sent = match self.tx.lock().as_ref() {
-            Some(tx) => tx.send(PrefaultJob::Extent { ext, map_bytes }).map_err(|e| e.0),
-            None => Err(PrefaultJob::Extent { ext, map_bytes }),
+            Some(tx) => tx.send(job).map_err(|e| e.0),
+            None => Err(job),
         };
         if let Err(PrefaultJob::Extent { ext, .. }) = sent {
             // A failure is remembered by the extent: the writer or the next
@@ -124,8 +129,8 @@ impl Prefaulter {
 fn run(rx: Receiver<PrefaultJob>, region: Region, spare: Arc<Mutex<Spare>>) {
     let mut previous: Option<(u64, u64)> = None;
     while let Ok(job) = rx.recv() {
-        let (ext, map_bytes) = match job {
-            PrefaultJob::Extent { ext, map_bytes } => (ext, map_bytes),
+        let (ext, map_bytes, write_through) = match job {
+            PrefaultJob::Extent { ext, map_bytes, write_through } => (ext, map_bytes, write_through),
             PrefaultJob::Memtable(capacity) => {
                 // Built outside the lock: a switch must not wait for it.
                 let buffers = MemBuffers::new(capacity);
@@ -140,8 +145,11 @@ fn run(rx: Receiver<PrefaultJob>, region: Region, spare: Arc<Mutex<Spare>>) {
             region.prefault(ext.offset(), map_bytes.min(ext.len()));
             // Fresh file blocks are converted by one write-back here rather
             // than by the writer's first msync of each page; that msync
-            // left the pages read-only, so map them writable again.
-            if ext.write_through_once(map_bytes) {
+            // left the pages read-only, so map them writable again. Only
+            // while writers wait for msyncs: otherwise the periodic msync
+            // converts them off the write path anyway, and this would be a
+            // second write-back and a second mapping of every page.
+            if write_through && ext.write_through_once(map_bytes) {
                 region.prefault(ext.offset(), map_bytes.min(ext.len()));
             }
             // A full file system or tmpfs shows up where it matters: at

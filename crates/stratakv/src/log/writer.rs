@@ -201,6 +201,9 @@ pub(crate) struct LogWriter {
     /// Free slots new log extents must leave (pm-only: room for log
     /// cleaning to move live nodes into, so it can always free PM).
     keep_free: std::sync::atomic::AtomicU64,
+    /// Log msyncs a writer or a `Db::sync` caller waited for since the last
+    /// extent started: the next extent is written through if any.
+    waited_syncs: std::sync::atomic::AtomicU64,
 }
 
 impl LogWriter {
@@ -233,6 +236,7 @@ impl LogWriter {
             prefault: Prefaulter::new(buffer_size),
             buffer_size,
             keep_free: std::sync::atomic::AtomicU64::new(0),
+            waited_syncs: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -314,7 +318,8 @@ impl LogWriter {
             });
         }
         let map = prefault_bytes(ext.len(), w.mem.approximate_bytes(), self.buffer_size, len);
-        self.prefault.extent(ext, map);
+        let write_through = self.waited_syncs.swap(0, Ordering::Relaxed) > 0;
+        self.prefault.extent(ext, map, write_through);
         // After the extent, so the writer's next pages are mapped before
         // the prefault thread builds buffers.
         self.prefault.prepare_spare();
@@ -352,6 +357,18 @@ impl LogWriter {
     /// so a later sync that succeeds would not mean the data is durable
     /// (fsyncgate).
     pub fn sync_upto(&self, filled: u64) -> Result<()> {
+        self.sync_upto_inner(filled)
+    }
+
+    /// [`LogWriter::sync_upto`] for a caller that waits for it (a sync
+    /// write or `Db::sync`, not the periodic or flush msyncs): from the
+    /// next extent on, fresh log blocks are written through ahead of it.
+    pub fn waited_sync_upto(&self, filled: u64) -> Result<()> {
+        self.waited_syncs.fetch_add(1, Ordering::Relaxed);
+        self.sync_upto_inner(filled)
+    }
+
+    fn sync_upto_inner(&self, filled: u64) -> Result<()> {
         let list: Vec<UnsyncedLog> = self.unsynced.lock().clone();
         for e in &list {
             // The head first: without it recovery does not find the data.
