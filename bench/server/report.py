@@ -10,24 +10,53 @@ import re
 import sys
 
 
+def rb_reps(out, name):
+    """The repetitions of one redis-benchmark run (rb-<name>.csv, then
+    -r2, -r3, ...), in repetition order, each as read_rb gives it."""
+    paths = []
+    first = os.path.join(out, f"rb-{name}.csv")
+    if os.path.exists(first):
+        paths.append((1, first))
+    for p in glob.glob(os.path.join(out, f"rb-{name}-r*.csv")):
+        m = re.match(r".*-r(\d+)\.csv$", p)
+        if m:
+            paths.append((int(m.group(1)), p))
+    return [read_rb(p) for _, p in sorted(paths)]
+
+
 def rb_table(out, pairs):
-    """redis-benchmark CSVs: one row per test with ratios strata/redis."""
+    """redis-benchmark CSVs: one row per test with ratios strata/redis;
+    with repetitions (RB_REPS), medians and each repetition's ratio."""
     lines = []
     for title, redis_name, strata_name in pairs:
-        rp, sp = os.path.join(out, f"rb-{redis_name}.csv"), os.path.join(out, f"rb-{strata_name}.csv")
-        if not (os.path.exists(rp) and os.path.exists(sp)):
+        red, st = rb_reps(out, redis_name), rb_reps(out, strata_name)
+        if not (red and st):
             continue
-        red, st = read_rb(rp), read_rb(sp)
-        lines.append(f"\n### {title}\n")
-        lines.append("| test | redis req/s | strata req/s | ratio | redis p99 ms | strata p99 ms | p99 ratio |")
-        lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for test, (rps, p99) in red.items():
-            if test not in st:
+        # Paired repetitions get each one's ratio; a run compared with
+        # another's repetitions (a ceiling row) only the medians.
+        paired = len(red) == len(st) > 1
+        if paired:
+            note = f", median of {len(red)} alternating repetitions"
+        elif max(len(red), len(st)) > 1:
+            note = f", medians of {len(red)} redis and {len(st)} strata runs"
+        else:
+            note = ""
+        lines.append(f"\n### {title}{note}\n")
+        each = " each repetition |" if paired else ""
+        lines.append("| test | redis req/s | strata req/s | ratio | redis p99 ms | strata p99 ms | p99 ratio |" + each)
+        lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |" + (" --- |" if paired else ""))
+        for test in red[0]:
+            if not all(test in r for r in red + st):
                 continue
-            srps, sp99 = st[test]
+            rps, p99 = median(r[test][0] for r in red), median(r[test][1] for r in red)
+            srps, sp99 = median(r[test][0] for r in st), median(r[test][1] for r in st)
             ratio = srps / rps if rps else 0
             p99r = sp99 / p99 if p99 else 0
-            lines.append(f"| {test} | {rps:,.0f} | {srps:,.0f} | {ratio:.2f} | {p99:.3f} | {sp99:.3f} | {p99r:.2f} |")
+            row = f"| {test} | {rps:,.0f} | {srps:,.0f} | {ratio:.2f} | {p99:.3f} | {sp99:.3f} | {p99r:.2f} |"
+            if paired:
+                ratios = [s[test][0] / r[test][0] for r, s in zip(red, st) if r[test][0]]
+                row += " " + ", ".join(f"{x:.2f}" for x in ratios) + " |"
+            lines.append(row)
     return "\n".join(lines)
 
 

@@ -61,5 +61,39 @@ class YcsbTable(unittest.TestCase):
             self.assertEqual(row[6:9], ["-", "-", "-"], "no CPU files: no CPU figures")
 
 
+class RbTable(unittest.TestCase):
+    HEADER = '"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"\n'
+
+    def write(self, d, name, rps, p99):
+        with open(os.path.join(d, f"rb-{name}.csv"), "w") as f:
+            f.write(self.HEADER + f'"SET","{rps}","1","0.1","1","2","{p99}","9"\n')
+
+    def test_repetitions_give_medians_and_each_ratio(self):
+        with tempfile.TemporaryDirectory() as d:
+            for rep, (r, s) in enumerate([(100, 95), (90, 120), (110, 108)], start=1):
+                sfx = "" if rep == 1 else f"-r{rep}"
+                self.write(d, f"redis{sfx}", r, 2.0)
+                self.write(d, f"strata{sfx}", s, 1.0)
+            table = report.rb_table(d, [("durable", "redis", "strata")])
+            self.assertIn("median of 3 alternating repetitions", table)
+            row = [c.strip() for c in table.splitlines()[-1].strip("|").split("|")]
+            # Medians: redis 100, strata 108; each repetition's own ratio.
+            self.assertEqual(row[:4], ["SET", "100", "108", "1.08"])
+            self.assertEqual(row[-1], "0.95, 1.33, 0.98")
+            # A single strata run against redis's repetitions: medians only.
+            table = report.rb_table(d, [("ceiling", "redis", "strata-r2")])
+            self.assertIn("medians of 3 redis and 1 strata runs", table)
+            self.assertNotIn("each repetition", table)
+
+    def test_a_single_run_keeps_the_old_table(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.write(d, "redis", 100, 2.0)
+            self.write(d, "strata", 90, 1.0)
+            table = report.rb_table(d, [("plain", "redis", "strata")])
+            self.assertNotIn("median", table)
+            row = [c.strip() for c in table.splitlines()[-1].strip("|").split("|")]
+            self.assertEqual(row, ["SET", "100", "90", "0.90", "2.000", "1.000", "0.50"])
+
+
 if __name__ == "__main__":
     unittest.main()
