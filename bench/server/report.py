@@ -54,8 +54,8 @@ def rb_table(out, pairs):
             p99r = sp99 / p99 if p99 else 0
             row = f"| {test} | {rps:,.0f} | {srps:,.0f} | {ratio:.2f} | {p99:.3f} | {sp99:.3f} | {p99r:.2f} |"
             if paired:
-                ratios = [s[test][0] / r[test][0] for r, s in zip(red, st) if r[test][0]]
-                row += " " + ", ".join(f"{x:.2f}" for x in ratios) + " |"
+                ratios = [f"{s[test][0] / r[test][0]:.2f}" if r[test][0] else "n/a" for r, s in zip(red, st)]
+                row += " " + ", ".join(ratios) + " |"
             lines.append(row)
     return "\n".join(lines)
 

@@ -118,9 +118,9 @@ impl Extent {
             return false;
         }
         let head_sync = &self.inner.head_sync;
-        // Not overlapping the writer's msyncs of the extent (which go
-        // through `HeadSync::sync_data`): of two overlapping msyncs Linux
-        // reports a write-back error to one only.
+        // One at a time with the writer's msyncs of the extent (which go
+        // through `HeadSync::sync_data`): a failure here is recorded in the
+        // head's state before the writer's next sync of it reads that.
         let _syncing = head_sync.syncing.lock();
         region.inner.write_throughs.fetch_add(1, Ordering::Relaxed);
         if region.sync(self.inner.off, len.min(self.inner.len)).is_err() {
@@ -175,10 +175,10 @@ pub struct HeadSync {
     len: u64,
     /// `HEAD_DURABLE`, `HEAD_PENDING` or `HEAD_FAILED`.
     state: Arc<AtomicU8>,
-    /// Held across an msync and the state it leads to. Two overlapping
-    /// msyncs could disagree (Linux reports a write-back error to only one
-    /// of them, and the page may be gone), and the one that saw success
-    /// would call the head durable although another recorded a failure.
+    /// Held across an msync and the state it leads to, so the extent's
+    /// msyncs run one at a time and a later success never overwrites a
+    /// recorded failure (after a write-back error a later msync may succeed
+    /// with the page gone).
     syncing: Arc<Mutex<()>>,
 }
 
@@ -224,9 +224,8 @@ impl HeadSync {
         }
     }
 
-    /// msyncs `[off, off+len)` of the extent's data, never overlapping an
-    /// msync of [`Extent::write_through_once`] or of the head (Linux reports
-    /// a write-back error to only one of two overlapping msyncs).
+    /// msyncs `[off, off+len)` of the extent's data, one at a time with the
+    /// extent's other msyncs (its head's and [`Extent::write_through_once`]'s).
     pub fn sync_data(&self, off: u64, len: u64) -> Result<(), PmError> {
         let _syncing = self.syncing.lock();
         self.region.inner.sync(off, len)

@@ -6,7 +6,8 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 
-/// A shared, writable mapping of a whole file.
+/// A shared mapping of a whole file: writable ([`Mapping::new`]), or
+/// read-only and only ever msynced ([`Mapping::for_msync`]).
 pub(crate) struct Mapping {
     ptr: NonNull<u8>,
     len: usize,

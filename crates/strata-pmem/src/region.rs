@@ -239,7 +239,10 @@ impl Region {
         };
         let len_usize =
             usize::try_from(len).map_err(|_| PmError::InvalidOptions("region larger than the address space".into()))?;
-        let map = Mapping::new(&file, len_usize).map_err(io("mmap"))?;
+        let map = match Mapping::new(&file, len_usize) {
+            Ok(map) => map,
+            Err(e) => return Err(abandon(&file, created, io("mmap")(e))),
+        };
         let placement = if map.dax {
             Placement::Dax
         } else if is_tmpfs(&file) {
@@ -252,7 +255,10 @@ impl Region {
         }
 
         let views = match placement {
-            Placement::File => Some(SyncViews::open(path, len_usize).map_err(io("open the file again for msync"))?),
+            Placement::File => match SyncViews::open(&file, path, len_usize) {
+                Ok(v) => Some(v),
+                Err(e) => return Err(abandon(&file, created, io("open and map the file again for msync")(e))),
+            },
             _ => None,
         };
         let base = map.ptr();
@@ -686,13 +692,15 @@ impl Inner {
 
     pub(crate) fn sync(&self, off: u64, len: u64) -> Result<(), PmError> {
         match &self.mem {
-            Mem::Mapped { views: Some(views), path, .. } if self.placement == Placement::File => {
+            Mem::Mapped { views, path, .. } if self.placement == Placement::File => {
                 self.syncs.fetch_add(1, Ordering::Relaxed);
-                views.msync(off as usize, len as usize).map_err(|source| PmError::Io {
-                    path: path.clone(),
-                    op: "msync",
-                    source,
-                })
+                // Views are made for every File region at open; never skip
+                // an msync silently if that ever changed.
+                let r = match views {
+                    Some(v) => v.msync(off as usize, len as usize),
+                    None => Err(std::io::Error::other("no msync view of the region file")),
+                };
+                r.map_err(|source| PmError::Io { path: path.clone(), op: "msync", source })
             }
             Mem::Sim(sim) if sim.is_file_like() => {
                 self.syncs.fetch_add(1, Ordering::Relaxed);

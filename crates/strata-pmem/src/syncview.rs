@@ -1,22 +1,26 @@
 //! msyncs of a region file, each through an open file of its own.
 //!
-//! Linux records a page's write-back error once per file and reports it
-//! once to each *open file description* (errseq): the first fsync or msync
-//! through that description sees it, later ones succeed. So two msyncs that
-//! overlap in time through one description (the mapping stores go through)
-//! may disagree: the one that returns first can consume the error of a
-//! page in the other's range, and the other then reports success for a
-//! page the device never got. The engine would acknowledge writes it lost.
+//! Linux records a write-back error per file, not per page or range, and
+//! reports it once to each *open file description* (errseq): the first
+//! fsync or msync through that description after the error sees it, later
+//! ones succeed, whatever range they cover. So with one description (the
+//! mapping stores go through) an msync can consume the error of a page in
+//! another msync's range, and that other one, running at the same time or
+//! later, reports success for a page the device never got. The engine would
+//! acknowledge writes it lost.
 //!
 //! Here every msync borrows one of a few read-only mappings of the file,
 //! each made over its own `open()` when the region opens, so each sees
 //! every error recorded after that open; at most one msync uses a mapping
-//! at a time (more wait for one). And once any msync failed, every later
-//! one fails too: a view that reported an error once would not report it
-//! again, and the bytes behind it may be gone.
+//! at a time (more wait for one), so overlapping msyncs each see it. And
+//! once any msync failed, every later msync of this open region fails too
+//! (a view that reported the error would not report it again, and the
+//! bytes behind it may be gone). A reopen starts afresh: the engine has
+//! poisoned itself by then, and its recovery reads what the file holds.
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,10 +28,11 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::map::Mapping;
 
-/// Views per region: more than the engine's threads that msync at once
-/// (the log writer, the log prefault thread, the flush and compaction
-/// threads), so none usually waits.
-const VIEWS: usize = 4;
+/// Views per region: more than the msyncs usually running at once (a log
+/// writer or `Db::sync` caller, the periodic log msync, the log prefault
+/// thread, the flush and compaction threads), so a log msync rarely waits
+/// behind a large one. Each costs a file descriptor and address space.
+const VIEWS: usize = 8;
 
 /// A read-only mapping of the region file over its own open file.
 struct View {
@@ -41,18 +46,35 @@ pub(crate) struct SyncViews {
     returned: Condvar,
     /// An msync failed: every later one fails.
     failed: AtomicBool,
+    /// Test hook: the next msync fails as a write-back error would.
+    #[cfg(test)]
+    fail_next: AtomicBool,
 }
 
 impl SyncViews {
-    /// Opens the views of the `len`-byte file at `path`.
-    pub(crate) fn open(path: &Path, len: usize) -> io::Result<SyncViews> {
+    /// Opens the views of `file`, `len` bytes long, found at `path`.
+    pub(crate) fn open(file: &File, path: &Path, len: usize) -> io::Result<SyncViews> {
+        let want = file.metadata()?;
         let mut views = Vec::with_capacity(VIEWS);
         for _ in 0..VIEWS {
             // Read-write: msync skips shared mappings of read-only files.
-            let file = OpenOptions::new().read(true).write(true).open(path)?;
-            views.push(View { map: Mapping::for_msync(&file, len)?, _file: file });
+            let view = OpenOptions::new().read(true).write(true).open(path)?;
+            // Opened by name, so it could be another file if the path was
+            // replaced meanwhile: then its msyncs would write back nothing
+            // of the region, silently.
+            let got = view.metadata()?;
+            if (got.dev(), got.ino()) != (want.dev(), want.ino()) {
+                return Err(io::Error::other(format!("{} was replaced while the region opened", path.display())));
+            }
+            views.push(View { map: Mapping::for_msync(&view, len)?, _file: view });
         }
-        Ok(SyncViews { free: Mutex::new(views), returned: Condvar::new(), failed: AtomicBool::new(false) })
+        Ok(SyncViews {
+            free: Mutex::new(views),
+            returned: Condvar::new(),
+            failed: AtomicBool::new(false),
+            #[cfg(test)]
+            fail_next: AtomicBool::new(false),
+        })
     }
 
     /// msyncs `[off, off+len)`; an error if it, or any msync before, failed.
@@ -70,6 +92,11 @@ impl SyncViews {
             }
         };
         let result = view.map.msync(off, len);
+        #[cfg(test)]
+        let result = match self.fail_next.swap(false, Ordering::AcqRel) {
+            true => Err(io::Error::from_raw_os_error(5)),
+            false => result,
+        };
         // Marked before the view goes back: whoever borrows it next (and
         // so cannot see this error through it) finds the mark below.
         if result.is_err() {
@@ -107,7 +134,7 @@ mod tests {
         let path = dir.path().join("region");
         let f = File::create(&path).unwrap();
         f.set_len(1 << 20).unwrap();
-        let views = SyncViews::open(&path, 1 << 20).unwrap();
+        let views = SyncViews::open(&f, &path, 1 << 20).unwrap();
         let fds: Vec<i32> = views.free.lock().iter().map(|v| v._file.as_raw_fd()).collect();
         let mut distinct = fds.clone();
         distinct.sort_unstable();
@@ -121,7 +148,8 @@ mod tests {
         let offsets: Vec<u64> = views.free.lock().iter_mut().map(|v| v._file.stream_position().unwrap()).collect();
         assert_eq!(offsets, (1..=VIEWS as u64).collect::<Vec<_>>());
         std::thread::scope(|s| {
-            for _ in 0..8 {
+            // More threads than views: some wait for one.
+            for _ in 0..2 * VIEWS {
                 s.spawn(|| {
                     for i in 0..50 {
                         views.msync(i * 4096, 4096).unwrap();
@@ -133,14 +161,34 @@ mod tests {
     }
 
     #[test]
-    fn after_one_failure_every_msync_fails() {
+    fn after_one_failure_every_msync_through_every_view_fails() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("region");
-        File::create(&path).unwrap().set_len(1 << 16).unwrap();
-        let views = SyncViews::open(&path, 1 << 16).unwrap();
+        let f = File::create(&path).unwrap();
+        f.set_len(1 << 16).unwrap();
+        let views = SyncViews::open(&f, &path, 1 << 16).unwrap();
         views.msync(0, 4096).unwrap();
-        views.failed.store(true, Ordering::Release);
+        views.fail_next.store(true, Ordering::Release);
         assert!(views.msync(0, 4096).is_err());
-        assert!(views.msync(8192, 4096).is_err());
+        // Hold every view: each must refuse, whichever reported the error.
+        let held: Vec<View> = std::mem::take(&mut *views.free.lock());
+        assert_eq!(held.len(), VIEWS);
+        for v in held {
+            views.free.lock().push(v);
+            assert!(views.msync(0, 4096).is_err());
+            assert!(views.msync(8192, 4096).is_err());
+            views.free.lock().clear();
+        }
+    }
+
+    #[test]
+    fn a_path_that_names_another_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("region");
+        let f = File::create(&path).unwrap();
+        f.set_len(1 << 16).unwrap();
+        std::fs::rename(&path, dir.path().join("moved")).unwrap();
+        File::create(&path).unwrap().set_len(1 << 16).unwrap();
+        assert!(SyncViews::open(&f, &path, 1 << 16).is_err());
     }
 }

@@ -102,7 +102,7 @@ impl DbInner {
             eng.pipeline.wait_visible(first - 1);
             hooked = eng.sync_log_waited(last).and_then(|_| hook(last));
         }
-        // A failed msync poisons inside sync_log_upto, before the group
+        // A failed msync poisons inside sync_log_waited, before the group
         // turns visible: its other members must not acknowledge their writes.
         let syncer = |end: u64| eng.sync_log_waited(end);
         let published = eng.pipeline.publish(first, last, sync && eng.log.needs_msync(), &syncer);

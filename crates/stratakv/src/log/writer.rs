@@ -345,6 +345,14 @@ impl LogWriter {
         old
     }
 
+    /// [`LogWriter::sync_upto`] for a caller that waits for it (a sync
+    /// write or `Db::sync`, not the periodic or flush msyncs): the next log
+    /// extent started is written through ahead of the writer.
+    pub fn waited_sync_upto(&self, filled: u64) -> Result<()> {
+        self.waited_syncs.fetch_add(1, Ordering::Relaxed);
+        self.sync_upto(filled)
+    }
+
     /// msyncs every log extent that may hold unsynced data; every write up
     /// to sequence `filled` must already be in PM. An extent leaves the list
     /// only when a newer one exists and all writes reserved in it are
@@ -357,18 +365,6 @@ impl LogWriter {
     /// so a later sync that succeeds would not mean the data is durable
     /// (fsyncgate).
     pub fn sync_upto(&self, filled: u64) -> Result<()> {
-        self.sync_upto_inner(filled)
-    }
-
-    /// [`LogWriter::sync_upto`] for a caller that waits for it (a sync
-    /// write or `Db::sync`, not the periodic or flush msyncs): from the
-    /// next extent on, fresh log blocks are written through ahead of it.
-    pub fn waited_sync_upto(&self, filled: u64) -> Result<()> {
-        self.waited_syncs.fetch_add(1, Ordering::Relaxed);
-        self.sync_upto_inner(filled)
-    }
-
-    fn sync_upto_inner(&self, filled: u64) -> Result<()> {
         let list: Vec<UnsyncedLog> = self.unsynced.lock().clone();
         for e in &list {
             // The head first: without it recovery does not find the data.
