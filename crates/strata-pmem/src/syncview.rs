@@ -128,12 +128,18 @@ mod tests {
     use std::io::{Seek, SeekFrom};
     use std::os::fd::AsRawFd;
 
-    #[test]
-    fn each_view_is_its_own_open_file_and_all_are_returned() {
+    /// A file of `len` bytes in a fresh temp dir (kept alive by the caller).
+    fn region_file(len: u64) -> (tempfile::TempDir, std::path::PathBuf, File) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("region");
         let f = File::create(&path).unwrap();
-        f.set_len(1 << 20).unwrap();
+        f.set_len(len).unwrap();
+        (dir, path, f)
+    }
+
+    #[test]
+    fn each_view_is_its_own_open_file_and_all_are_returned() {
+        let (_dir, path, f) = region_file(1 << 20);
         let views = SyncViews::open(&f, &path, 1 << 20).unwrap();
         let fds: Vec<i32> = views.free.lock().iter().map(|v| v._file.as_raw_fd()).collect();
         let mut distinct = fds.clone();
@@ -162,10 +168,7 @@ mod tests {
 
     #[test]
     fn after_one_failure_every_msync_through_every_view_fails() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("region");
-        let f = File::create(&path).unwrap();
-        f.set_len(1 << 16).unwrap();
+        let (_dir, path, f) = region_file(1 << 16);
         let views = SyncViews::open(&f, &path, 1 << 16).unwrap();
         views.msync(0, 4096).unwrap();
         views.fail_next.store(true, Ordering::Release);
@@ -183,10 +186,7 @@ mod tests {
 
     #[test]
     fn a_path_that_names_another_file_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("region");
-        let f = File::create(&path).unwrap();
-        f.set_len(1 << 16).unwrap();
+        let (dir, path, f) = region_file(1 << 16);
         std::fs::rename(&path, dir.path().join("moved")).unwrap();
         File::create(&path).unwrap().set_len(1 << 16).unwrap();
         assert!(SyncViews::open(&f, &path, 1 << 16).is_err());

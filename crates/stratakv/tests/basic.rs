@@ -144,6 +144,19 @@ fn matrix_profile_builds_rows_merges_and_compacts_columns() {
     assert_eq!(db.iter(..).unwrap().count(), n as usize);
 }
 
+/// A database whose PM region is an ordinary file (msync makes it durable),
+/// or None, with the reason on stderr, where the temp dir is on tmpfs.
+fn db_on_a_file_region() -> Option<(tempfile::TempDir, Db)> {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let db = Db::open(dir.path(), opts()).unwrap();
+    let placement = db.stats().pm_placement;
+    if placement != "file" {
+        eprintln!("skipped: the PM region is on {placement}, not an ordinary file");
+        return None;
+    }
+    Some((dir, db))
+}
+
 /// DURABILITY.md: on an ordinary-file PM region a `sync` write msyncs the
 /// log before it returns, and a write without `sync` does not (it is left
 /// to the periodic msync, off here). A new log extent's head word is
@@ -152,13 +165,7 @@ fn matrix_profile_builds_rows_merges_and_compacts_columns() {
 /// counting starts.
 #[test]
 fn sync_writes_msync_an_ordinary_file_region_and_plain_writes_do_not() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let db = Db::open(dir.path(), opts()).unwrap();
-    let placement = db.stats().pm_placement;
-    if placement != "file" {
-        eprintln!("skipped: the PM region is on {placement}, not an ordinary file");
-        return;
-    }
+    let Some((_dir, db)) = db_on_a_file_region() else { return };
     db.put(b"first", b"v").unwrap();
     db.sync().unwrap();
     let mut before = db.stats().pm_syncs;
@@ -184,13 +191,7 @@ fn sync_writes_msync_an_ordinary_file_region_and_plain_writes_do_not() {
 /// the write path, and a write-through would write every page twice.
 #[test]
 fn log_extents_are_written_through_only_while_writers_wait_for_msyncs() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let db = Db::open(dir.path(), opts()).unwrap();
-    let placement = db.stats().pm_placement;
-    if placement != "file" {
-        eprintln!("skipped: the PM region is on {placement}, not an ordinary file");
-        return;
-    }
+    let Some((_dir, db)) = db_on_a_file_region() else { return };
     let value = vec![7u8; 1000];
     // Plain writes across many log extents (64 KiB each here).
     for i in 0..1000 {
