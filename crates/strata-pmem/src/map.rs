@@ -6,8 +6,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 
-/// A shared mapping of a whole file: writable ([`Mapping::new`]), or
-/// read-only and only ever msynced ([`Mapping::for_msync`]).
+/// A shared, writable mapping of a whole file.
 pub(crate) struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
@@ -16,84 +15,105 @@ pub(crate) struct Mapping {
     pub dax: bool,
 }
 
+/// A shared, read-only mapping of a whole file that is only ever msynced
+/// (see `syncview.rs`): it hands out no pointer, so nothing can read or
+/// write through it.
+pub(crate) struct MsyncView {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
 // SAFETY: the mapping is plain shared memory; the pointer is only used to
 // derive addresses inside [ptr, ptr+len), and all synchronisation of the
 // bytes behind it is done by the region's users (see region.rs).
 unsafe impl Send for Mapping {}
 // SAFETY: as above; `Mapping` itself has no interior state besides the pointer.
 unsafe impl Sync for Mapping {}
+// SAFETY: the pointer of a view is only passed to msync and munmap.
+unsafe impl Send for MsyncView {}
+// SAFETY: as above.
+unsafe impl Sync for MsyncView {}
+
+/// Maps `len` bytes of `file` from its start with protection `prot` and
+/// `flags` (always a shared mapping).
+fn map_file(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io::Result<NonNull<u8>> {
+    if len == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty file"));
+    }
+    // SAFETY: a fresh mapping at a kernel-chosen address cannot alias any
+    // Rust object; fd is a valid open descriptor for the call's duration.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, file.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned a null pointer"))
+}
+
+/// msync (MS_SYNC) of the pages covering `[off, off+len)` of the mapping
+/// `[ptr, ptr+map_len)`, clamped to it.
+fn msync_range(ptr: NonNull<u8>, map_len: usize, off: usize, len: usize) -> io::Result<()> {
+    if len == 0 || off >= map_len {
+        return Ok(());
+    }
+    let page = page_size();
+    let start = off - off % page;
+    let end = (off + len).min(map_len);
+    // SAFETY: [start, end) lies inside the mapping (start is rounded down
+    // to a page boundary inside it, end is clamped to its length), and
+    // msync does not touch Rust-visible memory.
+    let rc = unsafe { libc::msync(ptr.as_ptr().add(start).cast(), end - start, libc::MS_SYNC) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
 
 impl Mapping {
     /// Maps `len` bytes of `file` shared and writable, trying MAP_SYNC first.
     pub fn new(file: &File, len: usize) -> io::Result<Mapping> {
-        if len == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty file"));
-        }
-        let fd = file.as_raw_fd();
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
         // MAP_SHARED_VALIDATE makes the kernel reject MAP_SYNC instead of
         // silently ignoring it, which is how DAX support is detected.
-        let sync_flags = libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC;
-        // SAFETY: a fresh mapping at a kernel-chosen address cannot alias any
-        // Rust object; fd is a valid open descriptor for the call's duration.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, sync_flags, fd, 0) };
-        let (p, dax) = if p == libc::MAP_FAILED {
-            // SAFETY: as above, without MAP_SYNC.
-            let p = unsafe {
-                libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
-            };
-            if p == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            (p, false)
-        } else {
-            (p, true)
-        };
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
-        Ok(Mapping { ptr, len, dax })
-    }
-
-    /// Maps `len` bytes of `file` shared and read-only, for msync alone
-    /// (see `syncview.rs`). `file` must be open for writing: the kernel
-    /// makes a shared mapping of a read-only file private in all but name,
-    /// and msync then skips it.
-    pub fn for_msync(file: &File, len: usize) -> io::Result<Mapping> {
-        if len == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty file"));
+        match map_file(file, len, rw, libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
+            Ok(ptr) => Ok(Mapping { ptr, len, dax: true }),
+            Err(_) => Ok(Mapping { ptr: map_file(file, len, rw, libc::MAP_SHARED)?, len, dax: false }),
         }
-        // SAFETY: a fresh mapping at a kernel-chosen address cannot alias any
-        // Rust object; fd is a valid open descriptor for the call's duration.
-        // Nothing ever reads or writes through it (PROT_READ, and only
-        // `msync` is called on it).
-        let p =
-            unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, file.as_raw_fd(), 0) };
-        if p == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
-        Ok(Mapping { ptr, len, dax: false })
     }
 
     /// Base address of the mapping.
     pub fn ptr(&self) -> NonNull<u8> {
         self.ptr
     }
+}
 
-    /// Writes back the pages covering `[off, off+len)` and waits for the device.
+impl MsyncView {
+    /// Maps `len` bytes of `file` shared and read-only. `file` must be
+    /// open for writing: the kernel makes a shared mapping of a read-only
+    /// file private in all but name, and msync then skips it.
+    pub fn new(file: &File, len: usize) -> io::Result<MsyncView> {
+        Ok(MsyncView { ptr: map_file(file, len, libc::PROT_READ, libc::MAP_SHARED)?, len })
+    }
+
+    /// Writes back the pages covering `[off, off+len)` and waits for the
+    /// device, reporting write-back errors this view's open file has not
+    /// reported yet.
     pub fn msync(&self, off: usize, len: usize) -> io::Result<()> {
-        if len == 0 || off >= self.len {
-            return Ok(());
-        }
-        let page = page_size();
-        let start = off - off % page;
-        let end = (off + len).min(self.len);
-        // SAFETY: [start, end) lies inside the mapping (start is rounded down
-        // to a page boundary inside it, end is clamped to its length), and
-        // msync does not touch Rust-visible memory.
-        let rc = unsafe { libc::msync(self.ptr.as_ptr().add(start).cast(), end - start, libc::MS_SYNC) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        msync_range(self.ptr, self.len, off, len)
+    }
+}
+
+/// Unmaps `[ptr, ptr+len)`, exactly what `map_file` returned.
+fn unmap(ptr: NonNull<u8>, len: usize) {
+    // SAFETY: ptr/len are exactly what mmap returned, and the owner is
+    // being dropped, so no reference into the mapping survives.
+    unsafe {
+        libc::munmap(ptr.as_ptr().cast(), len);
+    }
+}
+
+impl Drop for MsyncView {
+    fn drop(&mut self) {
+        unmap(self.ptr, self.len);
     }
 }
 
@@ -163,11 +183,8 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly what mmap returned, and the owning
-        // region is being dropped, so no reference into the mapping survives.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
+        // The owning region is being dropped: no reference into it survives.
+        unmap(self.ptr, self.len);
     }
 }
 

@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::map::Mapping;
+use crate::map::MsyncView;
 
 /// Views per region: more than the msyncs usually running at once (a log
 /// writer or `Db::sync` caller, the periodic log msync, the log prefault
@@ -36,7 +36,7 @@ const VIEWS: usize = 8;
 
 /// A read-only mapping of the region file over its own open file.
 struct View {
-    map: Mapping,
+    map: MsyncView,
     _file: File,
 }
 
@@ -66,7 +66,7 @@ impl SyncViews {
             if (got.dev(), got.ino()) != (want.dev(), want.ino()) {
                 return Err(io::Error::other(format!("{} was replaced while the region opened", path.display())));
             }
-            views.push(View { map: Mapping::for_msync(&view, len)?, _file: view });
+            views.push(View { map: MsyncView::new(&view, len)?, _file: view });
         }
         Ok(SyncViews {
             free: Mutex::new(views),
