@@ -53,6 +53,17 @@ const PARAMS: &[(&str, Kind, &str)] = &[
     ("active-defrag-cycle-max", Kind::Int, "25"),
 ];
 
+/// Names Redis 7 keeps as aliases of a renamed parameter: one value, set
+/// and shown under either name (ENCODING reads the new names).
+const ALIASES: &[(&str, &str)] = &[
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
+    ("lua-time-limit", "busy-reply-threshold"),
+];
+
 /// The current values of the tuning parameters.
 pub struct Tuning {
     values: RwLock<BTreeMap<&'static str, String>>,
@@ -92,11 +103,9 @@ impl Tuning {
     pub fn set(&self, pairs: Vec<(String, String)>) {
         let mut values = self.values.write();
         for (name, v) in pairs {
-            // Redis 7 renamed lua-time-limit busy-reply-threshold and keeps
-            // the old name as an alias: one value (the scripts' time limit).
-            if name == "lua-time-limit" || name == "busy-reply-threshold" {
-                values.insert("lua-time-limit", v.clone());
-                values.insert("busy-reply-threshold", v);
+            if let Some(&(old, new)) = ALIASES.iter().find(|(old, new)| *old == name || *new == name) {
+                values.insert(old, v.clone());
+                values.insert(new, v);
             } else if let Some(&(n, _, _)) = PARAMS.iter().find(|p| p.0 == name) {
                 values.insert(n, v);
             }
@@ -129,6 +138,11 @@ mod tests {
         assert!(Tuning::check("activerehashing", b"maybe").is_err());
         t.set(vec![("hash-max-listpack-entries".into(), "1".into())]);
         assert!(t.params().contains(&("hash-max-listpack-entries", "1".into())));
+        t.set(vec![("zset-max-ziplist-entries".into(), "0".into())]);
+        assert_eq!(t.int("zset-max-listpack-entries"), 0);
+        assert!(t.params().contains(&("zset-max-ziplist-entries", "0".into())));
+        t.set(vec![("busy-reply-threshold".into(), "7".into())]);
+        assert_eq!(t.int("lua-time-limit"), 7);
         t.set(vec![("busy-reply-threshold".into(), "10".into())]);
         assert_eq!(t.int("lua-time-limit"), 10);
     }

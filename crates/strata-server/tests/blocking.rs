@@ -71,3 +71,50 @@ fn timeouts_disconnects_and_multi() {
     // Nothing was taken by the client that left.
     roundtrip(&mut a, b"RPUSH nokey v\r\nLLEN nokey\r\n", b":1\r\n:1\r\n");
 }
+
+/// Reads exactly `want.len()` bytes from `s` and compares them.
+fn expect(s: &mut std::net::TcpStream, want: &[u8]) {
+    let mut got = vec![0u8; want.len()];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(want));
+}
+
+/// CLIENT UNBLOCK from another connection (on another loop) ends a wait
+/// as a timeout or with the UNBLOCKED error, answers 0 for a client that
+/// does not wait, and leaves the client able to wait again; reply bytes as
+/// redis-server 7.0 sends them.
+#[test]
+fn client_unblock_ends_a_wait_from_another_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &["--event-loops", "2"]);
+    let mut a = connect(srv.port);
+    let mut b = connect(srv.port);
+    a.write_all(b"CLIENT ID\r\n").unwrap();
+    let mut id = Vec::new();
+    let mut byte = [0u8];
+    while !id.ends_with(b"\r\n") {
+        a.read_exact(&mut byte).unwrap();
+        id.push(byte[0]);
+    }
+    let id = String::from_utf8(id).unwrap().trim().trim_start_matches(':').to_string();
+    for (how, reply) in [
+        ("", &b"*-1\r\n"[..]),
+        (" TIMEOUT", b"*-1\r\n"),
+        (" error", b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"),
+    ] {
+        a.write_all(b"BLMOVE src dst LEFT RIGHT 0\r\n").unwrap();
+        wait_blocked(&mut b, "1");
+        roundtrip(&mut b, format!("CLIENT UNBLOCK {id}{how}\r\n").as_bytes(), b":1\r\n");
+        expect(&mut a, reply);
+        wait_blocked(&mut b, "0");
+    }
+    roundtrip(
+        &mut b,
+        format!("CLIENT UNBLOCK {id}\r\nCLIENT UNBLOCK asd\r\nCLIENT UNBLOCK {id} later\r\nCLIENT UNBLOCK\r\n").as_bytes(),
+        b":0\r\n-ERR value is not an integer or out of range\r\n-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n-ERR wrong number of arguments for 'client|unblock' command\r\n",
+    );
+    a.write_all(b"BLPOP l 0\r\n").unwrap();
+    wait_blocked(&mut b, "1");
+    roundtrip(&mut b, b"LPUSH l foo\r\n", b":1\r\n");
+    expect(&mut a, b"*2\r\n$1\r\nl\r\n$3\r\nfoo\r\n");
+}

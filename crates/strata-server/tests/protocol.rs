@@ -234,6 +234,19 @@ fn more_commands_match_redis() {
         b"HSET h a 1.5\r\nHINCRBYFLOAT h a 0.25\r\nHINCRBYFLOAT h b -3\r\nHSET h c x\r\nHINCRBYFLOAT h c 1\r\n",
         b":1\r\n$4\r\n1.75\r\n$2\r\n-3\r\n:1\r\n-ERR hash value is not a float\r\n",
     );
+    // An infinite increment is refused before the key is looked at (and
+    // so not created), as in Redis 7; INCRBYFLOAT words it differently.
+    roundtrip(
+        &mut s,
+        b"HINCRBYFLOAT hinf f +inf\r\nHINCRBYFLOAT h c -inf\r\nEXISTS hinf\r\nINCRBYFLOAT f +inf\r\n",
+        b"-ERR value is NaN or Infinity\r\n-ERR value is NaN or Infinity\r\n:0\r\n-ERR increment would produce NaN or Infinity\r\n",
+    );
+    // Scores past 1e17 as %.17g lays them out (Redis's "zset score double range").
+    roundtrip(
+        &mut s,
+        b"ZADD zd 1.7976931348623157e308 max 1.5e20 big 1e16 int\r\nZSCORE zd max\r\nZSCORE zd big\r\nZSCORE zd int\r\n",
+        b":3\r\n$23\r\n1.7976931348623157e+308\r\n$7\r\n1.5e+20\r\n$17\r\n10000000000000000\r\n",
+    );
     roundtrip(
         &mut s,
         b"SET g v\r\nGETEX g EX 100\r\nTTL g\r\nGETEX g PERSIST\r\nTTL g\r\nGETEX g EX 10 PX 10\r\nGETEX g EX 0\r\n",

@@ -8,8 +8,11 @@
 //! one changes (a write to one of its keys, or a false alarm from another
 //! key of the stripe) or when its timeout passes (see `net::conn`). Inside
 //! MULTI, and at EXEC, it answers as if timed out at once, as Redis does.
+//! CLIENT UNBLOCK ends a wait from another connection ([`Waiting`]).
 
+use ahash::AHashMap;
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 use std::sync::atomic::Ordering;
 
@@ -18,6 +21,50 @@ use super::lists::pop_n;
 use super::{arg, commit, is, keys_of, notify, table, Blocked, CmdError, CmdResult, Ctx, Session, Shared, Spec};
 use crate::keyspace::{now_ms, KeyType};
 use crate::resp::Reply;
+
+/// How CLIENT UNBLOCK ends a wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unblock {
+    /// As if the timeout had passed (the null reply).
+    Timeout,
+    /// With the `UNBLOCKED` error.
+    Error,
+}
+
+/// The clients waiting in a blocking command, by client id, each with the
+/// CLIENT UNBLOCK asked for it, if any (its loop answers it when it next
+/// looks at its blocked clients, within a few ms).
+#[derive(Default)]
+pub struct Waiting(Mutex<AHashMap<u64, Option<Unblock>>>);
+
+impl Waiting {
+    /// Client `id` begins to wait.
+    pub(crate) fn enter(&self, id: u64) {
+        self.0.lock().insert(id, None);
+    }
+
+    /// Client `id` no longer waits (served, timed out, unblocked, gone).
+    pub(crate) fn leave(&self, id: u64) {
+        self.0.lock().remove(&id);
+    }
+
+    /// CLIENT UNBLOCK: whether client `id` waits (and was not already
+    /// asked to stop); it is then answered as `how` says.
+    pub(crate) fn request(&self, id: u64, how: Unblock) -> bool {
+        match self.0.lock().get_mut(&id) {
+            Some(slot @ None) => {
+                *slot = Some(how);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The CLIENT UNBLOCK asked for client `id`, if any.
+    pub(crate) fn requested(&self, id: u64) -> Option<Unblock> {
+        self.0.lock().get(&id).copied().flatten()
+    }
+}
 
 /// Runs a blocking command outside MULTI: its reply, or `None` with
 /// `sess.blocked` set when it must wait (nothing was written). A command
@@ -41,6 +88,7 @@ pub(super) fn run(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::Da
                 Some(b) => (b.deadline, b.seq),
                 None => {
                     shared.stats.blocked_clients.fetch_add(1, Ordering::AcqRel);
+                    shared.waiting.enter(sess.id);
                     let deadline = (timeout > 0.0)
                         .then(|| std::time::Instant::now() + std::time::Duration::from_secs_f64(timeout.min(1e9)));
                     (deadline, shared.stats.block_seq.fetch_add(1, Ordering::Relaxed))
@@ -55,6 +103,7 @@ pub(super) fn run(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::Da
         r => {
             if sess.blocked.take().is_some() {
                 shared.stats.blocked_clients.fetch_sub(1, Ordering::AcqRel);
+                shared.waiting.leave(sess.id);
             }
             Some(commit(ctx, r.unwrap_or_else(CmdError::into_reply), &keys))
         }

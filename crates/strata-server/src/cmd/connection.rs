@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use super::{arg, is, wrong_args, Session, Shared};
+use super::{arg, is, wrong_args, Session, Shared, Unblock};
 use crate::resp::Reply;
 
 /// The Redis version we report (the protocol level we follow).
@@ -176,7 +176,7 @@ fn client_line(sess: &Session) -> String {
     )
 }
 
-pub(crate) fn client(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+pub(crate) fn client(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
     let sub = String::from_utf8_lossy(arg(args, 1)).to_ascii_lowercase();
     let n = args.len();
     let wrong = |s: &str| wrong_args(&format!("client|{s}"));
@@ -216,6 +216,18 @@ pub(crate) fn client(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
         "info" if n == 2 => Reply::bulk(client_line(sess)),
         "list" => Reply::bulk(client_line(sess)),
         "no-evict" | "no-touch" if n == 3 => Reply::ok(),
+        "unblock" if n == 3 || n == 4 => {
+            let Some(id) = std::str::from_utf8(arg(args, 2)).ok().and_then(|t| t.parse::<u64>().ok()) else {
+                return Reply::err("ERR value is not an integer or out of range");
+            };
+            let how = match args.get(3) {
+                None => Unblock::Timeout,
+                Some(m) if is(m, "timeout") => Unblock::Timeout,
+                Some(m) if is(m, "error") => Unblock::Error,
+                Some(_) => return Reply::err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+            };
+            Reply::Int(i64::from(shared.waiting.request(id, how)))
+        }
         "reply" if n == 3 => {
             let mode = arg(args, 2);
             if is(mode, "on") {
@@ -231,7 +243,7 @@ pub(crate) fn client(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
             }
             Reply::ok()
         }
-        "getname" | "id" | "info" | "no-evict" | "no-touch" | "reply" => wrong(&sub),
+        "getname" | "id" | "info" | "no-evict" | "no-touch" | "reply" | "unblock" => wrong(&sub),
         _ => {
             Reply::err(format!("ERR unknown subcommand '{}'. Try CLIENT HELP.", String::from_utf8_lossy(arg(args, 1))))
         }

@@ -331,6 +331,10 @@ pub(crate) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
     let by = crate::numbers::parse_f64(arg(args, 3))
         .ok_or_else(|| CmdError::Msg("ERR value is not a valid float".into()))?;
+    // Checked before the key's type, as Redis 7 does.
+    if !by.is_finite() {
+        return Err(CmdError::Msg("ERR value is NaN or Infinity".into()));
+    }
     let mut h = HashWrite::load(ctx, key)?;
     let f = arg(args, 2);
     let cur = h.get(ctx, key, f)?;

@@ -43,6 +43,7 @@ use crate::keyspace::{now_ms, Meta, Txn};
 use crate::resp::Reply;
 use crate::store::StoreError;
 
+pub use blocking::{Unblock, Waiting};
 pub use cmdstats::CommandStats;
 pub use pubsub::{leave_all, Subscriptions};
 pub use script::{

@@ -95,6 +95,8 @@ pub struct Shared {
     pub tuning: crate::tuning::Tuning,
     /// Per-command counters (INFO commandstats, errorstats).
     pub cmdstats: super::CommandStats,
+    /// Clients waiting in blocking commands (CLIENT UNBLOCK).
+    pub waiting: super::Waiting,
     /// Pub/sub subscriptions and keyspace notification settings.
     pub pubsub: crate::pubsub::Registry,
     /// The Lua scripting engine (EVAL, FUNCTION).
@@ -124,6 +126,7 @@ impl Shared {
             bgsave_running: Arc::new(AtomicBool::new(false)),
             tuning: crate::tuning::Tuning::default(),
             cmdstats: super::CommandStats::default(),
+            waiting: super::Waiting::default(),
             pubsub: crate::pubsub::Registry::default(),
             scripts: super::script::Scripts::new(),
         };

@@ -14,7 +14,9 @@ use std::time::Instant;
 use bytes::{Bytes, BytesMut};
 use mio::net::TcpStream;
 
-use crate::cmd::{collect_script, execute_batch, script_done, Grouped, ScriptHost, ScriptJob, Session, Shared};
+use crate::cmd::{
+    collect_script, execute_batch, script_done, Grouped, ScriptHost, ScriptJob, Session, Shared, Unblock,
+};
 use crate::resp::{parse_request, Reply};
 
 /// Most requests of one connection run per loop pass (the rest wait for
@@ -294,9 +296,19 @@ impl Conn {
             }
         }
         if let Some(b) = self.sess.blocked.as_ref() {
+            let unblock = shared.waiting.requested(self.sess.id);
             // Not while a script runs: the command would wait for its locks
             // (the loop looks at blocked clients again every few ms).
-            if b.may_run(shared) && !shared.scripts.active() {
+            if let Some(how) = unblock {
+                let reply = match how {
+                    Unblock::Timeout => b.nil.clone(),
+                    Unblock::Error => Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK"),
+                };
+                self.unblock(shared);
+                self.begin_pass();
+                reply.encode(self.sess.proto, &mut self.out);
+                self.pass_replies += 1;
+            } else if b.may_run(shared) && !shared.scripts.active() {
                 // Run it again, ahead of what was sent after it.
                 let args = b.args.clone();
                 self.queued.push_front(args);
@@ -457,6 +469,7 @@ impl Conn {
     fn unblock(&mut self, shared: &Shared) {
         if self.sess.blocked.take().is_some() {
             shared.stats.blocked_clients.fetch_sub(1, Ordering::AcqRel);
+            shared.waiting.leave(self.sess.id);
         }
     }
 

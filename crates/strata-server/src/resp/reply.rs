@@ -186,22 +186,39 @@ fn bulk(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Formats a double the way Redis 7.2 does: the shortest text that reads
-/// back to the same value, `inf`/`-inf` for infinities.
+/// Formats a double with the fewest digits that read back to the same
+/// value (as Redis 7.2 does; 7.0 prints 17), laid out as Redis 7.0's
+/// `%.17g`: integers below 1e17 in full, larger magnitudes as `1.5e+20`;
+/// `inf`/`-inf` for infinities.
 pub fn format_double(d: f64) -> String {
     if d.is_nan() {
         "nan".to_string()
     } else if d.is_infinite() {
         if d > 0.0 { "inf" } else { "-inf" }.to_string()
-    } else if d == d.trunc() && d.abs() < 1e17 {
+    } else if d.abs() >= 1e17 {
+        scientific(d)
+    } else if d == d.trunc() {
         format!("{}", d as i64)
     } else {
         let plain = format!("{d}");
         if plain.len() > 24 {
-            format!("{d:e}")
+            scientific(d)
         } else {
             plain
         }
+    }
+}
+
+/// `d` as shortest digits with a signed exponent of at least two digits,
+/// as printf's `%g` writes it (`1.5e+20`, `1.25e-08`).
+fn scientific(d: f64) -> String {
+    let s = format!("{d:e}");
+    match s.split_once('e') {
+        Some((mantissa, exp)) => {
+            let (sign, digits) = exp.strip_prefix('-').map_or(('+', exp), |e| ('-', e));
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
+        None => s,
     }
 }
 
@@ -239,5 +256,16 @@ mod tests {
         assert_eq!(format_double(-0.5), "-0.5");
         assert_eq!(format_double(1.1), "1.1");
         assert_eq!(format_double(f64::NEG_INFINITY), "-inf");
+        assert_eq!(format_double(1e16), "10000000000000000");
+        assert_eq!(format_double(1.5e20), "1.5e+20");
+        assert_eq!(format_double(-1e21), "-1e+21");
+        assert_eq!(format_double(f64::MAX), "1.7976931348623157e+308");
+        assert_eq!(format_double(0.00001), "0.00001");
+        assert_eq!(format_double(1.25e-8), "0.0000000125");
+        assert_eq!(format_double(1.2345678901234567e-8), "1.2345678901234567e-08");
+        assert_eq!(format_double(1e-300), "1e-300");
+        for d in [1.5e20, f64::MAX, 1.2345678901234567e-8, 1e-300, 123.456, -7e100] {
+            assert_eq!(format_double(d).parse::<f64>().unwrap(), d);
+        }
     }
 }
