@@ -16,6 +16,7 @@ pub mod keyspace;
 pub mod net;
 pub mod numbers;
 pub mod pubsub;
+pub mod rdb;
 pub mod resp;
 pub mod server;
 pub mod shutdown;

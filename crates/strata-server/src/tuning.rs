@@ -18,6 +18,8 @@ enum Kind {
     Int,
     /// `yes` or `no`.
     Bool,
+    /// One of these words.
+    Choice(&'static [&'static str]),
 }
 
 /// (name, kind, Redis 7.0's default).
@@ -51,6 +53,8 @@ const PARAMS: &[(&str, Kind, &str)] = &[
     ("lazyfree-lazy-server-del", Kind::Bool, "no"),
     ("active-defrag-cycle-min", Kind::Int, "1"),
     ("active-defrag-cycle-max", Kind::Int, "25"),
+    // RESTORE checks every payload whole whatever this says.
+    ("sanitize-dump-payload", Kind::Choice(&["no", "yes", "clients"]), "no"),
 ];
 
 /// Names Redis 7 keeps as aliases of a renamed parameter: one value, set
@@ -96,6 +100,13 @@ impl Tuning {
             Kind::Bool => Err(format!(
                 "ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be 'yes' or 'no'"
             )),
+            Kind::Choice(words) => match words.iter().find(|w| w.eq_ignore_ascii_case(&v)) {
+                Some(w) => Ok(w.to_string()),
+                None => Err(format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - argument(s) must be one of the following: {}",
+                    words.join(", ")
+                )),
+            },
         }
     }
 

@@ -7,6 +7,7 @@ mod busy;
 mod cmdstats;
 mod collscan;
 mod connection;
+mod dump;
 mod hashes;
 mod keys;
 mod lcs;

@@ -27,6 +27,7 @@ fn events_of(name: &str) -> &'static [(u32, &'static str, usize)] {
         "persist" => &[(G, "persist", 1)],
         "rename" | "renamenx" => &[(G, "rename_from", 1), (G, "rename_to", 2)],
         "copy" => &[(G, "copy_to", 2)],
+        "restore" => &[(G, "restore", 1)],
         "lpush" | "lpushx" => &[(L, "lpush", 1)],
         "rpush" | "rpushx" => &[(L, "rpush", 1)],
         "lpop" | "blpop" => &[(L, "lpop", 1)],

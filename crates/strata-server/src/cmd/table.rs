@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 
 use super::{
-    bits as b, blocking as bl, collscan as cs, connection as c, hashes as h, keys as k, lists as l, server as s,
-    sets as st, strings as str_,
+    bits as b, blocking as bl, collscan as cs, connection as c, dump as du, hashes as h, keys as k, lists as l,
+    server as s, sets as st, strings as str_,
 };
 use super::{
     lcs, listedit as le, memory as m, object as o, pubsub as ps, random as rnd, rename as rn, script as sc,
@@ -123,6 +123,8 @@ static COMMANDS: &[Spec] = &[
     data("rename", 3, All, rn::rename),
     data("renamenx", 3, All, rn::renamenx),
     data("copy", -3, All, rn::copy),
+    data("dump", 2, First, du::dump),
+    data("restore", -4, First, du::restore),
     data("move", 3, First, rn::move_),
     data("randomkey", 1, Keys::None, rn::randomkey),
     data("sscan", -3, First, cs::sscan),

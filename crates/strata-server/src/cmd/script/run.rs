@@ -245,6 +245,7 @@ const WRITES: &[&str] = &[
     "rename",
     "renamenx",
     "copy",
+    "restore",
     "move",
     "flushdb",
     "flushall",

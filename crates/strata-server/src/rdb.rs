@@ -1,0 +1,557 @@
+//! The serialized values of DUMP and RESTORE: one value in Redis's RDB
+//! object format, followed by the RDB version (2 bytes, little-endian) and
+//! a CRC-64 (Jones, as Redis computes it) of everything before it.
+//!
+//! DUMP writes the plain RDB types (string, list, set, hash, sorted set
+//! with binary scores), which Redis 7 restores too. RESTORE also reads the
+//! compact encodings Redis 7.0 and 7.2 dump (listpacks, quicklists of
+//! listpacks, intsets), LZF-compressed and integer-encoded strings, and
+//! the ziplists of payloads from Redis 6 and older.
+
+/// RDB version written after a dumped value (Redis 7.0's).
+const DUMP_VERSION: u16 = 10;
+/// Newest RDB version RESTORE accepts (Redis 7.2's).
+const NEWEST_VERSION: u16 = 11;
+/// Largest string or element count RESTORE believes (the server's largest
+/// value, 512 MiB), so a forged length cannot make it allocate without end.
+const MAX_LEN: u64 = 512 << 20;
+
+const CRC: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+
+/// Fields and values (of a hash), or members and their entries.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// One key's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A string.
+    String(Vec<u8>),
+    /// A list's elements, head first.
+    List(Vec<Vec<u8>>),
+    /// A set's members.
+    Set(Vec<Vec<u8>>),
+    /// A hash's fields and values.
+    Hash(Pairs),
+    /// A sorted set's members and scores.
+    ZSet(Vec<(Vec<u8>, f64)>),
+}
+
+/// Why a payload was refused (the two errors Redis gives).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Too short, a newer RDB version, or a wrong checksum.
+    VersionOrChecksum,
+    /// Not a value this reader understands (or an empty collection).
+    BadFormat,
+}
+
+// RDB object types.
+const T_STRING: u8 = 0;
+const T_LIST: u8 = 1;
+const T_SET: u8 = 2;
+const T_ZSET: u8 = 3;
+const T_HASH: u8 = 4;
+const T_ZSET_2: u8 = 5;
+const T_LIST_ZIPLIST: u8 = 10;
+const T_SET_INTSET: u8 = 11;
+const T_ZSET_ZIPLIST: u8 = 12;
+const T_HASH_ZIPLIST: u8 = 13;
+const T_LIST_QUICKLIST: u8 = 14;
+const T_HASH_LISTPACK: u8 = 16;
+const T_ZSET_LISTPACK: u8 = 17;
+const T_LIST_QUICKLIST_2: u8 = 18;
+const T_SET_LISTPACK: u8 = 20;
+
+/// `value` serialized as DUMP answers it.
+pub fn dump(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    match value {
+        Value::String(s) => {
+            out.push(T_STRING);
+            put_string(&mut out, s);
+        }
+        Value::List(items) | Value::Set(items) => {
+            out.push(if matches!(value, Value::List(_)) { T_LIST } else { T_SET });
+            put_len(&mut out, items.len() as u64);
+            for i in items {
+                put_string(&mut out, i);
+            }
+        }
+        Value::Hash(pairs) => {
+            out.push(T_HASH);
+            put_len(&mut out, pairs.len() as u64);
+            for (f, v) in pairs {
+                put_string(&mut out, f);
+                put_string(&mut out, v);
+            }
+        }
+        Value::ZSet(members) => {
+            out.push(T_ZSET_2);
+            put_len(&mut out, members.len() as u64);
+            for (m, score) in members {
+                put_string(&mut out, m);
+                out.extend_from_slice(&score.to_le_bytes());
+            }
+        }
+    }
+    out.extend_from_slice(&DUMP_VERSION.to_le_bytes());
+    let crc = CRC.checksum(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The value in a DUMP payload, checked as RESTORE checks it.
+pub fn restore(payload: &[u8]) -> Result<Value, Refused> {
+    let Some(body_len) = payload.len().checked_sub(10) else { return Err(Refused::VersionOrChecksum) };
+    let (body, footer) = payload.split_at(body_len);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let crc = footer.get(2..10).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+    if version > NEWEST_VERSION || crc != Some(CRC.checksum(payload.get(..body_len + 2).unwrap_or_default())) {
+        return Err(Refused::VersionOrChecksum);
+    }
+    let mut r = Reader { buf: body, pos: 0 };
+    let value = r.object()?;
+    let empty = match &value {
+        Value::String(_) => false,
+        Value::List(v) | Value::Set(v) => v.is_empty(),
+        Value::Hash(v) => v.is_empty(),
+        Value::ZSet(v) => v.is_empty(),
+    };
+    // Trailing bytes, or an empty collection (which Redis never dumps).
+    if empty || r.pos != body.len() {
+        return Err(Refused::BadFormat);
+    }
+    Ok(value)
+}
+
+/// An RDB length (the 6-, 14-, 32- or 64-bit forms).
+fn put_len(out: &mut Vec<u8>, n: u64) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push(n as u8);
+    } else if n <= u64::from(u32::MAX) {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// An RDB string: its length, then its bytes (never compressed here).
+fn put_string(out: &mut Vec<u8>, s: &[u8]) {
+    put_len(out, s.len() as u64);
+    out.extend_from_slice(s);
+}
+
+/// A cursor over a payload; every read is bounds-checked.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+/// An RDB length, or one of the special string encodings.
+enum Len {
+    Plain(u64),
+    Special(u8),
+}
+
+impl Reader<'_> {
+    fn bytes(&mut self, n: usize) -> Result<&[u8], Refused> {
+        let end = self.pos.checked_add(n).ok_or(Refused::BadFormat)?;
+        let b = self.buf.get(self.pos..end).ok_or(Refused::BadFormat)?;
+        self.pos = end;
+        Ok(b)
+    }
+
+    fn byte(&mut self) -> Result<u8, Refused> {
+        Ok(*self.bytes(1)?.first().ok_or(Refused::BadFormat)?)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], Refused> {
+        self.bytes(N)?.try_into().map_err(|_| Refused::BadFormat)
+    }
+
+    fn len_or_special(&mut self) -> Result<Len, Refused> {
+        let b = self.byte()?;
+        Ok(match b >> 6 {
+            0 => Len::Plain(u64::from(b & 0x3f)),
+            1 => Len::Plain(u64::from(b & 0x3f) << 8 | u64::from(self.byte()?)),
+            2 if b == 0x80 => Len::Plain(u64::from(u32::from_be_bytes(self.array()?))),
+            2 if b == 0x81 => Len::Plain(u64::from_be_bytes(self.array()?)),
+            3 => Len::Special(b & 0x3f),
+            _ => return Err(Refused::BadFormat),
+        })
+    }
+
+    /// A length or count (no special encoding allowed), bounded.
+    fn len(&mut self) -> Result<usize, Refused> {
+        match self.len_or_special()? {
+            Len::Plain(n) if n <= MAX_LEN => usize::try_from(n).map_err(|_| Refused::BadFormat),
+            _ => Err(Refused::BadFormat),
+        }
+    }
+
+    /// An RDB string: plain, an integer (8, 16, 32 bits) or LZF-compressed.
+    fn string(&mut self) -> Result<Vec<u8>, Refused> {
+        match self.len_or_special()? {
+            Len::Plain(n) => {
+                let n = usize::try_from(n).map_err(|_| Refused::BadFormat)?;
+                Ok(self.bytes(n)?.to_vec())
+            }
+            Len::Special(0) => Ok(i64::from(self.byte()? as i8).to_string().into_bytes()),
+            Len::Special(1) => Ok(i64::from(i16::from_le_bytes(self.array()?)).to_string().into_bytes()),
+            Len::Special(2) => Ok(i64::from(i32::from_le_bytes(self.array()?)).to_string().into_bytes()),
+            Len::Special(3) => {
+                let (clen, len) = (self.len()?, self.len()?);
+                let packed = self.bytes(clen)?;
+                if len == 0 {
+                    return Err(Refused::BadFormat);
+                }
+                let out = lzf::decompress(packed, len).map_err(|_| Refused::BadFormat)?;
+                if out.len() != len {
+                    return Err(Refused::BadFormat);
+                }
+                Ok(out)
+            }
+            Len::Special(_) => Err(Refused::BadFormat),
+        }
+    }
+
+    /// The old sorted-set score: a length byte and its text (253 NaN,
+    /// 254 +inf, 255 -inf).
+    fn text_double(&mut self) -> Result<f64, Refused> {
+        match self.byte()? {
+            253 => Err(Refused::BadFormat),
+            254 => Ok(f64::INFINITY),
+            255 => Ok(f64::NEG_INFINITY),
+            n => parse_score(self.bytes(usize::from(n))?),
+        }
+    }
+
+    fn strings(&mut self) -> Result<Vec<Vec<u8>>, Refused> {
+        let n = self.len()?;
+        (0..n).map(|_| self.string()).collect()
+    }
+
+    fn object(&mut self) -> Result<Value, Refused> {
+        let kind = self.byte()?;
+        Ok(match kind {
+            T_STRING => Value::String(self.string()?),
+            T_LIST => Value::List(self.strings()?),
+            T_SET => Value::Set(self.strings()?),
+            T_HASH => {
+                let n = self.len()?;
+                Value::Hash((0..n).map(|_| Ok((self.string()?, self.string()?))).collect::<Result<_, _>>()?)
+            }
+            T_ZSET | T_ZSET_2 => {
+                let n = self.len()?;
+                let mut members = Vec::with_capacity(n.min(1 << 16));
+                for _ in 0..n {
+                    let m = self.string()?;
+                    let score = if kind == T_ZSET_2 { f64::from_le_bytes(self.array()?) } else { self.text_double()? };
+                    if score.is_nan() {
+                        return Err(Refused::BadFormat);
+                    }
+                    members.push((m, score));
+                }
+                Value::ZSet(members)
+            }
+            T_SET_INTSET => Value::Set(intset(&self.string()?)?),
+            T_SET_LISTPACK => Value::Set(listpack(&self.string()?)?),
+            T_HASH_LISTPACK => Value::Hash(pairs(listpack(&self.string()?)?)?),
+            T_HASH_ZIPLIST => Value::Hash(pairs(ziplist(&self.string()?)?)?),
+            T_ZSET_LISTPACK => Value::ZSet(scored(listpack(&self.string()?)?)?),
+            T_ZSET_ZIPLIST => Value::ZSet(scored(ziplist(&self.string()?)?)?),
+            T_LIST_ZIPLIST => Value::List(ziplist(&self.string()?)?),
+            T_LIST_QUICKLIST => {
+                let n = self.len()?;
+                let mut items = Vec::new();
+                for _ in 0..n {
+                    items.extend(ziplist(&self.string()?)?);
+                }
+                Value::List(items)
+            }
+            T_LIST_QUICKLIST_2 => {
+                let n = self.len()?;
+                let mut items = Vec::new();
+                for _ in 0..n {
+                    match self.len()? {
+                        // A plain node holds one large element as it is.
+                        1 => items.push(self.string()?),
+                        2 => items.extend(listpack(&self.string()?)?),
+                        _ => return Err(Refused::BadFormat),
+                    }
+                }
+                Value::List(items)
+            }
+            _ => return Err(Refused::BadFormat),
+        })
+    }
+}
+
+fn parse_score(text: &[u8]) -> Result<f64, Refused> {
+    match crate::numbers::parse_f64(text) {
+        Some(d) if !d.is_nan() => Ok(d),
+        _ => Err(Refused::BadFormat),
+    }
+}
+
+/// Alternating elements as (field, value) pairs.
+fn pairs(items: Vec<Vec<u8>>) -> Result<Pairs, Refused> {
+    if !items.len().is_multiple_of(2) {
+        return Err(Refused::BadFormat);
+    }
+    let mut it = items.into_iter();
+    let mut out = Vec::new();
+    while let (Some(f), Some(v)) = (it.next(), it.next()) {
+        out.push((f, v));
+    }
+    Ok(out)
+}
+
+/// Alternating elements as (member, score) pairs.
+fn scored(items: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, f64)>, Refused> {
+    pairs(items)?.into_iter().map(|(m, s)| Ok((m, parse_score(&s)?))).collect()
+}
+
+/// The members of an intset: encoding (2, 4 or 8 bytes), count, values.
+fn intset(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
+    let mut r = Reader { buf: blob, pos: 0 };
+    let width = u32::from_le_bytes(r.array()?) as usize;
+    let n = u32::from_le_bytes(r.array()?) as usize;
+    if !matches!(width, 2 | 4 | 8) || n.checked_mul(width) != Some(blob.len() - 8) {
+        return Err(Refused::BadFormat);
+    }
+    (0..n)
+        .map(|_| {
+            let v = match width {
+                2 => i64::from(i16::from_le_bytes(r.array()?)),
+                4 => i64::from(i32::from_le_bytes(r.array()?)),
+                _ => i64::from_le_bytes(r.array()?),
+            };
+            Ok(v.to_string().into_bytes())
+        })
+        .collect()
+}
+
+/// Sign-extends the low `bits` bits of `v`.
+fn signed(v: u64, bits: u32) -> i64 {
+    let shift = 64 - bits;
+    ((v << shift) as i64) >> shift
+}
+
+/// The elements of a listpack (Redis 7): total bytes, count, entries each
+/// followed by their length backwards, and an end byte.
+fn listpack(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
+    let mut r = Reader { buf: blob, pos: 0 };
+    let total = u32::from_le_bytes(r.array()?) as usize;
+    let _count = u16::from_le_bytes(r.array()?);
+    if total != blob.len() {
+        return Err(Refused::BadFormat);
+    }
+    let mut out = Vec::new();
+    loop {
+        let start = r.pos;
+        let b = r.byte()?;
+        let item = if b == 0xff {
+            break;
+        } else if b & 0x80 == 0 {
+            u64::from(b & 0x7f).to_string().into_bytes()
+        } else if b & 0xc0 == 0x80 {
+            r.bytes(usize::from(b & 0x3f))?.to_vec()
+        } else if b & 0xe0 == 0xc0 {
+            signed(u64::from(b & 0x1f) << 8 | u64::from(r.byte()?), 13).to_string().into_bytes()
+        } else if b & 0xf0 == 0xe0 {
+            let n = usize::from(b & 0x0f) << 8 | usize::from(r.byte()?);
+            r.bytes(n)?.to_vec()
+        } else {
+            match b {
+                0xf0 => {
+                    let n = u32::from_le_bytes(r.array()?) as usize;
+                    r.bytes(n)?.to_vec()
+                }
+                0xf1 => i64::from(i16::from_le_bytes(r.array()?)).to_string().into_bytes(),
+                0xf2 => {
+                    let [x, y, z] = r.array()?;
+                    signed(u64::from(u32::from_le_bytes([x, y, z, 0])), 24).to_string().into_bytes()
+                }
+                0xf3 => i64::from(i32::from_le_bytes(r.array()?)).to_string().into_bytes(),
+                0xf4 => i64::from_le_bytes(r.array()?).to_string().into_bytes(),
+                _ => return Err(Refused::BadFormat),
+            }
+        };
+        // The entry's length (encoding and data), written backwards in 1 to
+        // 5 bytes of 7 bits each.
+        let len = r.pos - start;
+        let back = match len {
+            0..=127 => 1,
+            128..=16383 => 2,
+            16384..=2097151 => 3,
+            2097152..=268435455 => 4,
+            _ => 5,
+        };
+        r.bytes(back)?;
+        out.push(item);
+    }
+    if r.pos != blob.len() {
+        return Err(Refused::BadFormat);
+    }
+    Ok(out)
+}
+
+/// The elements of a ziplist (Redis 6 and older): total bytes, offset of
+/// the tail, count, entries each led by the previous entry's length, and
+/// an end byte.
+fn ziplist(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
+    let mut r = Reader { buf: blob, pos: 0 };
+    let total = u32::from_le_bytes(r.array()?) as usize;
+    let _tail = u32::from_le_bytes(r.array()?);
+    let _count = u16::from_le_bytes(r.array()?);
+    if total != blob.len() {
+        return Err(Refused::BadFormat);
+    }
+    let mut out = Vec::new();
+    loop {
+        match r.byte()? {
+            0xff => break,
+            0xfe => {
+                r.bytes(4)?;
+            }
+            _ => {}
+        }
+        let b = r.byte()?;
+        let item = match b >> 6 {
+            0 => r.bytes(usize::from(b & 0x3f))?.to_vec(),
+            1 => {
+                let n = usize::from(b & 0x3f) << 8 | usize::from(r.byte()?);
+                r.bytes(n)?.to_vec()
+            }
+            2 => {
+                let n = u32::from_be_bytes(r.array()?) as usize;
+                r.bytes(n)?.to_vec()
+            }
+            _ => {
+                let v = match b {
+                    0xc0 => i64::from(i16::from_le_bytes(r.array()?)),
+                    0xd0 => i64::from(i32::from_le_bytes(r.array()?)),
+                    0xe0 => i64::from_le_bytes(r.array()?),
+                    0xf0 => {
+                        let [x, y, z] = r.array()?;
+                        signed(u64::from(u32::from_le_bytes([x, y, z, 0])), 24)
+                    }
+                    0xfe => i64::from(r.byte()? as i8),
+                    0xf1..=0xfd => i64::from(b & 0x0f) - 1,
+                    _ => return Err(Refused::BadFormat),
+                };
+                v.to_string().into_bytes()
+            }
+        };
+        out.push(item);
+    }
+    if r.pos != blob.len() {
+        return Err(Refused::BadFormat);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_footer(mut body: Vec<u8>, version: u16) -> Vec<u8> {
+        body.extend_from_slice(&version.to_le_bytes());
+        let crc = CRC.checksum(&body);
+        body.extend_from_slice(&crc.to_le_bytes());
+        body
+    }
+
+    #[test]
+    fn every_type_round_trips() {
+        let values = [
+            Value::String(b"hello".to_vec()),
+            Value::String(vec![b'x'; 70000]),
+            Value::List(vec![b"a".to_vec(), Vec::new(), vec![7; 300]]),
+            Value::Set(vec![b"m1".to_vec(), b"m2".to_vec()]),
+            Value::Hash(vec![(b"f".to_vec(), b"v".to_vec()), (b"g".to_vec(), vec![0; 20000])]),
+            Value::ZSet(vec![(b"a".to_vec(), 1.5), (b"b".to_vec(), f64::NEG_INFINITY), (b"c".to_vec(), -0.0)]),
+        ];
+        for v in values {
+            assert_eq!(restore(&dump(&v)), Ok(v));
+        }
+    }
+
+    fn unhex(h: &str) -> Vec<u8> {
+        (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect()
+    }
+
+    fn strs(v: &[&str]) -> Vec<Vec<u8>> {
+        v.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn redis_payloads_are_read() {
+        // What redis-server 7.0.15 answered DUMP with: a listpack hash with
+        // integers of every width, a listpack sorted set, an LZF-compressed
+        // intset, a plain set, a quicklist of a listpack, and strings
+        // stored as integers or compressed.
+        let h = "1032320000000a0081610201018162028568656c6c6f06816302f178ec03816402f270110104816502f400e68ee7fdffffff09ff0a0002054361825c35b3";
+        let hash = [("a", "1"), ("b", "hello"), ("c", "-5000"), ("d", "70000"), ("e", "-9000000000")];
+        let hash = hash.iter().map(|(f, v)| (f.as_bytes().to_vec(), v.as_bytes().to_vec())).collect();
+        assert_eq!(restore(&unhex(h)), Ok(Value::Hash(hash)));
+        let z = "111d1d0000000600826d3203dffe02826d310383312e3504826d33030301ff0a00b40d8ecb3e643fe5";
+        let zset = vec![(b"m2".to_vec(), -2.0), (b"m1".to_vec(), 1.5), (b"m3".to_vec(), 3.0)];
+        assert_eq!(restore(&unhex(z)), Ok(Value::ZSet(zset)));
+        let si = "0bc32128040800000004200302d4feff60000001200b4000017011a00902f2052a200900000a00795f43387e43e5e1";
+        assert_eq!(restore(&unhex(si)), Ok(Value::Set(strs(&["-300", "1", "70000", "5000000000"]))));
+        assert_eq!(restore(&unhex("0202017901780a000cdf6b3db330bcf0")), Ok(Value::Set(strs(&["y", "x"]))));
+        let l = "120102151500000004008161020c01f26079fe0482626203ff0a008b4b31c9810c7224";
+        assert_eq!(restore(&unhex(l)), Ok(Value::List(strs(&["a", "12", "-100000", "bb"]))));
+        assert_eq!(restore(&unhex("00c139300a009d94ea2793fc08b9")), Ok(Value::String(b"12345".to_vec())));
+        assert_eq!(restore(&unhex("00c0f90a005e26d130d7a242ab")), Ok(Value::String(b"-7".to_vec())));
+        let lz = "00c3094064016161e057000161610a00e8a3b507b06df271";
+        assert_eq!(restore(&unhex(lz)), Ok(Value::String(vec![b'a'; 100])));
+    }
+
+    #[test]
+    fn ziplists_of_older_redis_are_read() {
+        // Entries: "ab", the immediate 12, the 16-bit 12345, the 24-bit -2.
+        let entries =
+            [&[0x00, 0x02, b'a', b'b'][..], &[0x04, 0xfd], &[0x02, 0xc0, 0x39, 0x30], &[0x04, 0xf0, 0xfe, 0xff, 0xff]];
+        let mut zl = Vec::new();
+        let total = 10 + entries.iter().map(|e| e.len()).sum::<usize>() + 1;
+        zl.extend_from_slice(&(total as u32).to_le_bytes());
+        zl.extend_from_slice(&0u32.to_le_bytes());
+        zl.extend_from_slice(&4u16.to_le_bytes());
+        for e in entries {
+            zl.extend_from_slice(e);
+        }
+        zl.push(0xff);
+        let mut body = vec![T_LIST_ZIPLIST];
+        put_string(&mut body, &zl);
+        assert_eq!(restore(&with_footer(body, 9)), Ok(Value::List(strs(&["ab", "12", "12345", "-2"]))));
+        let mut body = vec![T_HASH_ZIPLIST];
+        put_string(&mut body, &zl);
+        let want = vec![(b"ab".to_vec(), b"12".to_vec()), (b"12345".to_vec(), b"-2".to_vec())];
+        assert_eq!(restore(&with_footer(body, 9)), Ok(Value::Hash(want)));
+    }
+
+    #[test]
+    fn damage_is_refused() {
+        let good = dump(&Value::List(vec![b"a".to_vec(), b"b".to_vec()]));
+        for i in 0..good.len() {
+            let mut bad = good.clone();
+            bad[i] ^= 0x01;
+            assert!(restore(&bad).is_err(), "flipped byte {i} accepted");
+        }
+        assert_eq!(restore(&good[..5]), Err(Refused::VersionOrChecksum));
+        assert_eq!(restore(&with_footer(vec![T_STRING, 0x01, b'a'], 12)), Err(Refused::VersionOrChecksum));
+        assert_eq!(restore(&with_footer(vec![T_LIST, 0x00], 10)), Err(Refused::BadFormat));
+        assert_eq!(restore(&with_footer(vec![T_STRING, 0x05, b'a'], 10)), Err(Refused::BadFormat));
+        assert_eq!(restore(&with_footer(vec![T_STRING, 0x01, b'a', 0], 10)), Err(Refused::BadFormat));
+        assert_eq!(restore(&with_footer(vec![T_LIST, 0x80, 0xff, 0xff, 0xff, 0xff], 10)), Err(Refused::BadFormat));
+        assert_eq!(restore(&with_footer(vec![99], 10)), Err(Refused::BadFormat));
+    }
+}
