@@ -476,3 +476,37 @@ def test_watch_based_increment_is_correct_under_contention(server):
         t.join()
     assert int(c0.get("wctr")) == 120
     c0.close()
+
+
+def test_dump_restore_and_client_unblock(server, r):
+    r.delete("d:h", "d:h2", "d:z", "d:z2")
+    r.hset("d:h", mapping={"a": "1", "b": "x" * 1000})
+    r.zadd("d:z", {"m": 1.5, "n": -3})
+    r.expire("d:z", 100)
+    for src, dst in (("d:h", "d:h2"), ("d:z", "d:z2")):
+        payload = r.dump(src)
+        assert r.restore(dst, r.pttl(src) if r.pttl(src) > 0 else 0, payload)
+        with pytest.raises(redis.ResponseError, match="BUSYKEY"):
+            r.restore(dst, 0, payload)
+        assert r.restore(dst, 0, payload, replace=True)
+    assert r.hgetall("d:h2") == r.hgetall("d:h")
+    assert [tuple(p) for p in r.zrange("d:z2", 0, -1, withscores=True)] == [(b"n", -3.0), (b"m", 1.5)]
+    assert r.dump("d:nokey") is None
+    with pytest.raises(redis.ResponseError, match="checksum"):
+        r.restore("d:bad", 0, b"\x00\x01a\x0a\x00" + b"\x00" * 8)
+    # A client waiting in BLPOP is released by CLIENT UNBLOCK from another.
+    waiter = server.client()
+    wid = waiter.client_id()
+    import threading
+    got = []
+    t = threading.Thread(target=lambda: got.append(waiter.blpop(["d:empty"], timeout=0)))
+    t.start()
+    deadline = time.time() + 10
+    while r.info("clients")["blocked_clients"] < 1:
+        assert time.time() < deadline
+        time.sleep(0.01)
+    assert r.client_unblock(wid) == 1
+    t.join(10)
+    assert got == [None]
+    assert r.client_unblock(wid) == 0
+    waiter.close()
