@@ -274,3 +274,112 @@ fn more_commands_match_redis() {
         b":4\r\n:3\r\n*2\r\n$1\r\nc\r\n$1\r\nd\r\n*2\r\n$1\r\na\r\n$1\r\nb\r\n*3\r\n$1\r\nc\r\n$1\r\nd\r\n$1\r\ne\r\n-WRONGTYPE Operation against a key holding the wrong kind of value\r\n*3\r\n:1\r\n:0\r\n:1\r\n",
     );
 }
+
+/// BITFIELD and BITFIELD_RO: every subcommand, overflow mode and refusal,
+/// byte for byte as redis-server 7.0.15 answered the same requests.
+#[test]
+fn bitfield_matches_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    let cases: &[(&[&str], &[u8])] = &[
+        (&["BITFIELD", "k", "SET", "i5", "0", "0"], b"*1\r\n:0\r\n"),
+        (&["GET", "k"], b"$1\r\n\x00\r\n"),
+        (&["BITFIELD", "k", "GET", "u4", "0", "GET", "i8", "#1", "GET", "u63", "3"], b"*3\r\n:0\r\n:0\r\n:0\r\n"),
+        (
+            &["BITFIELD", "k", "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT", "INCRBY", "u2", "102", "1"],
+            b"*2\r\n:1\r\n:1\r\n",
+        ),
+        (&["BITFIELD", "k", "OVERFLOW", "FAIL", "INCRBY", "i8", "0", "200", "GET", "i8", "0"], b"*2\r\n$-1\r\n:0\r\n"),
+        (
+            &["BITFIELD", "k", "SET", "u8", "0", "255", "GET", "u8", "0", "INCRBY", "u8", "0", "1"],
+            b"*3\r\n:0\r\n:255\r\n:0\r\n",
+        ),
+        (
+            &[
+                "BITFIELD",
+                "k",
+                "OVERFLOW",
+                "WRAP",
+                "SET",
+                "i64",
+                "0",
+                "-1",
+                "INCRBY",
+                "i64",
+                "0",
+                "1",
+                "INCRBY",
+                "i64",
+                "0",
+                "-9223372036854775808",
+            ],
+            b"*3\r\n:0\r\n:0\r\n:-9223372036854775808\r\n",
+        ),
+        (
+            &["BITFIELD", "k", "SET", "u64", "0", "1"],
+            b"-ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.\r\n",
+        ),
+        (
+            &["BITFIELD", "k", "SET", "i0", "0", "1"],
+            b"-ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.\r\n",
+        ),
+        (
+            &["BITFIELD", "k", "SET", "x8", "0", "1"],
+            b"-ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.\r\n",
+        ),
+        (&["BITFIELD", "k", "SET", "i8", "-1", "1"], b"-ERR bit offset is not an integer or out of range\r\n"),
+        (&["BITFIELD", "k", "SET", "i8", "#x", "1"], b"-ERR bit offset is not an integer or out of range\r\n"),
+        (&["BITFIELD", "k", "SET", "i8", "0", "x"], b"-ERR value is not an integer or out of range\r\n"),
+        (&["BITFIELD", "k", "OVERFLOW", "BAD", "SET", "i8", "0", "1"], b"-ERR Invalid OVERFLOW type specified\r\n"),
+        (&["BITFIELD", "k", "FOO"], b"-ERR syntax error\r\n"),
+        (&["BITFIELD", "k", "GET", "i8"], b"-ERR syntax error\r\n"),
+        (&["BITFIELD_RO", "k", "GET", "i8", "0"], b"*1\r\n:-128\r\n"),
+        (&["BITFIELD_RO", "k", "SET", "i8", "0", "1"], b"-ERR BITFIELD_RO only supports the GET subcommand\r\n"),
+        (&["BITFIELD_RO", "k", "OVERFLOW", "SAT"], b"*0\r\n"),
+        (&["BITFIELD", "nokey", "GET", "u8", "0"], b"*1\r\n:0\r\n"),
+        (&["EXISTS", "nokey"], b":0\r\n"),
+        (&["BITFIELD", "nokey2", "OVERFLOW", "FAIL", "SET", "u2", "0", "9"], b"*1\r\n$-1\r\n"),
+        (&["GET", "nokey2"], b"$1\r\n\x00\r\n"),
+        (&["LPUSH", "lst", "a"], b":1\r\n"),
+        (
+            &["BITFIELD", "lst", "GET", "u8", "0"],
+            b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        ),
+        (
+            &["BITFIELD", "lst", "SET", "u8", "0", "1"],
+            b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+        ),
+        (&["BITFIELD", "k"], b"*0\r\n"),
+        (&["SET", "s", "hello"], b"+OK\r\n"),
+        (
+            &["BITFIELD", "s", "INCRBY", "u8", "#0", "3", "GET", "u16", "#1", "SET", "i16", "#2", "-2"],
+            b"*3\r\n:107\r\n:27756\r\n:28416\r\n",
+        ),
+        (&["GET", "s"], b"$6\r\nkell\xff\xfe\r\n"),
+    ];
+    for (args, want) in cases {
+        roundtrip(&mut s, &common::req(args), want);
+    }
+}
+
+/// INFO's rdb_changes_since_last_save counts the entries written since the
+/// last SAVE: a SETBIT or BITFIELD SET that leaves a key as it was writes
+/// nothing (as in Redis), and SAVE starts the count again.
+#[test]
+fn changes_since_save_count_writes_not_no_ops() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = start(dir.path(), &[]);
+    let mut s = connect(srv.port);
+    let dirty = |s: &mut std::net::TcpStream| -> u64 {
+        common::info_field(s, "persistence", "rdb_changes_since_last_save").trim().parse().unwrap()
+    };
+    let d0 = dirty(&mut s);
+    roundtrip(&mut s, b"SETBIT b 0 0\r\nBITFIELD f SET i5 0 0\r\n", b":0\r\n*1\r\n:0\r\n");
+    let d1 = dirty(&mut s);
+    assert_eq!(d1, d0 + 2);
+    roundtrip(&mut s, b"SETBIT b 0 0\r\nBITFIELD f SET i5 0 0\r\nSETBIT b 0 1\r\n", b":0\r\n*1\r\n:0\r\n:0\r\n");
+    assert_eq!(dirty(&mut s), d1 + 1);
+    roundtrip(&mut s, b"SAVE\r\n", b"+OK\r\n");
+    assert_eq!(dirty(&mut s), 0);
+}

@@ -38,6 +38,11 @@ pub(crate) fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let prev = bit_at(&body, offset);
     let at = (offset >> 3) as usize;
+    // An existing key that this leaves as it is is not written (Redis
+    // counts no change either).
+    if old.is_some() && body.len() > at && prev == u8::from(on) {
+        return Ok(Reply::Int(i64::from(prev)));
+    }
     if body.len() <= at {
         body.resize(at + 1, 0);
     }

@@ -1,6 +1,7 @@
 //! Command dispatch: the command table, arity and auth checks, MULTI
 //! queuing, key locking, and running a command inside a transaction.
 
+mod bitfield;
 mod bits;
 mod blocking;
 mod busy;

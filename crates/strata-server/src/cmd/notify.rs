@@ -20,7 +20,7 @@ fn events_of(name: &str) -> &'static [(u32, &'static str, usize)] {
         "incr" | "decr" | "incrby" | "decrby" => &[(T, "incrby", 1)],
         "incrbyfloat" => &[(T, "incrbyfloat", 1)],
         "setrange" => &[(T, "setrange", 1)],
-        "setbit" => &[(T, "setbit", 1)],
+        "setbit" | "bitfield" => &[(T, "setbit", 1)],
         "bitop" => &[(T, "set", 2)],
         "getdel" => &[(G, "del", 1)],
         "expire" | "pexpire" | "expireat" | "pexpireat" => &[(G, "expire", 1)],

@@ -8,8 +8,8 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 
 use super::{
-    bits as b, blocking as bl, collscan as cs, connection as c, dump as du, hashes as h, keys as k, lists as l,
-    server as s, sets as st, strings as str_,
+    bitfield as bf, bits as b, blocking as bl, collscan as cs, connection as c, dump as du, hashes as h, keys as k,
+    lists as l, server as s, sets as st, strings as str_,
 };
 use super::{
     lcs, listedit as le, memory as m, object as o, pubsub as ps, random as rnd, rename as rn, script as sc,
@@ -157,6 +157,8 @@ static COMMANDS: &[Spec] = &[
     data("bitcount", -2, First, b::bitcount),
     data("bitpos", -3, First, b::bitpos),
     data("bitop", -4, All, b::bitop),
+    data("bitfield", -2, First, bf::bitfield),
+    data("bitfield_ro", -2, First, bf::bitfield_ro),
     // hashes
     data("hset", -4, First, h::hset),
     data("hmset", -4, First, h::hmset),

@@ -7,7 +7,7 @@
 
 use std::ops::Bound;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -27,6 +27,9 @@ struct Core {
     /// A sync failed: durability of later writes is unknown (fsyncgate), so
     /// writes are refused until restart.
     failed: AtomicBool,
+    /// Entries written since the last SAVE/BGSAVE (INFO's
+    /// `rdb_changes_since_last_save`).
+    dirty: AtomicU64,
 }
 
 /// Which keys of the engine a store is.
@@ -55,7 +58,12 @@ impl EngineStore {
     /// collection scans get the engine's prefix filters); the store is
     /// database 0 ([`Backend::databases`] gives the others).
     pub fn open(dir: &Path, opts: Options) -> StoreResult<EngineStore> {
-        let core = Core { db: Db::open(dir, opts)?, group: GroupSync::default(), failed: AtomicBool::new(false) };
+        let core = Core {
+            db: Db::open(dir, opts)?,
+            group: GroupSync::default(),
+            failed: AtomicBool::new(false),
+            dirty: AtomicU64::new(0),
+        };
         Ok(EngineStore { core: Arc::new(core), slot: Slot::Default })
     }
 
@@ -102,12 +110,14 @@ impl EngineStore {
         // waits for it; no sync claims it before it is applied.
         if !durable {
             self.core.db.write_opt(batch, &WriteOptions { sync: false })?;
+            self.core.dirty.fetch_add(batch.len() as u64, Ordering::Relaxed);
             return Ok(Pending(None));
         }
         let ticket = self.core.group.begin();
         let res = self.core.db.write_opt(batch, &WriteOptions { sync: false });
         self.core.group.end(ticket);
         res?;
+        self.core.dirty.fetch_add(batch.len() as u64, Ordering::Relaxed);
         Ok(Pending(Some(ticket)))
     }
 }
@@ -282,14 +292,19 @@ impl Backend for EngineStore {
     }
 
     fn save(&self) -> StoreResult<()> {
+        // Changes made while saving stay counted.
+        let before = self.core.dirty.load(Ordering::Acquire);
         self.core.db.sync()?;
-        Ok(self.core.db.flush()?)
+        self.core.db.flush()?;
+        self.core.dirty.fetch_sub(before, Ordering::AcqRel);
+        Ok(())
     }
 
     fn info(&self) -> Vec<(String, String)> {
         let s = self.core.db.stats();
         let mut v = vec![
             ("storage".to_string(), "engine".to_string()),
+            ("rdb_changes_since_last_save".into(), self.core.dirty.load(Ordering::Relaxed).to_string()),
             ("engine_l0".into(), s.l0.to_string()),
             ("engine_pm_placement".into(), s.pm_placement.to_string()),
             ("engine_pm_region_bytes".into(), s.pm_region_bytes.to_string()),

@@ -234,6 +234,7 @@ const WRITES: &[&str] = &[
     "append",
     "setrange",
     "setbit",
+    "bitfield",
     "bitop",
     "del",
     "unlink",
