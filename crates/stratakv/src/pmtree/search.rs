@@ -16,8 +16,10 @@ pub(super) enum Target<'a> {
     /// The leaf holding `key` (keys >= a fence go right of it).
     AtLeast(&'a [u8]),
     /// The leaf holding the largest keys below `key` (only keys > a fence go right).
+    #[allow(dead_code)] // only descending ranges (`PmTree::range_rev`) use it
     Below(&'a [u8]),
     /// The rightmost leaf.
+    #[allow(dead_code)] // as `Below`
     Max,
 }
 
