@@ -8,18 +8,7 @@ mod common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use common::{connect, read_bulk, read_line, roundtrip, start};
-
-/// A request of binary arguments.
-fn cmd(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
-    out
-}
+use common::{connect, read_bulk, read_line, req_bytes as cmd, roundtrip, start};
 
 /// Every reply byte of `req` (read until `n` replies' worth is there: the
 /// read commands here answer one array or bulk each).

@@ -113,9 +113,16 @@ pub fn wait_exit(srv: &mut Server) -> i32 {
 
 /// A request in RESP (a multi-bulk of `args`).
 pub fn req(args: &[&str]) -> Vec<u8> {
+    req_bytes(&args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>())
+}
+
+/// A request in RESP of binary arguments.
+pub fn req_bytes(args: &[&[u8]]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", args.len()).into_bytes();
     for a in args {
-        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
     }
     out
 }
