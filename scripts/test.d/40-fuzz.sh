@@ -28,7 +28,7 @@ SEEDS="$TARGET/fuzz-seeds"
 rm -rf "$SEEDS"
 "$TARGET/release/strata-stress" --gen-corpus "$SEEDS" </dev/null
 
-TARGETS=(block_decode sstable_open log_recover manifest_replay matrix_row resp_frame)
+TARGETS=(block_decode sstable_open log_recover manifest_replay matrix_row resp_frame restore_payload)
 cd fuzz
 export CARGO_TARGET_DIR="$TARGET/fuzz"
 cargo +nightly fuzz build -O </dev/null

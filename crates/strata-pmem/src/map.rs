@@ -6,10 +6,76 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
 
-/// A shared, writable mapping of a whole file.
-pub(crate) struct Mapping {
+/// A shared mapping of the first `len` bytes of a file, owned: made by
+/// [`RawMap::new`], unmapped once when dropped.
+struct RawMap {
     ptr: NonNull<u8>,
     len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory; the pointer is only used to
+// derive addresses inside [ptr, ptr+len), and all synchronisation of the
+// bytes behind it is done by the region's users (see region.rs).
+unsafe impl Send for RawMap {}
+// SAFETY: as above; `RawMap` itself has no interior state besides the pointer.
+unsafe impl Sync for RawMap {}
+
+impl RawMap {
+    /// Maps `len` bytes of `file` from its start with protection `prot` and
+    /// `flags` (always a shared mapping).
+    fn new(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io::Result<RawMap> {
+        if len == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty file"));
+        }
+        // SAFETY: a fresh mapping at a kernel-chosen address cannot alias any
+        // Rust object; fd is a valid open descriptor for the call's duration.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, file.as_raw_fd(), 0) };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned a null pointer"))?;
+        Ok(RawMap { ptr, len })
+    }
+
+    /// The page-aligned start and the clamped end of `[off, off+len)`
+    /// inside the mapping, or `None` when that is empty.
+    fn pages(&self, off: usize, len: usize) -> Option<(usize, usize)> {
+        if len == 0 || off >= self.len {
+            return None;
+        }
+        let start = off - off % page_size();
+        Some((start, off.saturating_add(len).min(self.len)))
+    }
+
+    /// msync (MS_SYNC) of the pages covering `[off, off+len)`, clamped to
+    /// the mapping.
+    fn msync(&self, off: usize, len: usize) -> io::Result<()> {
+        let Some((start, end)) = self.pages(off, len) else { return Ok(()) };
+        // SAFETY: [start, end) lies inside the mapping (start is rounded down
+        // to a page boundary inside it, end is clamped to its length), and
+        // msync does not touch Rust-visible memory.
+        let rc = unsafe { libc::msync(self.ptr.as_ptr().add(start).cast(), end - start, libc::MS_SYNC) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RawMap {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned (RawMap::new), this
+        // runs once, and the owner is being dropped, so no reference into
+        // the mapping survives.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// A shared, writable mapping of a whole file.
+pub(crate) struct Mapping {
+    map: RawMap,
     /// Whether the kernel accepted MAP_SYNC, i.e. the file is on a DAX
     /// filesystem and CPU cache flushes alone make stores durable.
     pub dax: bool,
@@ -18,55 +84,7 @@ pub(crate) struct Mapping {
 /// A shared, read-only mapping of a whole file that is only ever msynced
 /// (see `syncview.rs`): it hands out no pointer, so nothing can read or
 /// write through it.
-pub(crate) struct MsyncView {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain shared memory; the pointer is only used to
-// derive addresses inside [ptr, ptr+len), and all synchronisation of the
-// bytes behind it is done by the region's users (see region.rs).
-unsafe impl Send for Mapping {}
-// SAFETY: as above; `Mapping` itself has no interior state besides the pointer.
-unsafe impl Sync for Mapping {}
-// SAFETY: the pointer of a view is only passed to msync and munmap.
-unsafe impl Send for MsyncView {}
-// SAFETY: as above.
-unsafe impl Sync for MsyncView {}
-
-/// Maps `len` bytes of `file` from its start with protection `prot` and
-/// `flags` (always a shared mapping).
-fn map_file(file: &File, len: usize, prot: libc::c_int, flags: libc::c_int) -> io::Result<NonNull<u8>> {
-    if len == 0 {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "cannot map an empty file"));
-    }
-    // SAFETY: a fresh mapping at a kernel-chosen address cannot alias any
-    // Rust object; fd is a valid open descriptor for the call's duration.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, file.as_raw_fd(), 0) };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned a null pointer"))
-}
-
-/// msync (MS_SYNC) of the pages covering `[off, off+len)` of the mapping
-/// `[ptr, ptr+map_len)`, clamped to it.
-fn msync_range(ptr: NonNull<u8>, map_len: usize, off: usize, len: usize) -> io::Result<()> {
-    if len == 0 || off >= map_len {
-        return Ok(());
-    }
-    let page = page_size();
-    let start = off - off % page;
-    let end = (off + len).min(map_len);
-    // SAFETY: [start, end) lies inside the mapping (start is rounded down
-    // to a page boundary inside it, end is clamped to its length), and
-    // msync does not touch Rust-visible memory.
-    let rc = unsafe { libc::msync(ptr.as_ptr().add(start).cast(), end - start, libc::MS_SYNC) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
+pub(crate) struct MsyncView(RawMap);
 
 impl Mapping {
     /// Maps `len` bytes of `file` shared and writable, trying MAP_SYNC first.
@@ -74,15 +92,15 @@ impl Mapping {
         let rw = libc::PROT_READ | libc::PROT_WRITE;
         // MAP_SHARED_VALIDATE makes the kernel reject MAP_SYNC instead of
         // silently ignoring it, which is how DAX support is detected.
-        match map_file(file, len, rw, libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
-            Ok(ptr) => Ok(Mapping { ptr, len, dax: true }),
-            Err(_) => Ok(Mapping { ptr: map_file(file, len, rw, libc::MAP_SHARED)?, len, dax: false }),
+        match RawMap::new(file, len, rw, libc::MAP_SHARED_VALIDATE | libc::MAP_SYNC) {
+            Ok(map) => Ok(Mapping { map, dax: true }),
+            Err(_) => Ok(Mapping { map: RawMap::new(file, len, rw, libc::MAP_SHARED)?, dax: false }),
         }
     }
 
     /// Base address of the mapping.
     pub fn ptr(&self) -> NonNull<u8> {
-        self.ptr
+        self.map.ptr
     }
 }
 
@@ -91,29 +109,14 @@ impl MsyncView {
     /// open for writing: the kernel makes a shared mapping of a read-only
     /// file private in all but name, and msync then skips it.
     pub fn new(file: &File, len: usize) -> io::Result<MsyncView> {
-        Ok(MsyncView { ptr: map_file(file, len, libc::PROT_READ, libc::MAP_SHARED)?, len })
+        Ok(MsyncView(RawMap::new(file, len, libc::PROT_READ, libc::MAP_SHARED)?))
     }
 
     /// Writes back the pages covering `[off, off+len)` and waits for the
     /// device, reporting write-back errors this view's open file has not
     /// reported yet.
     pub fn msync(&self, off: usize, len: usize) -> io::Result<()> {
-        msync_range(self.ptr, self.len, off, len)
-    }
-}
-
-/// Unmaps `[ptr, ptr+len)`, exactly what `map_file` returned.
-fn unmap(ptr: NonNull<u8>, len: usize) {
-    // SAFETY: ptr/len are exactly what mmap returned, and the owner is
-    // being dropped, so no reference into the mapping survives.
-    unsafe {
-        libc::munmap(ptr.as_ptr().cast(), len);
-    }
-}
-
-impl Drop for MsyncView {
-    fn drop(&mut self) {
-        unmap(self.ptr, self.len);
+        self.0.msync(off, len)
     }
 }
 
@@ -123,16 +126,11 @@ impl Mapping {
     /// Linux 5.14+). Best effort: older kernels refuse it, and then the
     /// first stores take the faults as before.
     pub fn populate(&self, off: usize, len: usize) {
-        if len == 0 || off >= self.len {
-            return;
-        }
-        let page = page_size();
-        let start = off - off % page;
-        let end = (off + len).min(self.len);
+        let Some((start, end)) = self.map.pages(off, len) else { return };
         // SAFETY: [start, end) lies inside the mapping (as for msync), and
         // MADV_POPULATE_WRITE only allocates and maps pages: it leaves their
         // contents, and so every Rust-visible byte, unchanged.
-        unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_POPULATE_WRITE) };
+        unsafe { libc::madvise(self.map.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_POPULATE_WRITE) };
     }
 
     /// Turns off read-ahead on faults for the whole mapping (MADV_RANDOM).
@@ -143,7 +141,7 @@ impl Mapping {
     pub fn advise_random(&self) {
         // SAFETY: the range is exactly the mapping; MADV_RANDOM only
         // changes the kernel's read-ahead policy for it, no contents.
-        unsafe { libc::madvise(self.ptr.as_ptr().cast(), self.len, libc::MADV_RANDOM) };
+        unsafe { libc::madvise(self.map.ptr.as_ptr().cast(), self.map.len, libc::MADV_RANDOM) };
     }
 
     /// Starts reading `[off, off+len)` into the page cache in the
@@ -151,15 +149,10 @@ impl Mapping {
     /// (a log extent at recovery) now that faults read no further than
     /// the page they hit. Best effort.
     pub fn will_need(&self, off: usize, len: usize) {
-        if len == 0 || off >= self.len {
-            return;
-        }
-        let page = page_size();
-        let start = off - off % page;
-        let end = (off + len).min(self.len);
+        let Some((start, end)) = self.map.pages(off, len) else { return };
         // SAFETY: [start, end) lies inside the mapping (as for msync), and
         // MADV_WILLNEED only schedules reads into the page cache.
-        unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_WILLNEED) };
+        unsafe { libc::madvise(self.map.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_WILLNEED) };
     }
 
     /// Drops this process's page-table entries for the whole pages inside
@@ -167,7 +160,7 @@ impl Mapping {
     pub fn unmap_pages(&self, off: usize, len: usize) {
         let page = page_size();
         let start = off.div_ceil(page) * page;
-        let end = (off.saturating_add(len)).min(self.len) / page * page;
+        let end = off.saturating_add(len).min(self.map.len) / page * page;
         if start >= end {
             return;
         }
@@ -177,14 +170,7 @@ impl Mapping {
         // page cache (or on the device), the mapping stays in place, and the
         // next access maps the same bytes again, so every reference into the
         // mapping stays valid and reads what it read before.
-        unsafe { libc::madvise(self.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_DONTNEED) };
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // The owning region is being dropped: no reference into it survives.
-        unmap(self.ptr, self.len);
+        unsafe { libc::madvise(self.map.ptr.as_ptr().add(start).cast(), end - start, libc::MADV_DONTNEED) };
     }
 }
 

@@ -12,9 +12,15 @@
 const DUMP_VERSION: u16 = 10;
 /// Newest RDB version RESTORE accepts (Redis 7.2's).
 const NEWEST_VERSION: u16 = 11;
-/// Largest string or element count RESTORE believes (the server's largest
-/// value, 512 MiB), so a forged length cannot make it allocate without end.
-const MAX_LEN: u64 = 512 << 20;
+/// Longest string RESTORE takes (the server's longest string value).
+const MAX_LEN: u64 = crate::cmd::MAX_STRING;
+/// What one RESTORE may decode, counting each element's bytes plus
+/// [`ENTRY_COST`]: a payload is small (compressed, or integers packed in a
+/// few bits) but becomes one entry per element in the command's
+/// transaction, so without a bound a 75 KB payload took a gigabyte.
+const BUDGET: u64 = 256 << 20;
+/// What an element costs beyond its bytes, as a transaction holds it.
+const ENTRY_COST: u64 = 256;
 
 const CRC: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
 
@@ -36,13 +42,17 @@ pub enum Value {
     ZSet(Vec<(Vec<u8>, f64)>),
 }
 
-/// Why a payload was refused (the two errors Redis gives).
+/// Why a payload was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refused {
     /// Too short, a newer RDB version, or a wrong checksum.
     VersionOrChecksum,
-    /// Not a value this reader understands (or an empty collection).
+    /// Not a value this reader understands, an empty collection, or
+    /// duplicate members (as Redis refuses them).
     BadFormat,
+    /// Larger than this server restores in one command (a string over
+    /// [`MAX_LEN`], or more than [`BUDGET`] decoded).
+    TooLarge,
 }
 
 // RDB object types.
@@ -94,10 +104,16 @@ pub fn dump(value: &Value) -> Vec<u8> {
             }
         }
     }
-    out.extend_from_slice(&DUMP_VERSION.to_le_bytes());
-    let crc = CRC.checksum(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+    seal(out)
+}
+
+/// `body` (one serialized value) followed by the RDB version DUMP writes
+/// and the checksum: a payload RESTORE checks as valid.
+pub fn seal(mut body: Vec<u8>) -> Vec<u8> {
+    body.extend_from_slice(&DUMP_VERSION.to_le_bytes());
+    let crc = CRC.checksum(&body);
+    body.extend_from_slice(&crc.to_le_bytes());
+    body
 }
 
 /// The value in a DUMP payload, checked as RESTORE checks it.
@@ -109,16 +125,24 @@ pub fn restore(payload: &[u8]) -> Result<Value, Refused> {
     if version > NEWEST_VERSION || crc != Some(CRC.checksum(payload.get(..body_len + 2).unwrap_or_default())) {
         return Err(Refused::VersionOrChecksum);
     }
-    let mut r = Reader { buf: body, pos: 0 };
+    let mut budget = BUDGET;
+    let mut r = Reader { buf: body, pos: 0, budget: &mut budget };
     let value = r.object()?;
-    let empty = match &value {
-        Value::String(_) => false,
-        Value::List(v) | Value::Set(v) => v.is_empty(),
-        Value::Hash(v) => v.is_empty(),
-        Value::ZSet(v) => v.is_empty(),
+    // An empty collection (which Redis never dumps), or members twice:
+    // refused as Redis refuses them. (Bytes after the value are ignored,
+    // as there.)
+    fn unique<'k>(keys: impl Iterator<Item = &'k Vec<u8>>) -> bool {
+        let mut seen = ahash::AHashSet::new();
+        keys.into_iter().all(|k| seen.insert(k.as_slice()))
+    }
+    let ok = match &value {
+        Value::String(_) => true,
+        Value::List(v) => !v.is_empty(),
+        Value::Set(v) => !v.is_empty() && unique(v.iter()),
+        Value::Hash(v) => !v.is_empty() && unique(v.iter().map(|(f, _)| f)),
+        Value::ZSet(v) => !v.is_empty() && unique(v.iter().map(|(m, _)| m)),
     };
-    // Trailing bytes, or an empty collection (which Redis never dumps).
-    if empty || r.pos != body.len() {
+    if !ok {
         return Err(Refused::BadFormat);
     }
     Ok(value)
@@ -146,10 +170,12 @@ fn put_string(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
-/// A cursor over a payload; every read is bounds-checked.
+/// A cursor over a payload; every read is bounds-checked, and every
+/// element decoded is charged to the payload's budget.
 struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
+    budget: &'a mut u64,
 }
 
 /// An RDB length, or one of the special string encodings.
@@ -158,7 +184,19 @@ enum Len {
     Special(u8),
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// A reader of `buf` (a blob inside the payload) on the same budget.
+    fn inner<'b>(&'b mut self, buf: &'b [u8]) -> Reader<'b> {
+        Reader { buf, pos: 0, budget: self.budget }
+    }
+
+    /// Charges one element of `len` bytes.
+    fn charge(&mut self, len: usize) -> Result<(), Refused> {
+        let cost = (len as u64).saturating_add(ENTRY_COST);
+        *self.budget = self.budget.checked_sub(cost).ok_or(Refused::TooLarge)?;
+        Ok(())
+    }
+
     fn bytes(&mut self, n: usize) -> Result<&[u8], Refused> {
         let end = self.pos.checked_add(n).ok_or(Refused::BadFormat)?;
         let b = self.buf.get(self.pos..end).ok_or(Refused::BadFormat)?;
@@ -186,17 +224,37 @@ impl Reader<'_> {
         })
     }
 
-    /// A length or count (no special encoding allowed), bounded.
-    fn len(&mut self) -> Result<usize, Refused> {
+    /// A count of elements: each takes at least a byte of the payload, so
+    /// one past what is left is a damaged payload.
+    fn count(&mut self) -> Result<usize, Refused> {
         match self.len_or_special()? {
-            Len::Plain(n) if n <= MAX_LEN => usize::try_from(n).map_err(|_| Refused::BadFormat),
+            Len::Plain(n) if n <= (self.buf.len() - self.pos) as u64 => Ok(n as usize),
             _ => Err(Refused::BadFormat),
         }
     }
 
-    /// An RDB string: plain, an integer (8, 16, 32 bits) or LZF-compressed.
-    fn string(&mut self) -> Result<Vec<u8>, Refused> {
+    /// A length (no special encoding allowed).
+    fn len(&mut self) -> Result<usize, Refused> {
         match self.len_or_special()? {
+            Len::Plain(n) if n <= MAX_LEN => usize::try_from(n).map_err(|_| Refused::BadFormat),
+            Len::Plain(_) => Err(Refused::TooLarge),
+            _ => Err(Refused::BadFormat),
+        }
+    }
+
+    /// An RDB string (an element, charged): plain, an integer (8, 16, 32
+    /// bits) or LZF-compressed.
+    fn string(&mut self) -> Result<Vec<u8>, Refused> {
+        let s = self.raw_string()?;
+        self.charge(s.len())?;
+        Ok(s)
+    }
+
+    /// An RDB string that holds an encoded collection (its elements are
+    /// charged as they are decoded).
+    fn raw_string(&mut self) -> Result<Vec<u8>, Refused> {
+        match self.len_or_special()? {
+            Len::Plain(n) if n > MAX_LEN => Err(Refused::TooLarge),
             Len::Plain(n) => {
                 let n = usize::try_from(n).map_err(|_| Refused::BadFormat)?;
                 Ok(self.bytes(n)?.to_vec())
@@ -206,10 +264,12 @@ impl Reader<'_> {
             Len::Special(2) => Ok(i64::from(i32::from_le_bytes(self.array()?)).to_string().into_bytes()),
             Len::Special(3) => {
                 let (clen, len) = (self.len()?, self.len()?);
-                let packed = self.bytes(clen)?;
                 if len == 0 {
                     return Err(Refused::BadFormat);
                 }
+                // Charged before it is inflated (LZF expands up to 88x).
+                self.charge(len)?;
+                let packed = self.bytes(clen)?;
                 let out = lzf::decompress(packed, len).map_err(|_| Refused::BadFormat)?;
                 if out.len() != len {
                     return Err(Refused::BadFormat);
@@ -232,7 +292,7 @@ impl Reader<'_> {
     }
 
     fn strings(&mut self) -> Result<Vec<Vec<u8>>, Refused> {
-        let n = self.len()?;
+        let n = self.count()?;
         (0..n).map(|_| self.string()).collect()
     }
 
@@ -243,11 +303,11 @@ impl Reader<'_> {
             T_LIST => Value::List(self.strings()?),
             T_SET => Value::Set(self.strings()?),
             T_HASH => {
-                let n = self.len()?;
+                let n = self.count()?;
                 Value::Hash((0..n).map(|_| Ok((self.string()?, self.string()?))).collect::<Result<_, _>>()?)
             }
             T_ZSET | T_ZSET_2 => {
-                let n = self.len()?;
+                let n = self.count()?;
                 let mut members = Vec::with_capacity(n.min(1 << 16));
                 for _ in 0..n {
                     let m = self.string()?;
@@ -259,29 +319,54 @@ impl Reader<'_> {
                 }
                 Value::ZSet(members)
             }
-            T_SET_INTSET => Value::Set(intset(&self.string()?)?),
-            T_SET_LISTPACK => Value::Set(listpack(&self.string()?)?),
-            T_HASH_LISTPACK => Value::Hash(pairs(listpack(&self.string()?)?)?),
-            T_HASH_ZIPLIST => Value::Hash(pairs(ziplist(&self.string()?)?)?),
-            T_ZSET_LISTPACK => Value::ZSet(scored(listpack(&self.string()?)?)?),
-            T_ZSET_ZIPLIST => Value::ZSet(scored(ziplist(&self.string()?)?)?),
-            T_LIST_ZIPLIST => Value::List(ziplist(&self.string()?)?),
+            T_SET_INTSET => {
+                let blob = self.raw_string()?;
+                Value::Set(intset(&mut self.inner(&blob))?)
+            }
+            T_SET_LISTPACK => {
+                let blob = self.raw_string()?;
+                Value::Set(listpack(&mut self.inner(&blob))?)
+            }
+            T_HASH_LISTPACK => {
+                let blob = self.raw_string()?;
+                Value::Hash(pairs(listpack(&mut self.inner(&blob))?)?)
+            }
+            T_HASH_ZIPLIST => {
+                let blob = self.raw_string()?;
+                Value::Hash(pairs(ziplist(&mut self.inner(&blob))?)?)
+            }
+            T_ZSET_LISTPACK => {
+                let blob = self.raw_string()?;
+                Value::ZSet(scored(listpack(&mut self.inner(&blob))?)?)
+            }
+            T_ZSET_ZIPLIST => {
+                let blob = self.raw_string()?;
+                Value::ZSet(scored(ziplist(&mut self.inner(&blob))?)?)
+            }
+            T_LIST_ZIPLIST => {
+                let blob = self.raw_string()?;
+                Value::List(ziplist(&mut self.inner(&blob))?)
+            }
             T_LIST_QUICKLIST => {
-                let n = self.len()?;
+                let n = self.count()?;
                 let mut items = Vec::new();
                 for _ in 0..n {
-                    items.extend(ziplist(&self.string()?)?);
+                    let blob = self.raw_string()?;
+                    items.extend(ziplist(&mut self.inner(&blob))?);
                 }
                 Value::List(items)
             }
             T_LIST_QUICKLIST_2 => {
-                let n = self.len()?;
+                let n = self.count()?;
                 let mut items = Vec::new();
                 for _ in 0..n {
                     match self.len()? {
                         // A plain node holds one large element as it is.
                         1 => items.push(self.string()?),
-                        2 => items.extend(listpack(&self.string()?)?),
+                        2 => {
+                            let blob = self.raw_string()?;
+                            items.extend(listpack(&mut self.inner(&blob))?);
+                        }
                         _ => return Err(Refused::BadFormat),
                     }
                 }
@@ -318,11 +403,11 @@ fn scored(items: Vec<Vec<u8>>) -> Result<Vec<(Vec<u8>, f64)>, Refused> {
 }
 
 /// The members of an intset: encoding (2, 4 or 8 bytes), count, values.
-fn intset(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
-    let mut r = Reader { buf: blob, pos: 0 };
+fn intset(r: &mut Reader<'_>) -> Result<Vec<Vec<u8>>, Refused> {
+    let blob_len = r.buf.len();
     let width = u32::from_le_bytes(r.array()?) as usize;
     let n = u32::from_le_bytes(r.array()?) as usize;
-    if !matches!(width, 2 | 4 | 8) || n.checked_mul(width) != Some(blob.len() - 8) {
+    if !matches!(width, 2 | 4 | 8) || n.checked_mul(width) != Some(blob_len - 8) {
         return Err(Refused::BadFormat);
     }
     (0..n)
@@ -332,7 +417,9 @@ fn intset(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
                 4 => i64::from(i32::from_le_bytes(r.array()?)),
                 _ => i64::from_le_bytes(r.array()?),
             };
-            Ok(v.to_string().into_bytes())
+            let s = v.to_string().into_bytes();
+            r.charge(s.len())?;
+            Ok(s)
         })
         .collect()
 }
@@ -345,11 +432,10 @@ fn signed(v: u64, bits: u32) -> i64 {
 
 /// The elements of a listpack (Redis 7): total bytes, count, entries each
 /// followed by their length backwards, and an end byte.
-fn listpack(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
-    let mut r = Reader { buf: blob, pos: 0 };
+fn listpack(r: &mut Reader<'_>) -> Result<Vec<Vec<u8>>, Refused> {
     let total = u32::from_le_bytes(r.array()?) as usize;
     let _count = u16::from_le_bytes(r.array()?);
-    if total != blob.len() {
+    if total != r.buf.len() {
         return Err(Refused::BadFormat);
     }
     let mut out = Vec::new();
@@ -384,19 +470,20 @@ fn listpack(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
             }
         };
         // The entry's length (encoding and data), written backwards in 1 to
-        // 5 bytes of 7 bits each.
+        // 5 bytes of 7 bits each (the bounds of Redis's lpEncodeBacklen).
         let len = r.pos - start;
         let back = match len {
             0..=127 => 1,
-            128..=16383 => 2,
-            16384..=2097151 => 3,
-            2097152..=268435455 => 4,
+            128..=16382 => 2,
+            16383..=2097150 => 3,
+            2097151..=268435454 => 4,
             _ => 5,
         };
         r.bytes(back)?;
+        r.charge(item.len())?;
         out.push(item);
     }
-    if r.pos != blob.len() {
+    if r.pos != r.buf.len() {
         return Err(Refused::BadFormat);
     }
     Ok(out)
@@ -405,12 +492,11 @@ fn listpack(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
 /// The elements of a ziplist (Redis 6 and older): total bytes, offset of
 /// the tail, count, entries each led by the previous entry's length, and
 /// an end byte.
-fn ziplist(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
-    let mut r = Reader { buf: blob, pos: 0 };
+fn ziplist(r: &mut Reader<'_>) -> Result<Vec<Vec<u8>>, Refused> {
     let total = u32::from_le_bytes(r.array()?) as usize;
     let _tail = u32::from_le_bytes(r.array()?);
     let _count = u16::from_le_bytes(r.array()?);
-    if total != blob.len() {
+    if total != r.buf.len() {
         return Err(Refused::BadFormat);
     }
     let mut out = Vec::new();
@@ -449,9 +535,10 @@ fn ziplist(blob: &[u8]) -> Result<Vec<Vec<u8>>, Refused> {
                 v.to_string().into_bytes()
             }
         };
+        r.charge(item.len())?;
         out.push(item);
     }
-    if r.pos != blob.len() {
+    if r.pos != r.buf.len() {
         return Err(Refused::BadFormat);
     }
     Ok(out)
@@ -538,6 +625,52 @@ mod tests {
         assert_eq!(restore(&with_footer(body, 9)), Ok(Value::Hash(want)));
     }
 
+    /// A listpack of `entries` (encoded entries, each with its back length).
+    fn listpack_of(entries: &[Vec<u8>]) -> Vec<u8> {
+        let body: Vec<u8> = entries.concat();
+        let mut lp = ((6 + body.len() + 1) as u32).to_le_bytes().to_vec();
+        lp.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+        lp.extend_from_slice(&body);
+        lp.push(0xff);
+        lp
+    }
+
+    #[test]
+    fn listpack_back_lengths_follow_redis_bounds() {
+        // A 32-bit string entry of n bytes is 5 + n long; Redis writes its
+        // back length in 2 bytes below 16383 and in 3 from there.
+        for (n, back) in [(16377usize, 2usize), (16378, 3), (16379, 3), (2_097_145, 3), (2_097_146, 4)] {
+            let mut e = vec![0xf0];
+            e.extend_from_slice(&(n as u32).to_le_bytes());
+            e.extend(std::iter::repeat_n(b'x', n));
+            e.extend(std::iter::repeat_n(0u8, back));
+            let mut body = vec![T_LIST_QUICKLIST_2, 1, 2];
+            put_string(&mut body, &listpack_of(&[e]));
+            assert_eq!(restore(&with_footer(body, 10)), Ok(Value::List(vec![vec![b'x'; n]])), "{n}");
+        }
+    }
+
+    #[test]
+    fn payloads_that_decode_past_the_budget_are_refused() {
+        // 2M one-byte elements: a 4 MB payload that would be 2M entries.
+        let n = 2_000_000u64;
+        let mut body = vec![T_LIST];
+        put_len(&mut body, n);
+        for _ in 0..n {
+            body.extend_from_slice(&[1, b'a']);
+        }
+        assert_eq!(restore(&with_footer(body, 10)), Err(Refused::TooLarge));
+        // A compressed string that claims to inflate past the value limit
+        // is refused before it is inflated.
+        let mut body = vec![T_STRING, 0xc3, 2];
+        put_len(&mut body, 300 << 20);
+        body.extend_from_slice(&[0, b'a']);
+        assert_eq!(restore(&with_footer(body, 10)), Err(Refused::TooLarge));
+        // Duplicate members are refused, as Redis refuses them.
+        let dup = vec![T_SET, 2, 1, b'a', 1, b'a'];
+        assert_eq!(restore(&with_footer(dup, 10)), Err(Refused::BadFormat));
+    }
+
     #[test]
     fn damage_is_refused() {
         let good = dump(&Value::List(vec![b"a".to_vec(), b"b".to_vec()]));
@@ -550,7 +683,8 @@ mod tests {
         assert_eq!(restore(&with_footer(vec![T_STRING, 0x01, b'a'], 12)), Err(Refused::VersionOrChecksum));
         assert_eq!(restore(&with_footer(vec![T_LIST, 0x00], 10)), Err(Refused::BadFormat));
         assert_eq!(restore(&with_footer(vec![T_STRING, 0x05, b'a'], 10)), Err(Refused::BadFormat));
-        assert_eq!(restore(&with_footer(vec![T_STRING, 0x01, b'a', 0], 10)), Err(Refused::BadFormat));
+        // Bytes after the value are ignored, as Redis ignores them.
+        assert_eq!(restore(&with_footer(vec![T_STRING, 0x01, b'a', 0], 10)), Ok(Value::String(b"a".to_vec())));
         assert_eq!(restore(&with_footer(vec![T_LIST, 0x80, 0xff, 0xff, 0xff, 0xff], 10)), Err(Refused::BadFormat));
         assert_eq!(restore(&with_footer(vec![99], 10)), Err(Refused::BadFormat));
     }

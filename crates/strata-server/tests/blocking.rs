@@ -117,4 +117,10 @@ fn client_unblock_ends_a_wait_from_another_connection() {
     wait_blocked(&mut b, "1");
     roundtrip(&mut b, b"LPUSH l foo\r\n", b":1\r\n");
     expect(&mut a, b"*2\r\n$1\r\nl\r\n$3\r\nfoo\r\n");
+    // A waiting client that leaves is no longer one to unblock.
+    a.write_all(b"BLPOP l 0\r\n").unwrap();
+    wait_blocked(&mut b, "1");
+    drop(a);
+    wait_blocked(&mut b, "0");
+    roundtrip(&mut b, format!("CLIENT UNBLOCK {id}\r\nCLIENT UNBLOCK -1\r\n").as_bytes(), b":0\r\n:0\r\n");
 }

@@ -92,5 +92,18 @@ pub fn generate(dir: &Path) -> anyhow::Result<usize> {
     for (i, r) in resp.iter().enumerate() {
         put(dir, "resp_frame", &format!("req-{i}"), r, &mut n)?;
     }
+    // Values as redis-server 7.0 dumped them (without version and
+    // checksum, which the target adds): an integer string, a listpack
+    // hash, a quicklist of a listpack, an LZF-compressed intset, a set.
+    let values: [&[u8]; 5] = [
+        b"\x00\xc1\x39\x30",
+        b"\x10\x32\x32\x00\x00\x00\x0a\x00\x81a\x02\x01\x01\x81b\x02\x85hello\x06\x81c\x02\xf1\x78\xec\x03\x81d\x02\xf2\x70\x11\x01\x04\x81e\x02\xf4\x00\xe6\x8e\xe7\xfd\xff\xff\xff\x09\xff",
+        b"\x12\x01\x02\x15\x15\x00\x00\x00\x04\x00\x81a\x02\x0c\x01\xf2\x60\x79\xfe\x04\x82bb\x03\xff",
+        b"\x0b\xc3\x21\x28\x04\x08\x00\x00\x00\x04\x20\x03\x02\xd4\xfe\xff\x60\x00\x00\x01\x20\x0b\x40\x00\x01\x70\x11\xa0\x09\x02\xf2\x05\x2a\x20\x09\x00\x00",
+        b"\x02\x02\x01y\x01x",
+    ];
+    for (i, v) in values.iter().enumerate() {
+        put(dir, "restore_payload", &format!("value-{i}"), v, &mut n)?;
+    }
     Ok(n)
 }

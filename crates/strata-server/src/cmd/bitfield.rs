@@ -38,16 +38,18 @@ fn field_arg(b: &[u8]) -> Result<Field, CmdError> {
             "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.".into(),
         )
     };
+    // Lower case only, and the width as Redis reads integers (no sign, no
+    // leading zero).
     let (signed, digits) = match b.split_first() {
-        Some((b'i' | b'I', d)) => (true, d),
-        Some((b'u' | b'U', d)) => (false, d),
+        Some((b'i', d)) => (true, d),
+        Some((b'u', d)) => (false, d),
         _ => return Err(bad()),
     };
-    let bits = std::str::from_utf8(digits).ok().and_then(|d| d.parse::<u32>().ok()).ok_or_else(bad)?;
-    if bits == 0 || bits > 64 || (!signed && bits == 64) {
+    let bits = crate::numbers::parse_i64(digits).ok_or_else(bad)?;
+    if !(1..=64).contains(&bits) || (!signed && bits == 64) {
         return Err(bad());
     }
-    Ok(Field { signed, bits })
+    Ok(Field { signed, bits: bits as u32 })
 }
 
 /// A bit offset, or `#n` for the n-th field of this width.
@@ -81,9 +83,6 @@ fn parse(args: &[Bytes], read_only: bool) -> Result<Vec<Op>, CmdError> {
             ops.push(Op::Get(f, offset_arg(arg(args, i + 2), f)?));
             i += 3;
         } else if (is(a, "set") || is(a, "incrby")) && left >= 3 {
-            if read_only {
-                return Err(CmdError::Msg("ERR BITFIELD_RO only supports the GET subcommand".into()));
-            }
             let f = field_arg(arg(args, i + 1))?;
             let off = offset_arg(arg(args, i + 2), f)?;
             let v = int_arg(arg(args, i + 3))?;
@@ -104,6 +103,10 @@ fn parse(args: &[Bytes], read_only: bool) -> Result<Vec<Op>, CmdError> {
         } else {
             return Err(CmdError::Syntax);
         }
+    }
+    // Refused only once every argument parsed, as Redis does.
+    if read_only && ops.iter().any(|o| !matches!(o, Op::Get(..))) {
+        return Err(CmdError::Msg("ERR BITFIELD_RO only supports the GET subcommand".into()));
     }
     Ok(ops)
 }
@@ -240,7 +243,7 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> CmdResult {
         Some(m) if m.kind != KeyType::String => return Err(CmdError::WrongType),
         Some(m) => (m.body.clone(), m.expire_ms),
     };
-    let before = body.clone();
+    let mut changed = false;
     let mut out = Vec::with_capacity(ops.len());
     for op in ops {
         let (f, off) = match op {
@@ -264,9 +267,11 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> CmdResult {
         let need = ((off + u64::from(f.bits) - 1) >> 3) as usize + 1;
         if body.len() < need {
             body.resize(need, 0);
+            changed = true;
         }
         match new {
             Some(n) => {
+                changed |= read_bits(&body, off, f.bits) != f.raw(n);
                 write_bits(&mut body, off, f.bits, f.raw(n));
                 out.push(reply);
             }
@@ -274,7 +279,7 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> CmdResult {
         }
     }
     // Nothing changed (and the key existed): no write, as in Redis.
-    if old.is_none() || body != before {
+    if old.is_none() || changed {
         replace(ctx, key, old, &Meta::string(body, expire))?;
     }
     Ok(Reply::Array(out))

@@ -217,7 +217,7 @@ pub(crate) fn client(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Rep
         "list" => Reply::bulk(client_line(sess)),
         "no-evict" | "no-touch" if n == 3 => Reply::ok(),
         "unblock" if n == 3 || n == 4 => {
-            let Some(id) = std::str::from_utf8(arg(args, 2)).ok().and_then(|t| t.parse::<u64>().ok()) else {
+            let Some(id) = crate::numbers::parse_i64(arg(args, 2)) else {
                 return Reply::err("ERR value is not an integer or out of range");
             };
             let how = match args.get(3) {
@@ -226,7 +226,8 @@ pub(crate) fn client(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Rep
                 Some(m) if is(m, "error") => Unblock::Error,
                 Some(_) => return Reply::err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
             };
-            Reply::Int(i64::from(shared.waiting.request(id, how)))
+            // Client ids start at 1: a negative one names no client.
+            Reply::Int(i64::from(u64::try_from(id).is_ok_and(|id| shared.waiting.request(id, how))))
         }
         "reply" if n == 3 => {
             let mode = arg(args, 2);

@@ -6,17 +6,10 @@
 use bytes::Bytes;
 
 use super::{arg, hashes, is, keys, lists, sets, zsets, CmdError, CmdResult, Ctx};
-use crate::keyspace::{list_key, member_prefix, KeyType, Meta};
-use crate::rdb::{self, Pairs, Refused, Value};
+use crate::keyspace::{list_key, KeyType, Meta};
+use crate::rdb::{self, Refused, Value};
 use crate::resp::reply::format_double;
 use crate::resp::Reply;
-
-/// The members of a set or sorted set stored under `tag`, with their values.
-fn members(ctx: &mut Ctx<'_>, tag: u8, key: &[u8]) -> Result<Pairs, CmdError> {
-    let prefix = member_prefix(tag, key);
-    let n = prefix.len();
-    Ok(ctx.txn.scan_prefix(&prefix)?.into_iter().map(|(k, v)| (k.get(n..).unwrap_or_default().to_vec(), v)).collect())
-}
 
 /// The whole value of `key`, whose meta is `meta`.
 fn read_value(ctx: &mut Ctx<'_>, key: &[u8], meta: &Meta) -> Result<Value, CmdError> {
@@ -28,13 +21,8 @@ fn read_value(ctx: &mut Ctx<'_>, key: &[u8], meta: &Meta) -> Result<Value, CmdEr
             let items = ctx.txn.scan(&list_key(key, head), Some(&list_key(key, tail)), usize::MAX)?;
             Value::List(items.into_iter().map(|(_, v)| v).collect())
         }
-        KeyType::Set => Value::Set(members(ctx, b'S', key)?.into_iter().map(|(m, _)| m).collect()),
-        KeyType::ZSet => Value::ZSet(
-            members(ctx, b'Z', key)?
-                .into_iter()
-                .map(|(m, v)| (m, v.get(..8).and_then(|b| b.try_into().ok()).map(f64::from_le_bytes).unwrap_or(0.0)))
-                .collect(),
-        ),
+        KeyType::Set => Value::Set(sets::members(ctx, key)?),
+        KeyType::ZSet => Value::ZSet(zsets::all_members(ctx, key)?),
     })
 }
 
@@ -124,6 +112,9 @@ pub(crate) fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             match e {
                 Refused::VersionOrChecksum => "ERR DUMP payload version or checksum are wrong",
                 Refused::BadFormat => "ERR Bad data format",
+                Refused::TooLarge => {
+                    "ERR DUMP payload too large to restore here (a string over 256 MiB, or over 256 MiB decoded)"
+                }
             }
             .into(),
         )
@@ -131,16 +122,16 @@ pub(crate) fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if let Some(m) = old {
         ctx.txn.delete_key(key, &m)?;
     }
+    // A relative TTL that overflows past the largest time lands in the
+    // past in Redis (signed wrap-around): no key, as there.
     let expire_ms = match (ttl, absttl) {
-        (0, _) => 0,
-        (t, true) => t as u64,
-        (t, false) => ctx.txn.now_ms.saturating_add(t as u64),
+        (0, _) => Some(0),
+        (t, true) => Some(t as u64),
+        (t, false) => i64::try_from(ctx.txn.now_ms).ok().and_then(|now| now.checked_add(t)).map(|at| at as u64),
     };
     // Already past its expiry: the key is not created (an old one is
     // still deleted with REPLACE), as in Redis.
-    if expire_ms != 0 && expire_ms <= ctx.txn.now_ms {
-        return Ok(Reply::ok());
-    }
+    let Some(expire_ms) = expire_ms.filter(|&at| at == 0 || at > ctx.txn.now_ms) else { return Ok(Reply::ok()) };
     write_value(ctx, key, value, expire_ms)?;
     Ok(Reply::ok())
 }

@@ -21,6 +21,18 @@ fn decode_score(v: &[u8]) -> Option<f64> {
     Some(f64::from_le_bytes(v.get(..8)?.try_into().ok()?))
 }
 
+/// Every member of the sorted set at `key` with its score, in member order.
+pub(crate) fn all_members(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
+    let prefix = crate::keyspace::member_prefix(b'Z', key);
+    let n = prefix.len();
+    Ok(ctx
+        .txn
+        .scan_prefix(&prefix)?
+        .into_iter()
+        .map(|(k, v)| (k.get(n..).unwrap_or_default().to_vec(), decode_score(&v).unwrap_or(0.0)))
+        .collect())
+}
+
 pub(crate) fn score_of(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8]) -> Result<Option<f64>, CmdError> {
     Ok(ctx.txn.get(&member_key(b'Z', key, member))?.as_deref().and_then(decode_score))
 }
