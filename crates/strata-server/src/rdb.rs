@@ -13,7 +13,7 @@ const DUMP_VERSION: u16 = 10;
 /// Newest RDB version RESTORE accepts (Redis 7.2's).
 const NEWEST_VERSION: u16 = 11;
 /// Longest string RESTORE takes (the server's longest string value).
-const MAX_LEN: u64 = crate::cmd::MAX_STRING;
+const MAX_LEN: u64 = crate::keyspace::MAX_STRING;
 /// What one RESTORE may decode, counting each element's bytes plus
 /// [`ENTRY_COST`]: a payload is small (compressed, or integers packed in a
 /// few bits) but becomes one entry per element in the command's

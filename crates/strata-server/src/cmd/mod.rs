@@ -54,7 +54,6 @@ pub use script::{
 };
 pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
-pub(crate) use strings::MAX_STRING;
 pub use table::{lookup, Keys, Run, Spec};
 
 /// Why a command failed; becomes an error reply.

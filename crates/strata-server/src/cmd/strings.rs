@@ -258,9 +258,7 @@ pub(crate) fn strlen(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     Ok(Reply::Int(string_value(ctx, arg(args, 1))?.map(|v| v.len() as i64).unwrap_or(0)))
 }
 
-/// The longest string SETRANGE may build: the engine's value limit less
-/// the meta header, below Redis's 512 MB.
-pub(crate) const MAX_STRING: u64 = (256 << 20) - 64;
+pub(crate) use crate::keyspace::MAX_STRING;
 
 /// A float increment's result as Redis prints it: plain digits, no exponent.
 pub(crate) fn float_reply(v: f64) -> Vec<u8> {
