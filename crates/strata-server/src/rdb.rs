@@ -24,8 +24,7 @@ const ENTRY_COST: u64 = 256;
 
 const CRC: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
 
-/// Fields and values (of a hash), or members and their entries.
-pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+pub use crate::keyspace::Pairs;
 
 /// One key's value.
 #[derive(Clone, Debug, PartialEq)]

@@ -5,7 +5,8 @@
 
 use bytes::Bytes;
 
-use super::strings::{replace, MAX_STRING};
+use super::bits::offset_arg;
+use super::strings::replace;
 use super::{arg, is, read_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{KeyType, Meta};
 use crate::resp::Reply;
@@ -52,21 +53,6 @@ fn field_arg(b: &[u8]) -> Result<Field, CmdError> {
     Ok(Field { signed, bits: bits as u32 })
 }
 
-/// A bit offset, or `#n` for the n-th field of this width.
-fn offset_arg(b: &[u8], f: Field) -> Result<u64, CmdError> {
-    let bad = || CmdError::Msg("ERR bit offset is not an integer or out of range".into());
-    let (hash, digits) = match b.split_first() {
-        Some((b'#', d)) => (true, d),
-        _ => (false, b),
-    };
-    let n = crate::numbers::parse_i64(digits).ok_or_else(bad)?;
-    let n = if hash { n.checked_mul(i64::from(f.bits)).ok_or_else(bad)? } else { n };
-    if n < 0 || (n as u64 >> 3) >= MAX_STRING {
-        return Err(bad());
-    }
-    Ok(n as u64)
-}
-
 fn int_arg(b: &[u8]) -> Result<i64, CmdError> {
     crate::numbers::parse_i64(b).ok_or(CmdError::NotInt)
 }
@@ -80,11 +66,11 @@ fn parse(args: &[Bytes], read_only: bool) -> Result<Vec<Op>, CmdError> {
         let left = args.len() - i - 1;
         if is(a, "get") && left >= 2 {
             let f = field_arg(arg(args, i + 1))?;
-            ops.push(Op::Get(f, offset_arg(arg(args, i + 2), f)?));
+            ops.push(Op::Get(f, offset_arg(arg(args, i + 2), Some(f.bits))?));
             i += 3;
         } else if (is(a, "set") || is(a, "incrby")) && left >= 3 {
             let f = field_arg(arg(args, i + 1))?;
-            let off = offset_arg(arg(args, i + 2), f)?;
+            let off = offset_arg(arg(args, i + 2), Some(f.bits))?;
             let v = int_arg(arg(args, i + 3))?;
             ops.push(if is(a, "set") { Op::Set(f, off, v, overflow) } else { Op::Incr(f, off, v, overflow) });
             i += 4;

@@ -8,9 +8,15 @@ use super::{arg, int_arg, is, read_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{KeyType, Meta};
 use crate::resp::Reply;
 
-fn offset_arg(b: &[u8]) -> Result<u64, CmdError> {
+/// A bit offset argument; with `field_bits`, `#n` means the n-th field of
+/// that width (BITFIELD). Refused past the longest string.
+pub(super) fn offset_arg(b: &[u8], field_bits: Option<u32>) -> Result<u64, CmdError> {
     let bad = || CmdError::Msg("ERR bit offset is not an integer or out of range".into());
-    let n = crate::numbers::parse_i64(b).ok_or_else(bad)?;
+    let (n, per) = match (b.split_first(), field_bits) {
+        (Some((b'#', digits)), Some(bits)) => (crate::numbers::parse_i64(digits), i64::from(bits)),
+        _ => (crate::numbers::parse_i64(b), 1),
+    };
+    let n = n.and_then(|n| n.checked_mul(per)).ok_or_else(bad)?;
     if n < 0 || (n as u64 >> 3) >= MAX_STRING {
         return Err(bad());
     }
@@ -24,7 +30,7 @@ fn bit_at(v: &[u8], offset: u64) -> u8 {
 
 pub(crate) fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
-    let offset = offset_arg(arg(args, 2))?;
+    let offset = offset_arg(arg(args, 2), None)?;
     let on = match arg(args, 3) {
         b"1" => true,
         b"0" => false,
@@ -59,7 +65,7 @@ pub(crate) fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 }
 
 pub(crate) fn getbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    let offset = offset_arg(arg(args, 2))?;
+    let offset = offset_arg(arg(args, 2), None)?;
     let v = read_typed(ctx, arg(args, 1), KeyType::String)?.map(|m| m.body).unwrap_or_default();
     Ok(Reply::Int(i64::from(bit_at(&v, offset))))
 }

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 
 use super::{arg, int_arg, read_typed, write_typed, wrong_args, CmdError, CmdResult, Ctx};
-use crate::keyspace::{member_key, member_prefix, packed, KeyType, Meta};
+use crate::keyspace::{member_key, member_prefix, packed, KeyType, Meta, Pairs};
 use crate::resp::Reply;
 use crate::store::StoreError;
 
@@ -244,9 +244,6 @@ pub(crate) fn hmget(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     Ok(Reply::Array(out))
 }
-
-/// (field, value) pairs.
-type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// Every (field, value) of a hash, in field order.
 pub(crate) fn all_fields(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Pairs, CmdError> {

@@ -116,6 +116,9 @@ pub struct Meta {
 /// Middle of the list index space: a new list's head and tail start here.
 pub const LIST_MID: u64 = 1 << 63;
 
+/// (field, value) pairs of a hash, or (member, entry) pairs.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// The longest string value (SETRANGE, BITFIELD, RESTORE): the engine's
 /// value limit less the meta header, below Redis's 512 MB.
 pub const MAX_STRING: u64 = (256 << 20) - 64;
