@@ -258,6 +258,98 @@ pub struct Config {
     pub read_cache_size: u64,
     /// The TLS port, if any.
     pub tls: Option<TlsConfig>,
+    /// Settings of the config file that CONFIG SET also takes (the tuning
+    /// parameters), checked, in file order: applied at start.
+    pub startup_tuning: Vec<(String, String)>,
+    /// `notify-keyspace-events` of the config file, parsed.
+    pub notify_keyspace_events: Option<u32>,
+    /// Redis settings of the config file that mean nothing here (see
+    /// [`REDIS_ONLY`]), for the warning at start.
+    pub ignored: Vec<String>,
+}
+
+/// Settings a redis.conf carries that have no meaning for strata-server:
+/// a config file may hold them (so an existing redis.conf, or a test
+/// harness's, starts the server); they are listed once at start and
+/// otherwise ignored. Persistence is the engine's (or `--storage memory`'s
+/// own settings), logging goes to stderr, and there is no replication,
+/// cluster or module system. Settings that would change what clients see
+/// are not here: `daemonize yes`, `cluster-enabled yes`, `replicaof` and
+/// unknown names are refused.
+pub const REDIS_ONLY: &[&str] = &[
+    "always-show-logo",
+    "daemonize",
+    "pidfile",
+    "loglevel",
+    "logfile",
+    "syslog-enabled",
+    "syslog-ident",
+    "syslog-facility",
+    "supervised",
+    "set-proc-title",
+    "proc-title-template",
+    "crash-log-enabled",
+    "crash-memcheck-enabled",
+    "unixsocket",
+    "unixsocketperm",
+    "protected-mode",
+    "tcp-backlog",
+    "tcp-keepalive",
+    "save",
+    "dbfilename",
+    "rdbcompression",
+    "rdbchecksum",
+    "rdb-del-sync-files",
+    "stop-writes-on-bgsave-error",
+    "appendfilename",
+    "appenddirname",
+    "no-appendfsync-on-rewrite",
+    "auto-aof-rewrite-percentage",
+    "auto-aof-rewrite-min-size",
+    "aof-load-truncated",
+    "aof-use-rdb-preamble",
+    "aof-timestamp-enabled",
+    "aof-rewrite-incremental-fsync",
+    "rdb-save-incremental-fsync",
+    "slave-serve-stale-data",
+    "replica-serve-stale-data",
+    "slave-read-only",
+    "replica-read-only",
+    "repl-diskless-sync",
+    "repl-diskless-sync-delay",
+    "repl-diskless-sync-max-replicas",
+    "repl-diskless-load",
+    "repl-disable-tcp-nodelay",
+    "repl-backlog-size",
+    "repl-backlog-ttl",
+    "replica-priority",
+    "slave-priority",
+    "cluster-enabled",
+    "enable-protected-configs",
+    "enable-debug-command",
+    "enable-module-command",
+    "propagation-error-behavior",
+    "io-threads",
+    "io-threads-do-reads",
+    "jemalloc-bg-thread",
+    "oom-score-adj",
+    "disable-thp",
+    "lfu-log-factor",
+    "lfu-decay-time",
+    "maxmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
+    "client-output-buffer-limit",
+];
+
+/// Values of [`REDIS_ONLY`] settings that would change behaviour: refused.
+fn refused_value(name: &str, value: &str) -> bool {
+    let v = value.trim().to_ascii_lowercase();
+    match name {
+        "daemonize" | "cluster-enabled" => v == "yes",
+        "maxmemory" => !matches!(v.as_str(), "0" | "0b" | ""),
+        _ => false,
+    }
 }
 
 /// Parses `512mb`, `1gb`, `4096`, `64k` (Redis memory units).
@@ -335,9 +427,35 @@ impl Config {
             "tls-key-file",
             "tls-ca-cert-file",
             "tls-auth-clients",
+            "profile",
+            "table-index",
         ];
-        if let Some(bad) = file.keys().find(|k| !known.contains(&k.as_str())) {
-            bail!("unknown configuration setting '{bad}'");
+        let mut startup_tuning = Vec::new();
+        let mut notify_keyspace_events = None;
+        let mut ignored = Vec::new();
+        let mut names: Vec<&String> = file.keys().collect();
+        names.sort();
+        for name in names {
+            let value = file.get(name).map(String::as_str).unwrap_or_default();
+            if known.contains(&name.as_str()) {
+                continue;
+            }
+            if name == "notify-keyspace-events" {
+                let flags = crate::pubsub::events::parse(value.as_bytes())
+                    .ok_or_else(|| anyhow!("notify-keyspace-events: invalid event class in '{value}'"))?;
+                notify_keyspace_events = Some(flags);
+            } else if crate::tuning::Tuning::knows(name) {
+                let v = crate::tuning::Tuning::check(name, value.as_bytes())
+                    .map_err(|e| anyhow!("{name}: {}", e.trim_start_matches("ERR ")))?;
+                startup_tuning.push((name.clone(), v));
+            } else if REDIS_ONLY.contains(&name.as_str()) {
+                if refused_value(name, value) {
+                    bail!("'{name} {value}' is not supported by strata-server");
+                }
+                ignored.push(name.clone());
+            } else {
+                bail!("unknown configuration setting '{name}'");
+            }
         }
         let pick = |cli: Option<String>, name: &str| cli.or_else(|| file.get(name).cloned());
         let num = |v: Option<String>, name: &str| -> anyhow::Result<Option<u64>> {
@@ -489,6 +607,9 @@ impl Config {
             shards: shards as usize,
             read_cache_size,
             tls,
+            startup_tuning,
+            notify_keyspace_events,
+            ignored,
         })
     }
 

@@ -90,9 +90,15 @@ fn run() -> anyhow::Result<()> {
     }
     let stop_sweeper = Arc::new(AtomicBool::new(false));
     let sweeper = expiry::spawn_sweeper(shared.clone(), stop_sweeper.clone()).context("starting the expiry thread")?;
+    if !cfg.ignored.is_empty() {
+        eprintln!("strata-server: ignoring Redis settings that do not apply here: {}", cfg.ignored.join(", "));
+    }
+    // Worded as Redis logs it ("PID: ", "Ready to accept connections"),
+    // which scripts and test harnesses wait for.
     eprintln!(
-        "strata-server {} ready to accept connections on {addr} (storage {:?}, durability {}, dir {})",
+        "strata-server {} PID: {} Ready to accept connections on {addr} (storage {:?}, durability {}, dir {})",
         env!("CARGO_PKG_VERSION"),
+        std::process::id(),
         cfg.storage,
         if cfg.durability_sync { "sync" } else { "default" },
         cfg.dir.display()

@@ -29,10 +29,10 @@ pub(crate) fn echo(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
 
 /// Checks a password for `user`; marks the session authenticated.
 fn check_auth(shared: &Shared, sess: &mut Session, user: &[u8], pass: &[u8]) -> Result<(), Reply> {
-    let ok = match &shared.config.requirepass {
+    let ok = match &*shared.requirepass.read() {
         // Without a password the default user accepts anything (Redis's `nopass`).
         None => user == b"default",
-        Some(p) => user == b"default" && pass == p.as_bytes(),
+        Some(p) => user == b"default" && pass == p.as_ref(),
     };
     if ok {
         sess.authed = true;
@@ -48,7 +48,7 @@ pub(crate) fn auth(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply
         3 => (arg(args, 1), arg(args, 2)),
         _ => return Reply::err("ERR syntax error"),
     };
-    if shared.config.requirepass.is_none() && args.len() == 2 {
+    if !shared.has_password() && args.len() == 2 {
         return Reply::err(
             "ERR AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
@@ -147,7 +147,7 @@ pub(crate) fn reset(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     sess.proto = 2;
     sess.name = None;
     sess.db = 0;
-    sess.authed = shared.config.requirepass.is_none();
+    sess.authed = !shared.has_password();
     sess.reply_off = false;
     sess.reply_skip = 0;
     super::leave_all(shared, sess);

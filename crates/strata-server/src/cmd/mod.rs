@@ -240,7 +240,7 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
             return Some(e);
         }
     };
-    if !sess.authed && !matches!(spec.name, "auth" | "hello" | "quit") {
+    if shared.auth_required(sess.authed) && !matches!(spec.name, "auth" | "hello" | "quit") {
         let e = Reply::err("NOAUTH Authentication required.");
         shared.cmdstats.rejected(Some(id));
         return Some(e);
@@ -298,7 +298,12 @@ pub(crate) fn groupable(
     args: &[Bytes],
 ) -> Option<(usize, &'static Spec, table::DataFn)> {
     // Replies silenced (CLIENT REPLY) or RESP2 subscribed mode: one by one.
-    if sess.multi.is_some() || !sess.authed || sess.reply_off || sess.reply_skip > 0 || sess.subs.active() {
+    if sess.multi.is_some()
+        || shared.auth_required(sess.authed)
+        || sess.reply_off
+        || sess.reply_skip > 0
+        || sess.subs.active()
+    {
         return None;
     }
     // While a script runs every command goes through `execute` (-BUSY).

@@ -16,12 +16,20 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
             return wrong_args("config|get");
         }
         let mut out = Vec::new();
-        let mut params = shared.config.params();
-        params.extend(shared.tuning.params());
-        params.push(("notify-keyspace-events", crate::pubsub::events::format(shared.pubsub.notify_flags())));
+        let mut params: Vec<(&str, Bytes)> = shared
+            .config
+            .params()
+            .into_iter()
+            .filter(|(n, _)| *n != "requirepass")
+            .chain(shared.tuning.params())
+            .map(|(n, v)| (n, Bytes::from(v)))
+            .collect();
+        params.push(("notify-keyspace-events", crate::pubsub::events::format(shared.pubsub.notify_flags()).into()));
+        // Set at run time too, and binary safe.
+        params.push(("requirepass", shared.requirepass.read().clone().unwrap_or_default()));
         for (name, value) in params {
             if args.iter().skip(2).any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes())) {
-                out.push((Reply::bulk(name), Reply::bulk(value)));
+                out.push((Reply::bulk(name), Reply::Bulk(value)));
             }
         }
         Reply::Map(out)
@@ -49,8 +57,15 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
     }
     let mut checked = Vec::new();
     let mut notify = None;
+    let mut password: Option<Bytes> = None;
     for pair in pairs.chunks(2) {
         let name = String::from_utf8_lossy(arg(pair, 0)).to_ascii_lowercase();
+        if name == "requirepass" {
+            // The default user's password; empty: none (nopass). Clients
+            // already authenticated stay so, as in Redis.
+            password = Some(pair.get(1).cloned().unwrap_or_default());
+            continue;
+        }
         if name == "notify-keyspace-events" {
             match crate::pubsub::events::parse(arg(pair, 1)) {
                 Some(f) if notify.is_none() => notify = Some(f),
@@ -87,6 +102,9 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
         }
     }
     shared.tuning.set(checked);
+    if let Some(p) = password {
+        *shared.requirepass.write() = if p.is_empty() { None } else { Some(p) };
+    }
     if let Some(f) = notify {
         shared.pubsub.notify.store(f, Ordering::Relaxed);
     }

@@ -42,7 +42,8 @@ pub struct Session {
     pub id: u64,
     /// Protocol version: 2 or 3.
     pub proto: u8,
-    /// Passed AUTH (or no password is set).
+    /// Passed AUTH, or connected while no password was set (see
+    /// [`super::Shared::auth_required`]).
     pub authed: bool,
     /// CLIENT SETNAME.
     pub name: Option<Bytes>,
@@ -99,7 +100,7 @@ impl Session {
         Session {
             id: shared.stats.next_client_id.fetch_add(1, Ordering::Relaxed) + 1,
             proto: 2,
-            authed: shared.config.requirepass.is_none(),
+            authed: !shared.has_password(),
             name: None,
             multi: None,
             multi_failed: false,

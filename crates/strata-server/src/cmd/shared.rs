@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize,
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
+
 use crate::config::Config;
 use crate::keyspace::{KeyLocks, Meta};
 use crate::store::{Backend, ShutdownSave, StoreError};
@@ -101,6 +103,9 @@ pub struct Shared {
     pub pubsub: crate::pubsub::Registry,
     /// The Lua scripting engine (EVAL, FUNCTION).
     pub scripts: super::script::Scripts,
+    /// The default user's password (`requirepass`; CONFIG SET changes it,
+    /// binary safe); none: every client is served without AUTH.
+    pub requirepass: parking_lot::RwLock<Option<Bytes>>,
 }
 
 impl Shared {
@@ -113,6 +118,7 @@ impl Shared {
             |store| Database { store, keys: AtomicI64::new(0), expires: AtomicI64::new(0), flushes: AtomicU64::new(0) };
         let mut dbs = vec![db(store.clone())];
         dbs.extend(store.databases(config.databases)?.into_iter().map(db));
+        let requirepass = parking_lot::RwLock::new(config.requirepass.clone().map(Bytes::from));
         let shared = Shared {
             store,
             dbs,
@@ -129,10 +135,28 @@ impl Shared {
             waiting: super::Waiting::default(),
             pubsub: crate::pubsub::Registry::default(),
             scripts: super::script::Scripts::new(),
+            requirepass,
         };
+        // Tuning parameters and keyspace events set by the config file.
+        shared.tuning.set(shared.config.startup_tuning.clone());
+        if let Some(f) = shared.config.notify_keyspace_events {
+            shared.pubsub.notify.store(f, Ordering::Relaxed);
+        }
         shared.check_format()?;
         shared.count_keys()?;
         Ok(shared)
+    }
+
+    /// Whether a client must still authenticate: a password is set and the
+    /// session has not given it (a client that connected while none was
+    /// set stays authenticated, as in Redis).
+    pub fn auth_required(&self, sess_authed: bool) -> bool {
+        !sess_authed && self.requirepass.read().is_some()
+    }
+
+    /// Whether a password is set.
+    pub fn has_password(&self) -> bool {
+        self.requirepass.read().is_some()
     }
 
     fn check_format(&self) -> Result<(), StoreError> {

@@ -35,6 +35,9 @@ const OUTPUT_PAUSE: usize = 8 << 20;
 /// Requests run between two checks of the output size.
 const CHUNK: usize = 32;
 
+/// Most unsent reply bytes of a client that must still authenticate.
+const UNAUTH_OUTPUT: usize = (16 << 10) + 1024;
+
 /// Written bytes at the front of the output buffer that are dropped (the
 /// buffer compacted) although more output is still waiting.
 const COMPACT_SENT: usize = 1 << 20;
@@ -209,6 +212,14 @@ impl Conn {
         }
     }
 
+    /// Whether a client that must still authenticate left more replies
+    /// unread than Redis lets such a client have (its 16 KiB reply buffer
+    /// and 1 KiB more): then it is closed, so that a client without the
+    /// password cannot make the server hold its output.
+    fn unauth_output_over(&self, shared: &Shared) -> bool {
+        self.unsent() > UNAUTH_OUTPUT && shared.auth_required(self.sess.authed)
+    }
+
     /// Whether this connection's requests wait until its output drains.
     pub(crate) fn paused(&self) -> bool {
         self.unsent() > OUTPUT_PAUSE
@@ -323,7 +334,7 @@ impl Conn {
             }
         }
         let limits = shared.config.limits;
-        let mut protocol_error = self.parse_into_queue(&limits);
+        let mut protocol_error = self.parse_into_queue(shared);
         // Read only when every complete request already read is parsed (the
         // buffer holds at most one partial request): a deep pipeline then
         // waits in the kernel, TCP pushing back on the client, instead of
@@ -331,7 +342,7 @@ impl Conn {
         let room = self.queued.len() < MAX_BATCH && protocol_error.is_none();
         if room && self.readable && !self.eof && !shared.is_shutting_down() {
             self.fill(scratch);
-            protocol_error = self.parse_into_queue(&limits);
+            protocol_error = self.parse_into_queue(shared);
         }
         let mut ran = 0;
         while !self.queued.is_empty() && ran < MAX_BATCH && !self.paused() {
@@ -351,6 +362,15 @@ impl Conn {
                     self.queued.push_front(r);
                 }
                 return Leftover::Idle;
+            }
+            if self.unauth_output_over(shared) {
+                // Redis closes such a client at once, without a reply.
+                self.broken = true;
+                return Leftover::Idle;
+            }
+            if self.queued.is_empty() && protocol_error.is_none() && ran < MAX_BATCH {
+                // Parsed one at a time before authentication: the next.
+                protocol_error = self.parse_into_queue(shared);
             }
         }
         // Requests may wait: queued, or still unparsed in the read buffer
@@ -403,14 +423,13 @@ impl Conn {
         {
             return None;
         }
-        let limits = shared.config.limits;
         // A protocol error stays in the buffer: `run` parses again, meets
         // it after the requests before it, and answers it.
-        let mut error = self.parse_into_queue(&limits);
+        let mut error = self.parse_into_queue(shared);
         if error.is_none() && self.queued.len() < MAX_BATCH && self.readable && !self.eof && !shared.is_shutting_down()
         {
             self.fill(scratch);
-            error = self.parse_into_queue(&limits);
+            error = self.parse_into_queue(shared);
         }
         let _ = error;
         let mut taken = Vec::new();
@@ -475,9 +494,15 @@ impl Conn {
 
     /// Moves complete requests from the read buffer to the queue, up to
     /// [`MAX_BATCH`] queued; returns a protocol error if one is found.
-    fn parse_into_queue(&mut self, limits: &crate::resp::Limits) -> Option<crate::resp::ProtocolError> {
-        while self.queued.len() < MAX_BATCH {
-            match parse_request(&mut self.rbuf, limits) {
+    /// While the client must still authenticate, one request at a time
+    /// under Redis's limits for such clients: whether the next one is held
+    /// to them depends on whether this one authenticates.
+    fn parse_into_queue(&mut self, shared: &Shared) -> Option<crate::resp::ProtocolError> {
+        let unauth = shared.auth_required(self.sess.authed);
+        let (limits, most) =
+            if unauth { (shared.config.limits.unauthenticated(), 1) } else { (shared.config.limits, MAX_BATCH) };
+        while self.queued.len() < most {
+            match parse_request(&mut self.rbuf, &limits) {
                 Ok(Some(r)) => self.queued.push_back(r),
                 Ok(None) => return None,
                 Err(e) => return Some(e),

@@ -17,7 +17,16 @@ pub struct Limits {
     pub max_inline_len: usize,
     /// Largest unparsed query buffer (`client-query-buffer-limit`). Default 1 GiB.
     pub max_query_buffer: usize,
+    /// The client has not authenticated yet: Redis's own, fixed limits
+    /// apply on top (see [`Limits::unauthenticated`]).
+    pub unauthenticated: bool,
 }
+
+/// Most arguments of a request from a client that has not authenticated.
+const UNAUTH_MULTIBULK: i64 = 10;
+
+/// Largest argument of a request from a client that has not authenticated.
+const UNAUTH_BULK: i64 = 16384;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -26,7 +35,17 @@ impl Default for Limits {
             max_multibulk_len: 1024 * 1024,
             max_inline_len: 64 << 10,
             max_query_buffer: 1 << 30,
+            unauthenticated: false,
         }
+    }
+}
+
+impl Limits {
+    /// These limits for a client that must still authenticate: as in
+    /// Redis, at most 10 arguments of at most 16 KiB each, so that anyone
+    /// who can connect cannot make the server buffer large requests.
+    pub fn unauthenticated(self) -> Limits {
+        Limits { unauthenticated: true, ..self }
     }
 }
 
@@ -80,6 +99,9 @@ fn parse_multibulk(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<Byt
         .and_then(parse_len)
         .filter(|n| *n <= limits.max_multibulk_len as i64)
         .ok_or_else(|| ProtocolError::new("invalid multibulk length"))?;
+    if limits.unauthenticated && count > UNAUTH_MULTIBULK {
+        return Err(ProtocolError::new("unauthenticated multibulk length"));
+    }
     let mut pos = eol + 2;
     if count <= 0 {
         buf.advance(pos);
@@ -109,7 +131,11 @@ fn parse_multibulk(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<Byt
             .get(pos + 1..eol)
             .and_then(parse_len)
             .filter(|n| *n >= 0 && *n <= limits.max_bulk_len as i64)
-            .ok_or_else(|| ProtocolError::new("invalid bulk length"))? as usize;
+            .ok_or_else(|| ProtocolError::new("invalid bulk length"))?;
+        if limits.unauthenticated && len > UNAUTH_BULK {
+            return Err(ProtocolError::new("unauthenticated bulk length"));
+        }
+        let len = len as usize;
         let start = eol + 2;
         let end = start + len;
         if buf.len() < end + 2 {
@@ -269,6 +295,16 @@ mod tests {
         assert_eq!(parse_all(b"*1\r\n$-10\r\n").unwrap_err().0, "Protocol error: invalid bulk length");
         assert_eq!(parse_all(b"*1\r\n$2000000000\r\n").unwrap_err().0, "Protocol error: invalid bulk length");
         assert_eq!(parse_all(b"*1\r\n$blabla\r\n").unwrap_err().0, "Protocol error: invalid bulk length");
+        // A client that must still authenticate: Redis's fixed limits.
+        let unauth = Limits::default().unauthenticated();
+        let mut b = BytesMut::from(&b"*11\r\n"[..]);
+        assert_eq!(parse_request(&mut b, &unauth).unwrap_err().0, "Protocol error: unauthenticated multibulk length");
+        let mut b = BytesMut::from(&b"*1\r\n$16385\r\n"[..]);
+        assert_eq!(parse_request(&mut b, &unauth).unwrap_err().0, "Protocol error: unauthenticated bulk length");
+        let mut b = BytesMut::from(&b"*1\r\n$-1\r\n"[..]);
+        assert_eq!(parse_request(&mut b, &unauth).unwrap_err().0, "Protocol error: invalid bulk length");
+        let mut b = BytesMut::from(&b"*2\r\n$4\r\nAUTH\r\n$3\r\npw!\r\n"[..]);
+        assert_eq!(parse_request(&mut b, &unauth).unwrap().map(|a| a.len()), Some(2));
         assert_eq!(parse_all(b"*1\r\nfoo\r\n").unwrap_err().0, "Protocol error: expected '$', got 'f'");
         assert_eq!(parse_all(b"set \"a\r\n").unwrap_err().0, "Protocol error: unbalanced quotes in request");
         assert_eq!(parse_all(b"*1\r\n$3\r\nfooXX").unwrap_err().0, "Protocol error: invalid bulk format");

@@ -202,7 +202,12 @@ pub(crate) fn offload(
 /// to the script thread in the same pass, their replies follow in order.
 /// False (nothing done) for anything else, which waits for the replies.
 pub(crate) fn park_next(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> bool {
-    if sess.script.is_empty() || sess.blocked.is_some() || sess.multi.is_some() || !sess.authed || sess.subs.active() {
+    if sess.script.is_empty()
+        || sess.blocked.is_some()
+        || sess.multi.is_some()
+        || shared.auth_required(sess.authed)
+        || sess.subs.active()
+    {
         return false;
     }
     let Some(host) = sess.script_host.clone() else { return false };
