@@ -503,14 +503,24 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
     // or one clear then one batch), a MULTI over several is not across a
     // crash.
     let mut dirty = false;
+    // The user keys the writes change: WATCH is told of those only (an
+    // SMOVE that adds nothing to its destination, a read-only command in a
+    // pass group with writers, leave theirs alone), or of every key of the
+    // command if a write names no user key.
+    let mut changed: Option<Vec<usize>> = Some(Vec::new());
     for (db, txn) in txns {
         let was_cleared = txn.was_cleared();
         let was_dirty = txn.is_dirty();
+        match (changed.as_mut(), txn.written_user_keys()) {
+            (Some(c), Some(keys)) => c.extend(keys.into_iter().map(crate::keyspace::locks::stripe_of)),
+            _ => changed = None,
+        }
         let expired = txn.expired;
         let d = match txn.commit(durable) {
             Ok((d, _pending)) => d,
             Err(e) => {
                 if dirty {
+                    // Some earlier database's batch was applied.
                     shared.locks.bump(keys, false);
                 }
                 return Reply::err(format!("ERR {e}"));
@@ -534,7 +544,14 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
     }
     if dirty {
         // A flush touches stripes through the database's flush count.
-        shared.locks.bump(keys, false);
+        match changed.as_mut() {
+            Some(stripes) => {
+                stripes.sort_unstable();
+                stripes.dedup();
+                shared.locks.bump_stripes(stripes);
+            }
+            None => shared.locks.bump(keys, false),
+        }
     }
     notify::publish(shared, &events);
     reply

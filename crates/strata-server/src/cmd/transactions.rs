@@ -2,9 +2,11 @@
 //! their keys in one transaction, committed as one atomic engine write
 //! batch (one per database, if SELECT in the block changes databases).
 //! WATCH remembers the versions of the watched keys' lock stripes; EXEC
-//! aborts (null reply) if any changed. A write to another key of the same
-//! stripe also aborts it: a false alarm the client retries, never a missed
-//! change. FLUSHDB/FLUSHALL count flushes per database instead of touching
+//! aborts (null reply) if any changed. A commit moves on the stripes of
+//! the user keys its writes change (not those a command only read, or
+//! changed nothing of: an SMOVE's destination that had the member). A
+//! change to another key of the same stripe also aborts it: a false alarm
+//! the client retries, never a missed change. FLUSHDB/FLUSHALL count flushes per database instead of touching
 //! every stripe: EXEC aborts if a database that held a watched key (when
 //! it was watched) was flushed since, as Redis does.
 

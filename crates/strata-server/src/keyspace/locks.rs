@@ -71,6 +71,16 @@ impl KeyLocks {
         }
     }
 
+    /// Records a write under these stripes (of the user keys it changed).
+    /// Call with those stripes locked, after the write is applied.
+    pub fn bump_stripes(&self, stripes: &[usize]) {
+        for &s in stripes {
+            if let Some(v) = self.versions.get(s) {
+                v.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+
     /// The current version of a stripe.
     pub fn version(&self, stripe: usize) -> u64 {
         self.versions.get(stripe).map(|v| v.load(Ordering::Acquire)).unwrap_or(0)

@@ -250,6 +250,21 @@ pub fn user_key_of_meta(mk: &[u8]) -> Option<&[u8]> {
     mk.get(5..)
 }
 
+/// The user key a stored entry belongs to: a meta key's, a member
+/// entry's (hash field, set member, sorted-set member or score index, list
+/// element) or an expiry index entry's; `None` for anything else.
+pub fn user_key_of_entry(k: &[u8]) -> Option<&[u8]> {
+    match k.first()? {
+        b'm' => user_key_of_meta(k),
+        b'H' | b'S' | b'Z' | b'z' | b'L' => {
+            let klen = u32::from_be_bytes(k.get(1..5)?.try_into().ok()?) as usize;
+            k.get(5..5usize.checked_add(klen)?)
+        }
+        b'e' => parse_expire_index(k).map(|(_, key)| key),
+        _ => None,
+    }
+}
+
 /// Hash bucket of a meta key (the SCAN position).
 pub fn bucket_of_meta(mk: &[u8]) -> Option<u32> {
     let s: [u8; 4] = mk.get(1..5)?.try_into().ok()?;
@@ -429,6 +444,24 @@ mod tests {
         for key in keys {
             assert!(matches!(key.first(), Some(b'm' | b'H' | b'S' | b'Z' | b'z' | b'L' | b'e' | b'!')), "{key:02x?}");
         }
+    }
+
+    #[test]
+    fn every_entry_names_its_user_key() {
+        let k = b"user:1";
+        for e in [
+            meta_key(k),
+            member_key(b'H', k, b"field"),
+            member_key(b'S', k, b""),
+            zindex_key(k, -2.5, b"m"),
+            list_key(k, 7),
+            expire_index_key(123, k),
+        ] {
+            assert_eq!(user_key_of_entry(&e), Some(&k[..]), "{e:02x?}");
+        }
+        assert_eq!(user_key_of_entry(VERSION_KEY), None);
+        assert_eq!(user_key_of_entry(b"H\0\0\0\x09short"), None);
+        assert_eq!(user_key_of_entry(b""), None);
     }
 
     #[test]

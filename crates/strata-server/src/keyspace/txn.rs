@@ -399,6 +399,21 @@ impl<'a> Txn<'a> {
     pub fn was_cleared(&self) -> bool {
         self.cleared
     }
+
+    /// The user keys the staged writes change (meta, member and expiry
+    /// entries all name theirs), for WATCH: `None` if a write's key names
+    /// none, and then the caller counts every key of the command as
+    /// changed. A flush is not among them (see the databases' flush counts).
+    pub fn written_user_keys(&self) -> Option<Vec<&[u8]>> {
+        let mut out: Vec<&[u8]> = Vec::with_capacity(self.writes.len());
+        for k in self.writes.keys() {
+            let user = super::user_key_of_entry(k)?;
+            if out.last() != Some(&user) {
+                out.push(user);
+            }
+        }
+        Some(out)
+    }
 }
 
 #[cfg(test)]

@@ -454,6 +454,54 @@ def test_watch(server):
     b.close()
 
 
+def watch_then(client, key, change):
+    """WATCH key, run change() from elsewhere, then MULTI/SET/EXEC: True if
+    EXEC ran (the watch saw no change)."""
+    p = client.pipeline(transaction=True)
+    p.watch(key)
+    change()
+    p.multi()
+    p.set("watch:marker", "x")
+    try:
+        p.execute()
+        return True
+    except redis.WatchError:
+        return False
+
+
+def test_watch_sees_every_change_and_only_changes(server):
+    a, b = server.client(), server.client()
+    b.delete("wl", "wh", "wz", "ws", "wd", "wt", "wb")
+    b.rpush("wl", *range(10))
+    # A hash big enough to be stored field by field (not packed in its meta).
+    b.hset("wh", mapping={"f%d" % i: "v" * 100 for i in range(300)})
+    b.zadd("wz", {"m%d" % i: i for i in range(300)})
+    b.sadd("ws", "a", "b")
+    b.set("wt", "v")
+    # Changes that touch only a member entry (not the key's meta) or only
+    # the expiry are seen.
+    changes = [
+        ("wl", lambda: b.lset("wl", 5, "x")),
+        ("wh", lambda: b.hset("wh", "f7", "changed")),
+        ("wz", lambda: b.zadd("wz", {"m9": 1000})),
+        ("ws", lambda: b.srem("ws", "a")),
+        ("wt", lambda: b.expire("wt", 100)),
+        ("wt", lambda: b.persist("wt")),
+    ]
+    for key, change in changes:
+        assert not watch_then(a, key, change), key
+    # What changes nothing is not a change (as in Redis): an SMOVE that
+    # adds nothing to its destination, a delete of nothing, a read.
+    b.sadd("wsrc", "b")  # "b" is in "ws" already
+    assert watch_then(a, "ws", lambda: b.smove("wsrc", "ws", "b"))
+    assert b.smembers("wsrc") == set()
+    assert watch_then(a, "ws", lambda: b.srem("ws", "nope"))
+    assert watch_then(a, "wd", lambda: b.delete("wd"))
+    assert watch_then(a, "wh", lambda: b.hgetall("wh"))
+    a.close()
+    b.close()
+
+
 def test_watch_based_increment_is_correct_under_contention(server):
     import threading
     c0 = server.client()
