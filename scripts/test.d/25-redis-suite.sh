@@ -102,13 +102,14 @@ SPAWN_UNITS=" auth "
 SPAWN_SKIP=(--skiptest "MASTERAUTH test with binary password")
 WRAPPER="$SUITE/src/redis-server"
 mkdir -p "$SUITE/src"
+# (The Debian source package builds no server: src/redis-server is ours.)
 if [ "$AGAINST" = redis ]; then
-    printf '#!/bin/sh\nexec %s "$@"\n' "$(command -v redis-server)" >"$WRAPPER"
+    printf '#!/bin/sh\nexec %q "$@"\n' "$(command -v redis-server)" >"$WRAPPER"
 else
     # The runner looks for "PID: <pid>" and "Ready to accept" in the
     # server's stdout: strata-server logs them on stderr.
     # shellcheck disable=SC2016 # expanded by the wrapper
-    printf '#!/bin/sh\nconf="$1"; shift\nexec %s --config "$conf" --pm-size 512mb %s "$@" 2>&1\n' \
+    printf '#!/bin/sh\nconf="$1"; shift\nexec %q --config "$conf" --pm-size 512mb %s "$@" 2>&1\n' \
         "$BIN" "${REDIS_SUITE_SERVER_ARGS:-}" >"$WRAPPER"
 fi
 chmod +x "$WRAPPER"

@@ -85,6 +85,10 @@ pub struct Flags {
     /// it; `no`: one `write` per connection.
     #[arg(long = "io-uring")]
     pub io_uring: Option<String>,
+    /// `yes` (default, as Redis): while no password is set, clients from
+    /// addresses other than loopback are refused; `no`: served.
+    #[arg(long = "protected-mode")]
+    pub protected_mode: Option<String>,
     /// Largest bulk argument (e.g. 512mb). Default 512 MiB.
     #[arg(long = "proto-max-bulk-len")]
     pub proto_max_bulk_len: Option<String>,
@@ -248,6 +252,8 @@ pub struct Config {
     pub background_nice: u32,
     /// Batch each pass's sends through io_uring (where allowed).
     pub io_uring: bool,
+    /// Refuse clients from other than loopback while no password is set.
+    pub protected_mode: bool,
     /// Request limits.
     pub limits: Limits,
     /// Databases SELECT can choose: 0..databases.
@@ -268,14 +274,10 @@ pub struct Config {
     pub ignored: Vec<String>,
 }
 
-/// Settings a redis.conf carries that have no meaning for strata-server:
-/// a config file may hold them (so an existing redis.conf, or a test
-/// harness's, starts the server); they are listed once at start and
-/// otherwise ignored. Persistence is the engine's (or `--storage memory`'s
-/// own settings), logging goes to stderr, and there is no replication,
-/// cluster or module system. Settings that would change what clients see
-/// are not here: `daemonize yes`, `cluster-enabled yes`, `replicaof` and
-/// unknown names are refused.
+/// redis.conf settings with no meaning here (logging, RDB/AOF files,
+/// replication, cluster, modules): a config file may hold them, and they
+/// are listed at start and ignored; values that would change behaviour are
+/// refused (see `refused_value`).
 pub const REDIS_ONLY: &[&str] = &[
     "always-show-logo",
     "daemonize",
@@ -292,7 +294,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "crash-memcheck-enabled",
     "unixsocket",
     "unixsocketperm",
-    "protected-mode",
     "tcp-backlog",
     "tcp-keepalive",
     "save",
@@ -340,6 +341,8 @@ pub const REDIS_ONLY: &[&str] = &[
     "maxmemory-policy",
     "maxmemory-samples",
     "client-output-buffer-limit",
+    "acllog-max-len",
+    "oom-score-adj-values",
 ];
 
 /// Values of [`REDIS_ONLY`] settings that would change behaviour: refused.
@@ -347,7 +350,7 @@ fn refused_value(name: &str, value: &str) -> bool {
     let v = value.trim().to_ascii_lowercase();
     match name {
         "daemonize" | "cluster-enabled" => v == "yes",
-        "maxmemory" => !matches!(v.as_str(), "0" | "0b" | ""),
+        "maxmemory" => parse_bytes(&v) != Some(0),
         _ => false,
     }
 }
@@ -371,9 +374,50 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
     n.checked_mul(mul)
 }
 
-/// Reads `name value` lines; `#` starts a comment; values may be quoted.
-pub fn read_conf_file(text: &str) -> anyhow::Result<HashMap<String, String>> {
-    let mut out = HashMap::new();
+/// Settings of a config file that set this server's own options (its
+/// command-line flags).
+const KNOWN: &[&str] = &[
+    "port",
+    "bind",
+    "dir",
+    "pm-dir",
+    "pm-size",
+    "write-buffer-size",
+    "durability",
+    "storage",
+    "appendfsync",
+    "appendonly",
+    "snapshot-seconds",
+    "requirepass",
+    "maxclients",
+    "timeout",
+    "proto-max-bulk-len",
+    "client-query-buffer-limit",
+    "event-loops",
+    "background-nice",
+    "io-uring",
+    "databases",
+    "shards",
+    "read-cache-size",
+    "tls-port",
+    "tls-cert-file",
+    "tls-key-file",
+    "tls-ca-cert-file",
+    "tls-auth-clients",
+    "profile",
+    "table-index",
+    "protected-mode",
+];
+
+/// Settings of a config file that take several values (the others take
+/// exactly one, as in Redis).
+const MULTI_VALUE: &[&str] = &["bind", "save", "client-output-buffer-limit", "oom-score-adj-values"];
+
+/// Reads `name value...` lines in file order; `#` starts a comment; values
+/// may be quoted. A setting this server knows that takes one value must
+/// have exactly one.
+pub fn read_conf_file(text: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
     for (no, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
@@ -384,7 +428,12 @@ pub fn read_conf_file(text: &str) -> anyhow::Result<HashMap<String, String>> {
         let mut it = args.into_iter().map(|a| String::from_utf8_lossy(&a).into_owned());
         let name = it.next().unwrap_or_default().to_ascii_lowercase();
         let value: Vec<String> = it.collect();
-        out.insert(name, value.join(" "));
+        let single =
+            KNOWN.contains(&name.as_str()) || crate::tuning::Tuning::knows(&name) || name == "notify-keyspace-events";
+        if value.len() != 1 && single && !MULTI_VALUE.contains(&name.as_str()) {
+            bail!("line {}: '{name}' takes one value (wrong number of arguments)", no + 1);
+        }
+        out.push((name, value.join(" ")));
     }
     Ok(out)
 }
@@ -392,51 +441,22 @@ pub fn read_conf_file(text: &str) -> anyhow::Result<HashMap<String, String>> {
 impl Config {
     /// Resolves flags (and the file they name) into a configuration.
     pub fn from_flags(f: Flags) -> anyhow::Result<Config> {
-        let file = match &f.config {
+        let lines = match &f.config {
             Some(p) => {
                 let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
                 read_conf_file(&text).with_context(|| format!("in {}", p.display()))?
             }
-            None => HashMap::new(),
+            None => Vec::new(),
         };
-        let known = [
-            "port",
-            "bind",
-            "dir",
-            "pm-dir",
-            "pm-size",
-            "write-buffer-size",
-            "durability",
-            "storage",
-            "appendfsync",
-            "appendonly",
-            "snapshot-seconds",
-            "requirepass",
-            "maxclients",
-            "timeout",
-            "proto-max-bulk-len",
-            "client-query-buffer-limit",
-            "event-loops",
-            "background-nice",
-            "io-uring",
-            "databases",
-            "shards",
-            "read-cache-size",
-            "tls-port",
-            "tls-cert-file",
-            "tls-key-file",
-            "tls-ca-cert-file",
-            "tls-auth-clients",
-            "profile",
-            "table-index",
-        ];
+        // A setting given twice: the last line wins, as in Redis.
+        let file: HashMap<String, String> = lines.iter().cloned().collect();
+        let known = KNOWN;
         let mut startup_tuning = Vec::new();
         let mut notify_keyspace_events = None;
-        let mut ignored = Vec::new();
-        let mut names: Vec<&String> = file.keys().collect();
-        names.sort();
-        for name in names {
-            let value = file.get(name).map(String::as_str).unwrap_or_default();
+        let mut ignored: Vec<String> = Vec::new();
+        let mut save_seconds = None;
+        for (name, value) in &lines {
+            let value = value.as_str();
             if known.contains(&name.as_str()) {
                 continue;
             }
@@ -452,7 +472,14 @@ impl Config {
                 if refused_value(name, value) {
                     bail!("'{name} {value}' is not supported by strata-server");
                 }
-                ignored.push(name.clone());
+                if name == "save" {
+                    // `save <seconds> <changes> ...`: the shortest period.
+                    let secs = value.split_whitespace().step_by(2).filter_map(|s| s.parse::<u64>().ok()).min();
+                    save_seconds = Some(secs.unwrap_or(0));
+                }
+                if !ignored.contains(name) {
+                    ignored.push(name.clone());
+                }
             } else {
                 bail!("unknown configuration setting '{name}'");
             }
@@ -512,6 +539,12 @@ impl Config {
             Some("no") => false,
             Some(other) => bail!("io-uring must be yes or no, not {other}"),
         };
+        let protected_mode =
+            match pick(f.protected_mode, "protected-mode").as_deref().map(str::to_ascii_lowercase).as_deref() {
+                None | Some("yes") => true,
+                Some("no") => false,
+                Some(other) => bail!("protected-mode must be yes or no, not {other}"),
+            };
         let appendonly = match pick(f.appendonly, "appendonly").as_deref().map(str::to_ascii_lowercase).as_deref() {
             None => None,
             Some("yes") => Some(true),
@@ -529,8 +562,18 @@ impl Config {
             Some(false) => appendfsync = None,
             _ => {}
         }
-        let snapshot_seconds =
-            num(pick(f.snapshot_seconds.map(|s| s.to_string()), "snapshot-seconds"), "snapshot-seconds")?.unwrap_or(0);
+        let snapshot_given =
+            num(pick(f.snapshot_seconds.map(|s| s.to_string()), "snapshot-seconds"), "snapshot-seconds")?;
+        // redis.conf's `save` is the memory store's snapshot period when
+        // no `snapshot-seconds` is given; the engine keeps everything anyway.
+        let snapshot_seconds = match (snapshot_given, storage) {
+            (Some(s), _) => s,
+            (None, StorageMode::Memory) => save_seconds.unwrap_or(0),
+            (None, StorageMode::Engine) => 0,
+        };
+        if storage == StorageMode::Memory && snapshot_given.is_none() && save_seconds.is_some() {
+            ignored.retain(|n| n != "save");
+        }
         if storage == StorageMode::Engine && (appendfsync.is_some() || snapshot_seconds > 0) {
             bail!("--appendfsync/--appendonly/--snapshot-seconds apply to --storage memory only");
         }
@@ -602,6 +645,7 @@ impl Config {
             event_loops: event_loops as usize,
             background_nice: background_nice as u32,
             io_uring,
+            protected_mode,
             limits,
             databases,
             shards: shards as usize,

@@ -13,6 +13,15 @@ use tokio::net::TcpListener;
 use crate::cmd::Shared;
 use crate::net::{ClientGuard, Incoming, Loops};
 
+/// The reply to a client refused by protected mode (Redis's, where
+/// `strata-server` names the server and the flag).
+const PROTECTED_MODE_DENIED: &str = "-DENIED strata-server is running in protected mode because protected mode is \
+    enabled and no password is set for the default user. In this mode connections are only accepted from the \
+    loopback interface. If you want to connect from external computers, either restart the server with \
+    '--protected-mode no' (or 'protected-mode no' in its config file), making sure it is not publicly accessible \
+    from the internet, or set a password for the default user ('--requirepass', or 'CONFIG SET requirepass' from \
+    the loopback interface).\r\n";
+
 /// How long an accept at `maxclients` waits for closed connections to be
 /// uncounted before it refuses.
 const CLOSE_GRACE: Duration = Duration::from_millis(200);
@@ -51,6 +60,15 @@ pub async fn run(shared: Arc<Shared>, plain: Option<TcpListener>, tls: Option<Tl
                 continue;
             }
         };
+        if shared.protected_mode.load(Ordering::Relaxed) && !addr.ip().is_loopback() && !shared.has_password() {
+            // Redis's protected mode: without a password, only loopback.
+            shared.stats.rejected_connections.fetch_add(1, Ordering::Relaxed);
+            tokio::spawn(async move {
+                let _ = stream.write_all(PROTECTED_MODE_DENIED.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
+            continue;
+        }
         shared.stats.total_connections.fetch_add(1, Ordering::Relaxed);
         let full = || shared.stats.connected_clients.load(Ordering::Acquire) >= shared.config.maxclients;
         if full() {

@@ -51,6 +51,9 @@ const PARAMS: &[(&str, Kind, &str)] = &[
     ("lazyfree-lazy-user-flush", Kind::Bool, "no"),
     ("lazyfree-lazy-expire", Kind::Bool, "no"),
     ("lazyfree-lazy-server-del", Kind::Bool, "no"),
+    ("lazyfree-lazy-eviction", Kind::Bool, "no"),
+    ("replica-lazy-flush", Kind::Bool, "no"),
+    ("hll-sparse-max-bytes", Kind::Int, "3000"),
     ("active-defrag-cycle-min", Kind::Int, "1"),
     ("active-defrag-cycle-max", Kind::Int, "25"),
     // RESTORE checks every payload whole whatever this says.

@@ -92,8 +92,8 @@ pub(crate) fn hello(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
     }
     if !sess.authed {
         return Reply::err(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> \
-             AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol \
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH \
+             <user> <pass> option can be used to authenticate the client and select the RESP protocol \
              version at the same time",
         );
     }

@@ -240,7 +240,7 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
             return Some(e);
         }
     };
-    if shared.auth_required(sess.authed) && !matches!(spec.name, "auth" | "hello" | "quit") {
+    if shared.auth_required(sess.authed) && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
         let e = Reply::err("NOAUTH Authentication required.");
         shared.cmdstats.rejected(Some(id));
         return Some(e);

@@ -25,8 +25,10 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
             .map(|(n, v)| (n, Bytes::from(v)))
             .collect();
         params.push(("notify-keyspace-events", crate::pubsub::events::format(shared.pubsub.notify_flags()).into()));
-        // Set at run time too, and binary safe.
+        // Set at run time too (the password binary safe).
         params.push(("requirepass", shared.requirepass.read().clone().unwrap_or_default()));
+        let protected = if shared.protected_mode.load(Ordering::Relaxed) { "yes" } else { "no" };
+        params.push(("protected-mode", Bytes::from_static(protected.as_bytes())));
         for (name, value) in params {
             if args.iter().skip(2).any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes())) {
                 out.push((Reply::bulk(name), Reply::Bulk(value)));
@@ -58,6 +60,18 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
     let mut checked = Vec::new();
     let mut notify = None;
     let mut password: Option<Bytes> = None;
+    let mut protected: Option<bool> = None;
+    // Duplicates first, before any value is looked at, as Redis checks.
+    let mut seen: Vec<String> = Vec::new();
+    for pair in pairs.chunks(2) {
+        let name = String::from_utf8_lossy(arg(pair, 0)).to_ascii_lowercase();
+        if seen.contains(&name) {
+            return Reply::err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
+            ));
+        }
+        seen.push(name);
+    }
     for pair in pairs.chunks(2) {
         let name = String::from_utf8_lossy(arg(pair, 0)).to_ascii_lowercase();
         if name == "requirepass" {
@@ -66,10 +80,23 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
             password = Some(pair.get(1).cloned().unwrap_or_default());
             continue;
         }
+        if name == "protected-mode" {
+            let v = arg(pair, 1);
+            protected = Some(match () {
+                _ if v.eq_ignore_ascii_case(b"yes") => true,
+                _ if v.eq_ignore_ascii_case(b"no") => false,
+                _ => {
+                    return Reply::err(
+                        "ERR CONFIG SET failed (possibly related to argument 'protected-mode') - argument must be \
+                         'yes' or 'no'",
+                    )
+                }
+            });
+            continue;
+        }
         if name == "notify-keyspace-events" {
             match crate::pubsub::events::parse(arg(pair, 1)) {
-                Some(f) if notify.is_none() => notify = Some(f),
-                Some(_) => {}
+                Some(f) => notify = Some(f),
                 None => {
                     return Reply::err(
                         "ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - Invalid \
@@ -78,11 +105,6 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
                 }
             }
             continue;
-        }
-        if checked.iter().any(|(n, _)| *n == name) {
-            return Reply::err(format!(
-                "ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
-            ));
         }
         // A setting of the server's own, set to the value it has: nothing
         // to change (test harnesses restore what CONFIG GET showed).
@@ -104,6 +126,9 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
     shared.tuning.set(checked);
     if let Some(p) = password {
         *shared.requirepass.write() = if p.is_empty() { None } else { Some(p) };
+    }
+    if let Some(p) = protected {
+        shared.protected_mode.store(p, Ordering::Relaxed);
     }
     if let Some(f) = notify {
         shared.pubsub.notify.store(f, Ordering::Relaxed);

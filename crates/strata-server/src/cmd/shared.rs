@@ -106,6 +106,9 @@ pub struct Shared {
     /// The default user's password (`requirepass`; CONFIG SET changes it,
     /// binary safe); none: every client is served without AUTH.
     pub requirepass: parking_lot::RwLock<Option<Bytes>>,
+    /// Protected mode (`protected-mode`; CONFIG SET changes it): while no
+    /// password is set, clients from other than loopback are refused.
+    pub protected_mode: AtomicBool,
 }
 
 impl Shared {
@@ -119,6 +122,7 @@ impl Shared {
         let mut dbs = vec![db(store.clone())];
         dbs.extend(store.databases(config.databases)?.into_iter().map(db));
         let requirepass = parking_lot::RwLock::new(config.requirepass.clone().map(Bytes::from));
+        let protected_mode = AtomicBool::new(config.protected_mode);
         let shared = Shared {
             store,
             dbs,
@@ -136,6 +140,7 @@ impl Shared {
             pubsub: crate::pubsub::Registry::default(),
             scripts: super::script::Scripts::new(),
             requirepass,
+            protected_mode,
         };
         // Tuning parameters and keyspace events set by the config file.
         shared.tuning.set(shared.config.startup_tuning.clone());

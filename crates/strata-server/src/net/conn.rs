@@ -557,6 +557,10 @@ impl Conn {
 
     /// Writes as much unsent output as the socket takes.
     pub(crate) fn flush(&mut self) {
+        if self.broken {
+            // Closed at once (an error, or a limit): nothing more is sent.
+            return;
+        }
         let end = self.sendable_end();
         if let Some(tls) = self.tls.as_mut() {
             let rest = self.out.get(self.sent..end).unwrap_or_default();

@@ -97,10 +97,15 @@ fn parse_multibulk(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Vec<Byt
     let count = buf
         .get(1..eol)
         .and_then(parse_len)
-        .filter(|n| *n <= limits.max_multibulk_len as i64)
+        .filter(|n| *n <= i64::from(i32::MAX))
         .ok_or_else(|| ProtocolError::new("invalid multibulk length"))?;
+    // In Redis's order: past INT_MAX, then the unauthenticated limit, then
+    // the configured one.
     if limits.unauthenticated && count > UNAUTH_MULTIBULK {
         return Err(ProtocolError::new("unauthenticated multibulk length"));
+    }
+    if count > limits.max_multibulk_len as i64 {
+        return Err(ProtocolError::new("invalid multibulk length"));
     }
     let mut pos = eol + 2;
     if count <= 0 {
@@ -299,6 +304,10 @@ mod tests {
         let unauth = Limits::default().unauthenticated();
         let mut b = BytesMut::from(&b"*11\r\n"[..]);
         assert_eq!(parse_request(&mut b, &unauth).unwrap_err().0, "Protocol error: unauthenticated multibulk length");
+        let mut b = BytesMut::from(&b"*2000000\r\n"[..]);
+        assert_eq!(parse_request(&mut b, &unauth).unwrap_err().0, "Protocol error: unauthenticated multibulk length");
+        let mut b = BytesMut::from(&b"*3000000000\r\n"[..]);
+        assert_eq!(parse_request(&mut b, &unauth).unwrap_err().0, "Protocol error: invalid multibulk length");
         let mut b = BytesMut::from(&b"*1\r\n$16385\r\n"[..]);
         assert_eq!(parse_request(&mut b, &unauth).unwrap_err().0, "Protocol error: unauthenticated bulk length");
         let mut b = BytesMut::from(&b"*1\r\n$-1\r\n"[..]);

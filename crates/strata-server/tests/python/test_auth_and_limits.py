@@ -122,7 +122,7 @@ def test_idle_timeout_closes_a_client_that_stopped_reading(secured):
     time.sleep(6)  # --timeout 2, checked each second
     # Closed by the server before all 64 MiB of replies were sent (reading
     # what the kernel still holds through a 4 KiB window would take minutes).
-    addr = "127.0.0.1:%d" % s.getsockname()[1]
+    addr = "addr=127.0.0.1:%d " % s.getsockname()[1]
     c = secured.client(password="s3cret")
     assert addr not in c.execute_command("CLIENT", "LIST").decode()
     c.close()
@@ -265,6 +265,14 @@ latency-monitor-threshold 1
 hash-max-ziplist-entries 64
 enable-debug-command yes
 requirepass conf-pw
+acllog-max-len 128
+hll-sparse-max-bytes 3000
+lazyfree-lazy-eviction no
+oom-score-adj-values 0 200 800
+replica-lazy-flush no
+maxmemory 0mb
+lua-time-limit 100
+busy-reply-threshold 200
 """)
     s = Server("--config", conf).start()
     try:
@@ -272,6 +280,8 @@ requirepass conf-pw
         assert c.config_get("notify-keyspace-events") == {"notify-keyspace-events": "AKE"}
         assert c.config_get("hash-max-listpack-entries") == {"hash-max-listpack-entries": "64"}
         assert c.config_get("latency-monitor-threshold") == {"latency-monitor-threshold": "1"}
+        # In file order: the last of two names of one setting wins.
+        assert c.config_get("lua-time-limit") == {"lua-time-limit": "200"}
         c.close()
         log = s.log()
         assert "PID: " in log and "Ready to accept connections" in log
@@ -286,6 +296,10 @@ requirepass conf-pw
     ("no-such-setting 1", "unknown configuration setting 'no-such-setting'"),
     ("hash-max-listpack-entries lots", "hash-max-listpack-entries"),
     ("notify-keyspace-events Q", "notify-keyspace-events"),
+    ("requirepass", "'requirepass' takes one value"),
+    ("requirepass a b", "'requirepass' takes one value"),
+    ("maxmemory 1gb", "not supported"),
+    ("protected-mode maybe", "protected-mode must be yes or no"),
 ])
 def test_redis_conf_refusals(tmp_path, line, why):
     conf = write_conf(tmp_path, line + "\n")
@@ -293,5 +307,63 @@ def test_redis_conf_refusals(tmp_path, line, why):
     try:
         assert s.proc.wait(timeout=30) != 0
         assert why in s.log()
+    finally:
+        s.stop()
+
+
+def test_save_is_the_memory_stores_snapshot_period(tmp_path):
+    conf = write_conf(tmp_path, "save 900 1 300 10\n")
+    s = Server("--storage", "memory", "--config", conf).start()
+    try:
+        c = s.client()
+        assert c.config_get("snapshot-seconds") == {"snapshot-seconds": "300"}
+        c.close()
+        assert "ignoring Redis settings" not in s.log()
+    finally:
+        s.stop()
+
+
+def test_reset_and_duplicate_config_set(secured):
+    s = raw(secured.port)
+    s.sendall(b"RESET\r\n")
+    assert recv_line(s) == b"+RESET\r\n"  # allowed before AUTH, as in Redis
+    s.close()
+    c = secured.client(password="s3cret")
+    for name in ("requirepass", "notify-keyspace-events", "protected-mode"):
+        with pytest.raises(redis.ResponseError, match="duplicate parameter"):
+            c.execute_command("CONFIG", "SET", name, "KEA", name, "KEA")
+    assert c.config_get("requirepass") == {"requirepass": "s3cret"}
+    c.close()
+
+
+def non_loopback_address():
+    """An address of this machine other than loopback, or None."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        try:
+            u.connect(("10.255.255.255", 1))
+            ip = u.getsockname()[0]
+        except OSError:
+            return None
+    return None if ip.startswith("127.") else ip
+
+
+def test_protected_mode():
+    ip = non_loopback_address()
+    if ip is None:
+        pytest.skip("this machine has no address but loopback")
+    s = Server("--bind", "0.0.0.0").start()
+    try:
+        def hello_from_outside():
+            with socket.create_connection((ip, s.port), timeout=10) as o:
+                o.sendall(b"PING\r\n")
+                return recv_line(o)
+        assert hello_from_outside().startswith(b"-DENIED strata-server is running in protected mode")
+        c = s.client()  # loopback is served
+        c.config_set("requirepass", "pw")
+        assert hello_from_outside() == b"-NOAUTH Authentication required.\r\n"
+        c.config_set("requirepass", "")
+        c.config_set("protected-mode", "no")
+        assert hello_from_outside() == b"+PONG\r\n"
+        c.close()
     finally:
         s.stop()
