@@ -27,6 +27,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         max_multibulk_len: 8,
         max_inline_len: 32,
         max_query_buffer: 256,
+        unauthenticated: false,
     };
     parse_all(data, &tight, split);
+    // A client that must still authenticate: Redis's own limits on top.
+    parse_all(data, &Limits::default().unauthenticated(), split);
 });
