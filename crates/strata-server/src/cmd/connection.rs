@@ -27,12 +27,25 @@ pub(crate) fn echo(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
     Reply::bulk(arg(args, 1))
 }
 
+/// Whether `given` equals `secret`, in a time that does not depend on
+/// where they first differ (as Redis compares passwords), so that timing
+/// replies does not reveal a password's prefix.
+fn same_secret(given: &[u8], secret: &[u8]) -> bool {
+    let n = given.len().max(secret.len());
+    let diff = (0..n).fold(given.len() ^ secret.len(), |acc, i| {
+        let a = given.get(i).copied().unwrap_or(0);
+        let b = secret.get(i).copied().unwrap_or(0);
+        acc | usize::from(a ^ b)
+    });
+    std::hint::black_box(diff) == 0
+}
+
 /// Checks a password for `user`; marks the session authenticated.
 fn check_auth(shared: &Shared, sess: &mut Session, user: &[u8], pass: &[u8]) -> Result<(), Reply> {
     let ok = match &*shared.requirepass.read() {
         // Without a password the default user accepts anything (Redis's `nopass`).
         None => user == b"default",
-        Some(p) => user == b"default" && pass == p.as_ref(),
+        Some(p) => user == b"default" && same_secret(pass, p),
     };
     if ok {
         sess.authed = true;
@@ -247,6 +260,20 @@ pub(crate) fn client(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Rep
         "getname" | "id" | "info" | "no-evict" | "no-touch" | "reply" | "unblock" => wrong(&sub),
         _ => {
             Reply::err(format!("ERR unknown subcommand '{}'. Try CLIENT HELP.", String::from_utf8_lossy(arg(args, 1))))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_secret;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc\0def", b"abc\0def"));
+        assert!(same_secret(b"", b""));
+        for (a, b) in [(&b"abc"[..], &b"abd"[..]), (b"abc", b"ab"), (b"ab", b"abc"), (b"", b"x"), (b"\0", b"")] {
+            assert!(!same_secret(a, b), "{a:?} {b:?}");
         }
     }
 }
