@@ -680,7 +680,6 @@ impl Config {
             ("maxmemory-policy", "noeviction".into()),
             ("proto-max-bulk-len", self.limits.max_bulk_len.to_string()),
             ("client-query-buffer-limit", self.limits.max_query_buffer.to_string()),
-            ("requirepass", self.requirepass.clone().unwrap_or_default()),
             (
                 "storage",
                 match self.storage {

@@ -20,7 +20,6 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
             .config
             .params()
             .into_iter()
-            .filter(|(n, _)| *n != "requirepass")
             .chain(shared.tuning.params())
             .map(|(n, v)| (n, Bytes::from(v)))
             .collect();

@@ -64,11 +64,8 @@ impl KeyLocks {
             });
             return;
         }
-        for k in keys {
-            if let Some(v) = self.versions.get(stripe_of(k.as_ref())) {
-                v.fetch_add(1, Ordering::AcqRel);
-            }
-        }
+        let stripes: Vec<usize> = keys.iter().map(|k| stripe_of(k.as_ref())).collect();
+        self.bump_stripes(&stripes);
     }
 
     /// Records a write under these stripes (of the user keys it changed).
