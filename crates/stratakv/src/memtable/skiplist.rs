@@ -263,17 +263,18 @@ impl SkipList {
         let byte_words = |i: usize| words.get(i).map(|w| w.load(Ordering::Relaxed)).unwrap_or(0).to_le_bytes();
         let (node_user, probe_user) = (len.saturating_sub(8), probe.len().saturating_sub(8));
         let common = node_user.min(probe_user);
+        // Eight bytes at a time as big-endian numbers, the last step masked
+        // to the bytes both user keys have: a slice comparison there was a
+        // memcmp call on every step through keys that share a long prefix
+        // (the fields of one big hash). Both keys have 8 bytes from any
+        // `i < common` (the trailer follows the user key).
         let mut i = 0;
         while i < common {
-            let w = byte_words(i / 8);
-            let o = match probe.get(i..i + 8) {
-                Some(p) if i + 8 <= common => {
-                    u64::from_be_bytes(w).cmp(&u64::from_be_bytes(p.try_into().unwrap_or([0; 8])))
-                }
-                _ => w[..common - i].cmp(&probe[i..common]),
-            };
-            if o != CmpOrdering::Equal {
-                return o;
+            let keep = u64::MAX << ((8 - (common - i).min(8)) * 8);
+            let a = u64::from_be_bytes(byte_words(i / 8)) & keep;
+            let b = probe.get(i..i + 8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_be_bytes) & keep;
+            if a != b {
+                return a.cmp(&b);
             }
             i += 8;
         }
