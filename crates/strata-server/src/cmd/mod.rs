@@ -548,7 +548,7 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
             Some(stripes) => {
                 stripes.sort_unstable();
                 stripes.dedup();
-                shared.locks.bump_stripes(stripes);
+                shared.locks.bump_stripes(stripes.iter().copied());
             }
             None => shared.locks.bump(keys, false),
         }

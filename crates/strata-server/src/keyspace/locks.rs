@@ -64,14 +64,13 @@ impl KeyLocks {
             });
             return;
         }
-        let stripes: Vec<usize> = keys.iter().map(|k| stripe_of(k.as_ref())).collect();
-        self.bump_stripes(&stripes);
+        self.bump_stripes(keys.iter().map(|k| stripe_of(k.as_ref())));
     }
 
     /// Records a write under these stripes (of the user keys it changed).
     /// Call with those stripes locked, after the write is applied.
-    pub fn bump_stripes(&self, stripes: &[usize]) {
-        for &s in stripes {
+    pub fn bump_stripes(&self, stripes: impl IntoIterator<Item = usize>) {
+        for s in stripes {
             if let Some(v) = self.versions.get(s) {
                 v.fetch_add(1, Ordering::AcqRel);
             }
