@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # strata-server integration tests: redis-py (RESP2 and RESP3) over every
 # command, auth and limits, storage modes and restarts, hostile input,
-# the kill -9 durability loop, and sharding behind twemproxy.
+# the kill -9 durability loop, sharding behind twemproxy, and keyspace
+# notifications command by command against redis-server 7.0.
 #
-# Installs what it needs: redis-tools and nutcracker (Debian), redis and
-# pytest (pip, into a venv under the cargo target directory).
+# Installs what it needs: redis-tools, redis-server and nutcracker (Debian),
+# redis and pytest (pip, into a venv under the cargo target directory).
+# redis-server is the reference the keyspace-event tests compare against;
+# they start their own instances, so the package's service is kept from
+# starting (policy-rc.d) while it installs.
 # Scale the crash loop with STRATA_SERVER_CRASH_ROUNDS (default 25).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,10 +20,22 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo -n"; fi
 missing=()
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v nutcracker >/dev/null 2>&1 || missing+=(nutcracker)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "installing ${missing[*]}"
-    $SUDO apt-get update -qq </dev/null
-    $SUDO apt-get install -y -qq "${missing[@]}" </dev/null
+    # No service start from the packages' scripts (redis-server's would
+    # take port 6379): invoke-rc.d asks policy-rc.d, and 101 means "no".
+    POLICY=/usr/sbin/policy-rc.d
+    own_policy=""
+    if [ ! -e "$POLICY" ]; then
+        printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$POLICY" >/dev/null
+        $SUDO chmod 755 "$POLICY"
+        own_policy=1
+    fi
+    status=0
+    { $SUDO apt-get update -qq && $SUDO apt-get install -y -qq "${missing[@]}"; } </dev/null || status=$?
+    if [ -n "$own_policy" ]; then $SUDO rm -f "$POLICY"; fi
+    [ "$status" -eq 0 ] || exit "$status"
 fi
 
 TARGET="${CARGO_TARGET_DIR:-target}"
