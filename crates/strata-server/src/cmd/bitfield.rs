@@ -279,6 +279,28 @@ pub(crate) fn bitfield_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     run(ctx, args, true)
 }
 
+/// BITFIELD's key for COMMAND GETKEYSANDFLAGS (Redis's bitfieldGetKeys):
+/// read only when every operation is a GET (an OVERFLOW changes nothing),
+/// else read and updated (a syntax error counts as a write).
+pub(crate) fn command_keys(args: &[Bytes]) -> Vec<(usize, u32)> {
+    use super::table::key_flag::{ACCESS, RO, RW, UPDATE};
+    let mut i = 2;
+    let mut read_only = true;
+    while i < args.len() {
+        let left = args.len() - i - 1;
+        let a = &args[i];
+        if a.eq_ignore_ascii_case(b"get") && left >= 2 {
+            i += 3;
+        } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+            i += 2;
+        } else {
+            read_only = false;
+            break;
+        }
+    }
+    vec![(1, if read_only { RO | ACCESS } else { RW | ACCESS | UPDATE })]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

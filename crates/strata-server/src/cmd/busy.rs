@@ -1,18 +1,17 @@
 //! What other clients get while a script runs past `lua-time-limit`, as
-//! Redis 7.0 answers them: `-BUSY` for every command but those Redis flags
-//! `allow-busy` (SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE, the
-//! transaction and connection commands). A command refused inside MULTI
+//! Redis 7.0 answers them: `-BUSY` for every command but those the table
+//! flags `allow_busy` (SCRIPT KILL, FUNCTION KILL, SHUTDOWN — which itself
+//! refuses all but SHUTDOWN NOSAVE —, the transaction and connection
+//! commands). A command refused inside MULTI
 //! makes the EXEC fail; an EXEC refused discards the transaction.
 
-use bytes::Bytes;
-
-use super::{is, Session, Shared, Spec};
+use super::{Session, Shared, Spec};
 use crate::resp::Reply;
 
 /// The reply to a command that a script running past `lua-time-limit`
 /// refuses, or `None` when the command may run.
-pub(crate) fn refusal(shared: &Shared, sess: &mut Session, spec: &Spec, args: &[Bytes]) -> Option<Reply> {
-    if !script_busy(shared, spec, args) {
+pub(crate) fn refusal(shared: &Shared, sess: &mut Session, spec: &Spec) -> Option<Reply> {
+    if !script_busy(shared, spec) {
         return None;
     }
     let busy = shared.scripts.busy_error();
@@ -31,7 +30,7 @@ pub(crate) fn refusal(shared: &Shared, sess: &mut Session, spec: &Spec, args: &[
 
 /// Whether a script has run past `lua-time-limit` and this command must
 /// get `-BUSY`.
-fn script_busy(shared: &Shared, spec: &Spec, args: &[Bytes]) -> bool {
+fn script_busy(shared: &Shared, spec: &Spec) -> bool {
     // One atomic load on the common path: no script runs.
     if !shared.scripts.running() {
         return false;
@@ -39,13 +38,5 @@ fn script_busy(shared: &Shared, spec: &Spec, args: &[Bytes]) -> bool {
     if !shared.scripts.busy(super::script::lua_time_limit(shared)) {
         return false;
     }
-    let sub = args.get(1).map(|a| a.as_ref()).unwrap_or_default();
-    let allowed = match spec.name {
-        "script" | "function" => is(sub, "kill"),
-        // SHUTDOWN without NOSAVE gets -BUSY (Redis checks it in the command).
-        "shutdown" => args.iter().skip(1).any(|a| is(a, "nosave")),
-        "auth" | "hello" | "quit" | "reset" | "multi" | "discard" | "watch" | "unwatch" => true,
-        _ => false,
-    };
-    !allowed
+    !spec.has(super::flag::ALLOW_BUSY)
 }

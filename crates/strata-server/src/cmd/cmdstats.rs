@@ -23,7 +23,7 @@ pub struct CommandStats {
 
 impl Default for CommandStats {
     fn default() -> Self {
-        CommandStats { per: (0..super::table::count()).map(|_| Counters::default()).collect() }
+        CommandStats { per: (0..super::table::all().len()).map(|_| Counters::default()).collect() }
     }
 }
 

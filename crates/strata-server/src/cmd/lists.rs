@@ -5,6 +5,7 @@
 
 use bytes::Bytes;
 
+use crate::pubsub::events::LIST;
 use super::{arg, index_range, int_arg, pop_count, read_typed, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{list_key, KeyType, Meta, LIST_MID};
 use crate::resp::Reply;
@@ -71,6 +72,9 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
     let Some(popped) = pop_n(ctx, key, left, count.unwrap_or(1))? else {
         return Ok(if count.is_some() { Reply::NilArray } else { Reply::Nil });
     };
+    if !popped.is_empty() {
+        ctx.notify(LIST, if left { "lpop" } else { "rpop" }, key);
+    }
     let mut out: Vec<Reply> = popped.into_iter().map(Reply::bulk_vec).collect();
     Ok(match count {
         None => out.pop().unwrap_or(Reply::Nil),

@@ -28,6 +28,7 @@ mod setstore;
 mod shared;
 mod sort;
 mod strings;
+mod introspect;
 mod table;
 mod transactions;
 mod zalgebra;
@@ -54,7 +55,7 @@ pub use script::{
 };
 pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
-pub use table::{lookup, Keys, Run, Spec};
+pub use table::{flag, lookup, Run, Spec};
 
 /// Why a command failed; becomes an error reply.
 #[derive(Debug)]
@@ -161,6 +162,20 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Publishes keyspace event `event` of `class` for `key` of the
+    /// selected database once the write commits: for a handler that
+    /// chooses the key at run time (the list BLPOP popped from).
+    pub(crate) fn notify(&mut self, class: u32, event: &'static str, key: &[u8]) {
+        self.notify_in(self.db, class, event, key);
+    }
+
+    /// [`Ctx::notify`] for a key of database `db` (MOVE).
+    pub(crate) fn notify_in(&mut self, db: usize, class: u32, event: &'static str, key: &[u8]) {
+        if self.shared.pubsub.wants(class) {
+            self.events.push(crate::pubsub::events::KeyEvent { class, event, db, key: key.to_vec() });
+        }
+    }
+
     /// Whether anything is staged in any database.
     pub(crate) fn is_dirty(&self) -> bool {
         self.txn.is_dirty() || self.others.iter().any(|(_, t)| t.is_dirty())
@@ -206,10 +221,11 @@ fn unknown_command(args: &[Bytes]) -> Reply {
 /// spec, or the error reply (with the index of a command that exists).
 fn validate(args: &[Bytes]) -> Result<(usize, &'static Spec), (Option<usize>, Reply)> {
     let Some(first) = args.first() else { return Err((None, unknown_command(args))) };
-    let Some((id, spec)) = table::lookup_id(first) else { return Err((None, unknown_command(args))) };
-    let n = args.len() as i64;
-    let ok = if spec.arity >= 0 { n == i64::from(spec.arity) } else { n >= -i64::from(spec.arity) };
-    if !ok {
+    if first.is_empty() {
+        return Err((None, unknown_command(args)));
+    }
+    let Some((id, spec)) = table::resolve(args) else { return Err((None, unknown_command(args))) };
+    if !spec.arity_ok(args.len()) {
         return Err((Some(id), wrong_args(spec.name)));
     }
     Ok((id, spec))
@@ -240,26 +256,26 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
             return Some(e);
         }
     };
-    if shared.auth_required(sess.authed) && !matches!(spec.name, "auth" | "hello" | "quit" | "reset") {
+    if shared.auth_required(sess.authed) && !spec.has(flag::NO_AUTH) {
         let e = Reply::err("NOAUTH Authentication required.");
         shared.cmdstats.rejected(Some(id));
         return Some(e);
     }
-    if sess.proto == 2 && sess.subs.active() && !pubsub::ALLOWED_SUBSCRIBED.contains(&spec.name) {
-        return Some(pubsub::not_allowed(spec.name, args));
+    if sess.proto == 2 && sess.subs.active() && !spec.has(flag::SUBSCRIBED_OK) {
+        return Some(pubsub::not_allowed(spec, args));
     }
-    if let Some(refused) = busy::refusal(shared, sess, spec, args) {
+    if let Some(refused) = busy::refusal(shared, sess, spec) {
         return Some(refused);
     }
     if let Some(queue) = sess.multi.as_mut() {
         // Redis 7 refuses these inside a transaction (and aborts the EXEC):
         // a queued SHUTDOWN would let EXEC stop the server.
-        if NO_MULTI.contains(&spec.name) {
+        if spec.has(flag::NO_MULTI) {
             sess.multi_failed = true;
             return Some(Reply::err("ERR Command not allowed inside a transaction"));
         }
         // UNWATCH is queued, as in Redis: the watch still guards this EXEC.
-        if !matches!(spec.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+        if !spec.has(flag::MULTI_CONTROL) {
             queue.push(args.to_vec());
             return Some(Reply::Simple("QUEUED"));
         }
@@ -267,10 +283,10 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
     let started = std::time::Instant::now();
     let reply = match spec.run {
         Run::Session(f) => Some(f(shared, sess, args)),
-        Run::Data(f) if BLOCKING.contains(&spec.name) => blocking::run(shared, sess, spec, f, args),
+        Run::Data(f) if spec.has(flag::BLOCKING) => blocking::run(shared, sess, spec, f, args),
         // A connection's script runs on the script thread, so that its
         // event loop can serve the others (-BUSY, SCRIPT KILL) meanwhile.
-        Run::Data(f) if script::runs_script(spec.name) && sess.script_host.is_some() => {
+        Run::Data(f) if spec.has(flag::RUNS_SCRIPT) && sess.script_host.is_some() => {
             let host = sess.script_host.clone()?;
             script::offload(&host, sess, id, spec, f, args)
         }
@@ -282,12 +298,6 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
     }
     reply
 }
-
-/// Commands that may wait for data (see `blocking`).
-const BLOCKING: &[&str] = &["blpop", "brpop", "blmove", "brpoplpush", "blmpop", "bzpopmin", "bzpopmax", "bzmpop"];
-
-/// Commands Redis 7 flags `no-multi`: refused while MULTI queues.
-const NO_MULTI: &[&str] = &["shutdown", "save"];
 
 /// Whether `args` can join a group of keyspace commands run in one
 /// transaction (see [`execute_batch`]): a valid, permitted data command
@@ -312,7 +322,7 @@ pub(crate) fn groupable(
     }
     let (id, spec) = validate(args).ok()?;
     match spec.run {
-        Run::Data(f) if spec.keys != Keys::Global && !BLOCKING.contains(&spec.name) => Some((id, spec, f)),
+        Run::Data(f) if !spec.has(flag::LOCK_ALL) && !spec.has(flag::BLOCKING) => Some((id, spec, f)),
         _ => None,
     }
 }
@@ -464,20 +474,21 @@ pub(crate) fn run_group_replies(shared: &Shared, db: usize, group: &[(u8, Groupe
     }
 }
 
-/// The user keys a command touches, for locking.
+/// The user keys a command touches, for locking: what its key specs
+/// find (none for a command that locks everything).
 pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
-    let rest = args.get(1..).unwrap_or_default();
-    match spec.keys {
-        Keys::None | Keys::Global => Vec::new(),
-        Keys::First => rest.iter().take(1).map(|b| b.as_ref()).collect(),
-        Keys::All => rest.iter().map(|b| b.as_ref()).collect(),
-        Keys::Pairs => rest.iter().step_by(2).map(|b| b.as_ref()).collect(),
+    if spec.has(flag::LOCK_ALL) {
+        return Vec::new();
+    }
+    match spec.key_args(args, true) {
+        Some(at) => at.into_iter().filter_map(|(i, _)| args.get(i).map(|a| a.as_ref())).collect(),
+        None => Vec::new(),
     }
 }
 
 fn run_data(shared: &Shared, db: usize, proto: u8, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Reply {
     let keys = keys_of(spec, args);
-    let _locks = if matches!(spec.keys, Keys::Global) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
+    let _locks = if spec.has(flag::LOCK_ALL) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
     let mut ctx = Ctx::new(shared, db, proto, now_ms());
     let reply = notify::call(&mut ctx, spec, f, args).unwrap_or_else(CmdError::into_reply);
     commit(ctx, reply, &keys)
@@ -536,7 +547,7 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
         }
         shared.stats.expired_keys.fetch_add(expired, Ordering::Relaxed);
         if was_cleared {
-            // Under the locks of every stripe (a flush is `Keys::Global`):
+            // Under the locks of every stripe (a flush locks everything):
             // WATCHes of keys this database held see it at EXEC.
             counts.flushes.fetch_add(1, Ordering::AcqRel);
         }

@@ -1,5 +1,5 @@
-//! Keyspace notifications of data commands: which event a write of each
-//! command publishes for which key. A command that staged no write (SREM
+//! Keyspace notifications of data commands: the events the command table
+//! states for a write, and those computed from the arguments. A command that staged no write (SREM
 //! of a missing member) publishes nothing, as in Redis; `new`, `expired`
 //! and DEL's `del` come from the transaction's notes. The events are
 //! published once the write committed (`commit`).
@@ -7,58 +7,9 @@
 use bytes::Bytes;
 
 use super::table::DataFn;
+use super::table::Events;
 use super::{CmdResult, Ctx, Spec};
 use crate::pubsub::events::{self as ev, KeyEvent};
-
-/// (class, event, argument index of the key) for command `name`.
-fn events_of(name: &str) -> &'static [(u32, &'static str, usize)] {
-    use ev::{GENERIC as G, HASH as H, LIST as L, SET as S, STRING as T, ZSET as Z};
-    match name {
-        "set" | "setnx" | "getset" => &[(T, "set", 1)],
-        "setex" | "psetex" => &[(T, "set", 1), (G, "expire", 1)],
-        "append" => &[(T, "append", 1)],
-        "incr" | "decr" | "incrby" | "decrby" => &[(T, "incrby", 1)],
-        "incrbyfloat" => &[(T, "incrbyfloat", 1)],
-        "setrange" => &[(T, "setrange", 1)],
-        "setbit" | "bitfield" => &[(T, "setbit", 1)],
-        "bitop" => &[(T, "set", 2)],
-        "getdel" => &[(G, "del", 1)],
-        "expire" | "pexpire" | "expireat" | "pexpireat" => &[(G, "expire", 1)],
-        "persist" => &[(G, "persist", 1)],
-        "rename" | "renamenx" => &[(G, "rename_from", 1), (G, "rename_to", 2)],
-        "copy" => &[(G, "copy_to", 2)],
-        "restore" => &[(G, "restore", 1)],
-        "lpush" | "lpushx" => &[(L, "lpush", 1)],
-        "rpush" | "rpushx" => &[(L, "rpush", 1)],
-        "lpop" | "blpop" => &[(L, "lpop", 1)],
-        "rpop" | "brpop" => &[(L, "rpop", 1)],
-        "rpoplpush" | "brpoplpush" => &[(L, "lpush", 2), (L, "rpop", 1)],
-        "linsert" => &[(L, "linsert", 1)],
-        "lset" => &[(L, "lset", 1)],
-        "ltrim" => &[(L, "ltrim", 1)],
-        "lrem" => &[(L, "lrem", 1)],
-        "hset" | "hmset" | "hsetnx" => &[(H, "hset", 1)],
-        "hdel" => &[(H, "hdel", 1)],
-        "hincrby" => &[(H, "hincrby", 1)],
-        "hincrbyfloat" => &[(H, "hincrbyfloat", 1)],
-        "sadd" => &[(S, "sadd", 1)],
-        "srem" => &[(S, "srem", 1)],
-        "spop" => &[(S, "spop", 1)],
-        "smove" => &[(S, "srem", 1), (S, "sadd", 2)],
-        "sinterstore" => &[(S, "sinterstore", 1)],
-        "sunionstore" => &[(S, "sunionstore", 1)],
-        "sdiffstore" => &[(S, "sdiffstore", 1)],
-        "zadd" => &[(Z, "zadd", 1)],
-        "zincrby" => &[(Z, "zincr", 1)],
-        "zrem" => &[(Z, "zrem", 1)],
-        "zpopmin" | "bzpopmin" => &[(Z, "zpopmin", 1)],
-        "zpopmax" | "bzpopmax" => &[(Z, "zpopmax", 1)],
-        "zunionstore" => &[(Z, "zunionstore", 1)],
-        "zinterstore" => &[(Z, "zinterstore", 1)],
-        "zdiffstore" => &[(Z, "zdiffstore", 1)],
-        _ => &[],
-    }
-}
 
 /// The class of an event the transaction noted.
 fn class_of_note(event: &str) -> u32 {
@@ -70,7 +21,10 @@ fn class_of_note(event: &str) -> u32 {
 }
 
 /// Runs data command `f` and, with keyspace notifications on, records the
-/// events its writes publish at commit.
+/// events its writes publish at commit: the transaction's notes (`new`,
+/// `expired` first, `del` last, in Redis's order), the events the handler
+/// published itself where it chose the key at run time (`Ctx::notify`),
+/// and those the table states for the command.
 pub(crate) fn call(ctx: &mut Ctx<'_>, spec: &Spec, f: DataFn, args: &[Bytes]) -> CmdResult {
     if !ctx.shared.pubsub.wants(u32::MAX) {
         return f(ctx, args);
@@ -79,50 +33,67 @@ pub(crate) fn call(ctx: &mut Ctx<'_>, spec: &Spec, f: DataFn, args: &[Bytes]) ->
         ctx.txn.notes = Some(Vec::new());
     }
     let before = ctx.txn.ops;
+    let mark = ctx.events.len();
     let r = f(ctx, args);
     let db = ctx.db;
-    // `new` and `expired` come before the command's events, `del` (DEL, or
-    // a collection emptied) after them, in Redis's order.
+    let own = ctx.events.split_off(mark.min(ctx.events.len()));
     let (dels, notes): (Vec<_>, Vec<_>) =
         ctx.txn.notes.as_mut().map(std::mem::take).unwrap_or_default().into_iter().partition(|(e, _)| *e == "del");
     for (event, key) in notes {
         ctx.events.push(KeyEvent { class: class_of_note(event), event, db, key });
     }
-    let deleted = !dels.is_empty();
     let wrote = ctx.txn.ops != before;
-    // EXPIRE into the past deleted the key: its event was `del`.
-    let expired_now = deleted && spec.name.contains("expire");
-    if matches!(&r, Ok(reply) if wrote && !reply.is_error()) && !expired_now {
+    if wrote {
+        ctx.events.extend(own);
+    }
+    let deleted = !dels.is_empty();
+    let ok = matches!(&r, Ok(reply) if !reply.is_error());
+    if wrote && ok {
         let mut push = |class, event, key: &[u8]| ctx.events.push(KeyEvent { class, event, db, key: key.to_vec() });
-        match spec.name {
-            // Every key of MSET is set.
-            "mset" | "msetnx" => args.iter().skip(1).step_by(2).for_each(|k| push(ev::STRING, "set", k)),
-            "lmove" | "blmove" => {
-                let left = |i| super::arg(args, i).eq_ignore_ascii_case(b"left");
-                // Redis pushes onto the destination first.
-                push(ev::LIST, if left(4) { "lpush" } else { "rpush" }, super::arg(args, 2));
-                push(ev::LIST, if left(3) { "lpop" } else { "rpop" }, super::arg(args, 1));
-            }
-            "getex" => {
-                let persist = args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"persist"));
-                push(ev::GENERIC, if persist { "persist" } else { "expire" }, super::arg(args, 1));
-            }
-            name => {
-                for &(class, event, at) in events_of(name) {
-                    if let Some(key) = args.get(at) {
-                        push(class, event, key);
+        match spec.events {
+            Events::None => {}
+            Events::Fixed(list) => {
+                // EXPIRE into the past deleted the key: its event was `del`.
+                let expired_now = deleted && list.iter().any(|e| e.event == "expire");
+                for e in list.iter().filter(|_| !expired_now) {
+                    if let Some(key) = args.get(e.arg) {
+                        push(e.class, e.event, key);
                     }
                 }
-                if name == "set" && args.iter().skip(3).any(|a| is_expiry_option(a)) {
-                    push(ev::GENERIC, "expire", super::arg(args, 1));
-                }
             }
+            Events::Custom(events) => events(args, &mut push),
         }
     }
     for (event, key) in dels {
         ctx.events.push(KeyEvent { class: ev::GENERIC, event, db, key });
     }
     r
+}
+
+/// MSET, MSETNX: every key is set.
+pub(crate) fn mset(args: &[Bytes], push: &mut dyn FnMut(u32, &'static str, &[u8])) {
+    args.iter().skip(1).step_by(2).for_each(|k| push(ev::STRING, "set", k));
+}
+
+/// LMOVE, BLMOVE: Redis pushes onto the destination first.
+pub(crate) fn lmove(args: &[Bytes], push: &mut dyn FnMut(u32, &'static str, &[u8])) {
+    let left = |i| super::arg(args, i).eq_ignore_ascii_case(b"left");
+    push(ev::LIST, if left(4) { "lpush" } else { "rpush" }, super::arg(args, 2));
+    push(ev::LIST, if left(3) { "lpop" } else { "rpop" }, super::arg(args, 1));
+}
+
+/// GETEX: `persist` or `expire` as its option says.
+pub(crate) fn getex(args: &[Bytes], push: &mut dyn FnMut(u32, &'static str, &[u8])) {
+    let persist = args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"persist"));
+    push(ev::GENERIC, if persist { "persist" } else { "expire" }, super::arg(args, 1));
+}
+
+/// SET: `set`, and `expire` with an expiry option.
+pub(crate) fn set(args: &[Bytes], push: &mut dyn FnMut(u32, &'static str, &[u8])) {
+    push(ev::STRING, "set", super::arg(args, 1));
+    if args.iter().skip(3).any(|a| is_expiry_option(a)) {
+        push(ev::GENERIC, "expire", super::arg(args, 1));
+    }
 }
 
 fn is_expiry_option(a: &[u8]) -> bool {

@@ -50,17 +50,14 @@ impl Subscriptions {
     }
 }
 
-/// Commands a RESP2 client may send while subscribed.
-pub(crate) const ALLOWED_SUBSCRIBED: &[&str] =
-    &["subscribe", "ssubscribe", "psubscribe", "unsubscribe", "sunsubscribe", "punsubscribe", "ping", "quit", "reset"];
-
-/// The error for any other command in that state (Redis 7's text, with
-/// the full name of a subcommand: `client|list`).
-pub(crate) fn not_allowed(name: &str, args: &[Bytes]) -> Reply {
-    const CONTAINERS: &[&str] = &["client", "config", "pubsub", "object", "memory", "function", "command", "script"];
+/// The error for a command a RESP2 client may not send while subscribed
+/// (Redis 7's text, with the full name of a subcommand: `client|list`).
+pub(crate) fn not_allowed(spec: &super::Spec, args: &[Bytes]) -> Reply {
     let name = match args.get(1) {
-        Some(s) if CONTAINERS.contains(&name) => format!("{name}|{}", String::from_utf8_lossy(s).to_ascii_lowercase()),
-        _ => name.to_string(),
+        Some(s) if !spec.subcommands.is_empty() => {
+            format!("{}|{}", spec.name, String::from_utf8_lossy(s).to_ascii_lowercase())
+        }
+        _ => spec.name.to_string(),
     };
     Reply::err(format!(
         "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"

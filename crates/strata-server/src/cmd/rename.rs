@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use rand::Rng;
 
+use crate::pubsub::events::GENERIC;
 use super::{arg, is, CmdError, CmdResult, Ctx};
 use crate::keyspace::{member_prefix, meta_bucket_start, user_key_of_meta, Meta};
 use crate::resp::Reply;
@@ -56,6 +57,8 @@ pub(crate) fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     copy_key_to(ctx, key, &meta, (db, key))?;
     ctx.txn.delete_key(key, &meta)?;
+    ctx.notify(GENERIC, "move_from", key);
+    ctx.notify_in(db, GENERIC, "move_to", key);
     Ok(Reply::Int(1))
 }
 

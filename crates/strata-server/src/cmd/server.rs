@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::{arg, is, table, wrong_args, CmdResult, Ctx, Session, Shared};
+use super::{arg, is, wrong_args, CmdResult, Ctx, Session, Shared};
 use crate::glob::glob_match;
 use crate::resp::Reply;
 
@@ -307,22 +307,6 @@ pub(crate) fn dbsize(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply 
     Reply::Int(shared.db(sess.db).keys.load(Ordering::Relaxed).max(0))
 }
 
-pub(crate) fn command(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
-    if args.len() == 1 {
-        return Reply::Array(Vec::new());
-    }
-    let sub = arg(args, 1);
-    if is(sub, "count") {
-        Reply::Int(table::count() as i64)
-    } else if is(sub, "docs") {
-        Reply::Map(Vec::new())
-    } else if is(sub, "info") || is(sub, "list") {
-        Reply::Array(Vec::new())
-    } else {
-        Reply::err(format!("ERR unknown subcommand '{}'. Try COMMAND HELP.", String::from_utf8_lossy(sub)))
-    }
-}
-
 pub(crate) fn time(_: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
     let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     Reply::Array(vec![Reply::bulk(d.as_secs().to_string()), Reply::bulk(d.subsec_micros().to_string())])
@@ -415,6 +399,11 @@ pub(crate) fn shutdown(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> R
     }
     if abort {
         return Reply::err("ERR No shutdown in progress.");
+    }
+    // Redis checks this in the command: SHUTDOWN is allowed while a script
+    // is busy, but only with NOSAVE.
+    if !nosave && shared.scripts.running() && shared.scripts.busy(super::script::lua_time_limit(shared)) {
+        return Reply::err(shared.scripts.busy_error());
     }
     let mode = if nosave {
         crate::store::ShutdownSave::NoSave

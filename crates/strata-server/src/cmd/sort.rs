@@ -156,16 +156,53 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> CmdResult
             // when the result is empty, as Redis does.
             ctx.shared.locks.bump(&[dest.as_ref()], false);
             keys::del(ctx, &[name(b"del"), dest.clone()])?;
+            let dest_name = dest.clone();
             let n = out.len();
             if n > 0 {
                 let mut push = vec![name(b"rpush"), dest];
                 push.extend(out.into_iter().map(|v| Bytes::from(v.unwrap_or_default())));
                 lists::rpush(ctx, &push)?;
+                ctx.notify(crate::pubsub::events::LIST, "sortstore", &dest_name);
             }
             Ok(Reply::Int(n as i64))
         }
         None => Ok(Reply::Array(out.into_iter().map(|v| v.map_or(Reply::Nil, Reply::bulk_vec)).collect())),
     }
+}
+
+/// SORT's keys for COMMAND GETKEYS (Redis's sortGetKeys): the sorted key,
+/// and the STORE destination, found by skipping the options' arguments.
+pub(crate) fn command_keys(args: &[Bytes]) -> Vec<(usize, u32)> {
+    use super::table::key_flag::{ACCESS, OW, RO, UPDATE};
+    let mut out = vec![(1, RO | ACCESS)];
+    let mut i = 2;
+    let mut store = None;
+    while i < args.len() {
+        let a = arg(args, i);
+        let skip = if is(a, "limit") {
+            2
+        } else if is(a, "get") || is(a, "by") {
+            1
+        } else if is(a, "store") && i + 1 < args.len() {
+            // The last STORE wins, as in SORT itself; what follows it is
+            // looked at as an option again (as Redis's sortGetKeys does).
+            store = Some(i + 1);
+            0
+        } else {
+            0
+        };
+        i += 1 + skip;
+    }
+    if let Some(at) = store {
+        out.push((at, OW | UPDATE));
+    }
+    out
+}
+
+/// SORT_RO's key for COMMAND GETKEYS: the sorted key.
+pub(crate) fn command_keys_ro(_: &[Bytes]) -> Vec<(usize, u32)> {
+    use super::table::key_flag::{ACCESS, RO};
+    vec![(1, RO | ACCESS)]
 }
 
 pub(crate) fn sort(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

@@ -360,3 +360,11 @@ pub(crate) fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     ctx.txn.put_meta(key, old.as_ref(), &Meta::string(body, expire));
     Ok(Reply::Int(len))
 }
+
+/// SET's key for COMMAND GETKEYSANDFLAGS (Redis's setGetKeys): read and
+/// updated with GET, else overwritten.
+pub(crate) fn command_keys(args: &[Bytes]) -> Vec<(usize, u32)> {
+    use super::table::key_flag::{ACCESS, OW, RW, UPDATE};
+    let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    vec![(1, if get { RW | ACCESS | UPDATE } else { OW | UPDATE })]
+}

@@ -1,27 +1,27 @@
-//! The command table: name, arity (Redis convention: `n` exact, `-n` at
-//! least n, both counting the name), which arguments are keys, and the
-//! handler.
+//! The command table: everything the server knows about a command, read
+//! from one place. The facts live in `commands/*.json` (one file per
+//! command group, in the shape of Redis 7's own command table) and are
+//! compiled into [`COMMANDS`] by `build.rs`: arity (Redis convention: `n`
+//! exact, `-n` at least n, both counting the name), flags, ACL categories,
+//! key specs, tips, documentation, subcommands, the keyspace events a
+//! write publishes, and the handler. Every check — AUTH, MULTI, subscribed
+//! mode, BUSY, scripts, blocking, locking, events, COMMAND — reads them.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use bytes::Bytes;
 
-use super::{
-    bitfield as bf, bits as b, blocking as bl, collscan as cs, connection as c, dump as du, hashes as h, keys as k,
-    lists as l, server as s, sets as st, strings as str_,
-};
-use super::{
-    lcs, listedit as le, memory as m, object as o, pubsub as ps, random as rnd, rename as rn, script as sc,
-    setstore as ss, sort as so, transactions as t, zalgebra as za, zlex as zl, zmore as zm, zpop as zp, zrange as zr,
-    zsets as z, CmdResult, Ctx, Session, Shared,
-};
+use super::{CmdResult, Ctx, Session, Shared};
 use crate::resp::Reply;
 
 /// A handler that needs only the connection (no keyspace access).
 pub type SessionFn = fn(&Shared, &mut Session, &[Bytes]) -> Reply;
 /// A handler that reads and writes the keyspace through a transaction.
 pub type DataFn = fn(&mut Ctx<'_>, &[Bytes]) -> CmdResult;
+/// A command's own key finder, for key specs Redis marks incomplete or
+/// unknown (SORT's STORE): key argument positions and their key flags.
+pub type GetKeysFn = fn(&[Bytes]) -> Vec<(usize, u32)>;
 
 /// How a command runs.
 #[derive(Clone, Copy)]
@@ -32,248 +32,550 @@ pub enum Run {
     Data(DataFn),
 }
 
-/// Which arguments are keys (for locking).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Keys {
-    /// No keys.
-    None,
-    /// The first argument.
-    First,
-    /// Every argument.
-    All,
-    /// Every other argument from the first (MSET).
-    Pairs,
-    /// The whole keyspace (FLUSHALL).
-    Global,
+/// Command flags: Redis 7's, then the server's own (never shown).
+pub mod flag {
+    /// Writes the keyspace.
+    pub const WRITE: u64 = 1 << 0;
+    /// Only reads the keyspace.
+    pub const READONLY: u64 = 1 << 1;
+    /// May grow memory use (refused under an OOM condition).
+    pub const DENYOOM: u64 = 1 << 2;
+    /// Administrative.
+    pub const ADMIN: u64 = 1 << 3;
+    /// Pub/sub.
+    pub const PUBSUB: u64 = 1 << 4;
+    /// Not allowed in scripts.
+    pub const NOSCRIPT: u64 = 1 << 5;
+    /// May block the client.
+    pub const BLOCKING: u64 = 1 << 6;
+    /// Allowed while loading the database.
+    pub const LOADING: u64 = 1 << 7;
+    /// Allowed on a replica with stale data.
+    pub const STALE: u64 = 1 << 8;
+    /// Not shown in MONITOR.
+    pub const SKIP_MONITOR: u64 = 1 << 9;
+    /// Not shown in SLOWLOG.
+    pub const SKIP_SLOWLOG: u64 = 1 << 10;
+    /// Cluster: allowed on an importing slot with ASKING.
+    pub const ASKING: u64 = 1 << 11;
+    /// O(1) or O(log N).
+    pub const FAST: u64 = 1 << 12;
+    /// Allowed before AUTH.
+    pub const NO_AUTH: u64 = 1 << 13;
+    /// May replicate even if it does not write (hidden in COMMAND).
+    pub const MAY_REPLICATE: u64 = 1 << 14;
+    /// Key arguments may be absent (EVAL with 0 keys).
+    pub const NO_MANDATORY_KEYS: u64 = 1 << 15;
+    /// Refused while loading asynchronously.
+    pub const NO_ASYNC_LOADING: u64 = 1 << 16;
+    /// Refused inside MULTI.
+    pub const NO_MULTI: u64 = 1 << 17;
+    /// Allowed while a script is busy.
+    pub const ALLOW_BUSY: u64 = 1 << 18;
+    /// Derived, never stated: keys not found by fixed positions.
+    pub const MOVABLEKEYS: u64 = 1 << 19;
+    /// Locks the whole keyspace (its keys are not known before it runs:
+    /// scripts, SORT's BY/GET, flushes).
+    pub const LOCK_ALL: u64 = 1 << 32;
+    /// Allowed in RESP2 subscribed mode.
+    pub const SUBSCRIBED_OK: u64 = 1 << 33;
+    /// Runs at once inside MULTI instead of being queued (EXEC, DISCARD …).
+    pub const MULTI_CONTROL: u64 = 1 << 34;
+    /// Runs a script (on the script thread, where there is one).
+    pub const RUNS_SCRIPT: u64 = 1 << 35;
+
+    /// The flags COMMAND shows, in Redis's order.
+    pub const SHOWN: &[(u64, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLEKEYS, "movablekeys"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
 }
 
-/// One command.
+/// ACL categories, in Redis's order.
+pub mod acl {
+    /// The categories with their names (without the `@`).
+    pub const NAMES: &[(u32, &str)] = &[
+        (KEYSPACE, "keyspace"),
+        (READ, "read"),
+        (WRITE, "write"),
+        (SET, "set"),
+        (SORTEDSET, "sortedset"),
+        (LIST, "list"),
+        (HASH, "hash"),
+        (STRING, "string"),
+        (BITMAP, "bitmap"),
+        (HYPERLOGLOG, "hyperloglog"),
+        (GEO, "geo"),
+        (STREAM, "stream"),
+        (PUBSUB, "pubsub"),
+        (ADMIN, "admin"),
+        (FAST, "fast"),
+        (SLOW, "slow"),
+        (BLOCKING, "blocking"),
+        (DANGEROUS, "dangerous"),
+        (CONNECTION, "connection"),
+        (TRANSACTION, "transaction"),
+        (SCRIPTING, "scripting"),
+    ];
+    /// `@keyspace`.
+    pub const KEYSPACE: u32 = 1 << 0;
+    /// `@read`.
+    pub const READ: u32 = 1 << 1;
+    /// `@write`.
+    pub const WRITE: u32 = 1 << 2;
+    /// `@set`.
+    pub const SET: u32 = 1 << 3;
+    /// `@sortedset`.
+    pub const SORTEDSET: u32 = 1 << 4;
+    /// `@list`.
+    pub const LIST: u32 = 1 << 5;
+    /// `@hash`.
+    pub const HASH: u32 = 1 << 6;
+    /// `@string`.
+    pub const STRING: u32 = 1 << 7;
+    /// `@bitmap`.
+    pub const BITMAP: u32 = 1 << 8;
+    /// `@hyperloglog`.
+    pub const HYPERLOGLOG: u32 = 1 << 9;
+    /// `@geo`.
+    pub const GEO: u32 = 1 << 10;
+    /// `@stream`.
+    pub const STREAM: u32 = 1 << 11;
+    /// `@pubsub`.
+    pub const PUBSUB: u32 = 1 << 12;
+    /// `@admin`.
+    pub const ADMIN: u32 = 1 << 13;
+    /// `@fast`.
+    pub const FAST: u32 = 1 << 14;
+    /// `@slow`.
+    pub const SLOW: u32 = 1 << 15;
+    /// `@blocking`.
+    pub const BLOCKING: u32 = 1 << 16;
+    /// `@dangerous`.
+    pub const DANGEROUS: u32 = 1 << 17;
+    /// `@connection`.
+    pub const CONNECTION: u32 = 1 << 18;
+    /// `@transaction`.
+    pub const TRANSACTION: u32 = 1 << 19;
+    /// `@scripting`.
+    pub const SCRIPTING: u32 = 1 << 20;
+}
+
+/// Key spec flags, in Redis's order.
+pub mod key_flag {
+    /// Read only.
+    pub const RO: u32 = 1 << 0;
+    /// Read and write.
+    pub const RW: u32 = 1 << 1;
+    /// Overwrite.
+    pub const OW: u32 = 1 << 2;
+    /// Remove.
+    pub const RM: u32 = 1 << 3;
+    /// Reads the value.
+    pub const ACCESS: u32 = 1 << 4;
+    /// Updates the value.
+    pub const UPDATE: u32 = 1 << 5;
+    /// Inserts into the value.
+    pub const INSERT: u32 = 1 << 6;
+    /// Deletes from the value.
+    pub const DELETE: u32 = 1 << 7;
+    /// Not a key (a shard channel).
+    pub const NOT_KEY: u32 = 1 << 8;
+    /// The spec may miss keys.
+    pub const INCOMPLETE: u32 = 1 << 9;
+    /// The flags depend on the arguments.
+    pub const VARIABLE_FLAGS: u32 = 1 << 10;
+    /// The flags with their names.
+    pub const NAMES: &[(u32, &str)] = &[
+        (RO, "RO"),
+        (RW, "RW"),
+        (OW, "OW"),
+        (RM, "RM"),
+        (ACCESS, "access"),
+        (UPDATE, "update"),
+        (INSERT, "insert"),
+        (DELETE, "delete"),
+        (NOT_KEY, "not_key"),
+        (INCOMPLETE, "incomplete"),
+        (VARIABLE_FLAGS, "variable_flags"),
+    ];
+}
+
+/// Where a key spec's keys begin.
+#[derive(Clone, Copy, Debug)]
+pub enum Begin {
+    /// At this argument.
+    Index(i32),
+    /// After this keyword, searched from `startfrom` (negative: from the
+    /// end, backwards).
+    Keyword {
+        /// The keyword (any case).
+        keyword: &'static str,
+        /// Where the search starts.
+        startfrom: i32,
+    },
+    /// Not known from the arguments' positions.
+    Unknown,
+}
+
+/// How many keys a key spec covers from where they begin.
+#[derive(Clone, Copy, Debug)]
+pub enum Find {
+    /// Up to `lastkey` (relative; negative: from the end), every `keystep`;
+    /// with `limit` > 1 and `lastkey` -1, the first 1/`limit` of the rest.
+    Range {
+        /// Last key, relative to the first.
+        lastkey: i32,
+        /// Step between keys.
+        keystep: i32,
+        /// Fraction of the remaining arguments.
+        limit: i32,
+    },
+    /// An argument gives the number of keys.
+    Keynum {
+        /// Where the number is, relative to the first.
+        keynumidx: i32,
+        /// The first key, relative to the first.
+        firstkey: i32,
+        /// Step between keys.
+        keystep: i32,
+    },
+    /// Not known.
+    Unknown,
+}
+
+/// One of a command's key specs (Redis 7).
+#[derive(Clone, Copy, Debug)]
+pub struct KeySpec {
+    /// A remark shown by COMMAND INFO.
+    pub notes: Option<&'static str>,
+    /// [`key_flag`] bits.
+    pub flags: u32,
+    /// Where the keys begin.
+    pub begin: Begin,
+    /// Which keys follow.
+    pub find: Find,
+}
+
+/// A keyspace event a command's write publishes: its class, its name and
+/// the argument that is the key.
+#[derive(Clone, Copy, Debug)]
+pub struct Event {
+    /// The class (`crate::pubsub::events`).
+    pub class: u32,
+    /// The event's name.
+    pub event: &'static str,
+    /// The key's argument index.
+    pub arg: usize,
+}
+
+/// A function that lists the events of a command whose events depend on
+/// its arguments: `push(class, event, key)` for each.
+pub type EventsFn = fn(&[Bytes], &mut dyn FnMut(u32, &'static str, &[u8]));
+
+/// The keyspace events of a command's write.
+#[derive(Clone, Copy)]
+pub enum Events {
+    /// None (or published by the handler itself, where the key is chosen
+    /// at run time).
+    None,
+    /// These, in order.
+    Fixed(&'static [Event]),
+    /// Computed from the arguments.
+    Custom(EventsFn),
+}
+
+/// Documentation, as COMMAND DOCS answers it.
+#[derive(Debug)]
+pub enum Doc {
+    /// A bulk string.
+    Str(&'static str),
+    /// A status string.
+    Simple(&'static str),
+    /// An integer.
+    Int(i64),
+    /// An array.
+    List(&'static [Doc]),
+    /// A set.
+    Set(&'static [Doc]),
+    /// A map, in order.
+    Map(&'static [(&'static str, Doc)]),
+}
+
+impl Doc {
+    /// The reply.
+    pub fn reply(&self) -> Reply {
+        match self {
+            Doc::Str(s) => Reply::bulk(s),
+            Doc::Simple(s) => Reply::Simple(s),
+            Doc::Int(n) => Reply::Int(*n),
+            Doc::List(l) => Reply::Array(l.iter().map(Doc::reply).collect()),
+            Doc::Set(l) => Reply::Set(l.iter().map(Doc::reply).collect()),
+            Doc::Map(m) => Reply::Map(m.iter().map(|(k, v)| (Reply::bulk(k), v.reply())).collect()),
+        }
+    }
+}
+
+/// One command or subcommand.
 pub struct Spec {
-    /// Lower-case name.
+    /// Lower-case full name (`get`, `client|list`).
     pub name: &'static str,
     /// Arity.
     pub arity: i32,
-    /// Key positions.
-    pub keys: Keys,
-    /// Handler.
+    /// [`flag`] bits.
+    pub flags: u64,
+    /// The [`acl`] categories stated (the implied ones are derived).
+    pub acl: u32,
+    /// Where its keys are.
+    pub key_specs: &'static [KeySpec],
+    /// Hints for clients and proxies (COMMAND INFO).
+    pub tips: &'static [&'static str],
+    /// Handler (a subcommand's is its container's).
     pub run: Run,
+    /// Its own key finder, where Redis has one that the key specs cannot
+    /// stand for (SORT's STORE).
+    pub getkeys: Option<GetKeysFn>,
+    /// The keyspace events its writes publish.
+    pub events: Events,
+    /// Documentation (COMMAND DOCS).
+    pub docs: Doc,
+    /// Its container's index, for a subcommand.
+    pub parent: Option<usize>,
+    /// Its subcommands' indexes, for a container.
+    pub subcommands: &'static [usize],
 }
 
-const fn sess(name: &'static str, arity: i32, f: SessionFn) -> Spec {
-    Spec { name, arity, keys: Keys::None, run: Run::Session(f) }
+include!(concat!(env!("OUT_DIR"), "/commands.rs"));
+
+impl Spec {
+    /// Whether it has every flag of `f`.
+    pub fn has(&self, f: u64) -> bool {
+        self.flags & f == f
+    }
+
+    /// Whether the arity accepts `n` arguments (the name included).
+    pub fn arity_ok(&self, n: usize) -> bool {
+        let n = n as i64;
+        let a = i64::from(self.arity);
+        if a >= 0 {
+            n == a
+        } else {
+            n >= -a
+        }
+    }
+
+    /// The name without its container (`list` for `client|list`).
+    pub fn short_name(&self) -> &'static str {
+        self.name.rsplit('|').next().unwrap_or(self.name)
+    }
+
+    /// Its subcommands.
+    pub fn subs(&self) -> impl Iterator<Item = &'static Spec> {
+        self.subcommands.iter().filter_map(|&i| COMMANDS.get(i))
+    }
+
+    /// The subcommand `name` (any case).
+    pub fn sub(&self, name: &[u8]) -> Option<(usize, &'static Spec)> {
+        self.subcommands
+            .iter()
+            .filter_map(|&i| Some((i, COMMANDS.get(i)?)))
+            .find(|(_, s)| s.short_name().as_bytes().eq_ignore_ascii_case(name))
+    }
+
+    /// Every flag, the derived `movablekeys` included: set when some key
+    /// spec is not a fixed position and range (as Redis 7.0 derives it).
+    pub fn all_flags(&self) -> u64 {
+        let (_, _, _, movable) = self.legacy_range();
+        if movable {
+            self.flags | flag::MOVABLEKEYS
+        } else {
+            self.flags
+        }
+    }
+
+    /// Every ACL category: the stated ones and those its flags imply.
+    pub fn acl_categories(&self) -> u32 {
+        let mut c = self.acl;
+        if self.has(flag::WRITE) {
+            c |= acl::WRITE;
+        }
+        if self.has(flag::READONLY) && c & acl::SCRIPTING == 0 {
+            c |= acl::READ;
+        }
+        if self.has(flag::ADMIN) {
+            c |= acl::ADMIN | acl::DANGEROUS;
+        }
+        if self.has(flag::PUBSUB) {
+            c |= acl::PUBSUB;
+        }
+        if self.has(flag::FAST) {
+            c |= acl::FAST;
+        }
+        if self.has(flag::BLOCKING) {
+            c |= acl::BLOCKING;
+        }
+        if c & acl::FAST == 0 {
+            c |= acl::SLOW;
+        }
+        c
+    }
+
+    /// COMMAND INFO's first key, last key and step (the key specs folded
+    /// into one range, as Redis 7 does for old clients), and whether some
+    /// keys fall outside it (`movablekeys`).
+    pub fn legacy_range(&self) -> (i64, i64, i64, bool) {
+        let specs = self.key_specs;
+        if let [KeySpec { begin: Begin::Index(pos), find: Find::Range { lastkey, keystep, .. }, flags, .. }] = specs {
+            let last = if *lastkey >= 0 { i64::from(pos + lastkey) } else { i64::from(*lastkey) };
+            return (i64::from(*pos), last, i64::from(*keystep), flags & key_flag::INCOMPLETE != 0);
+        }
+        let mut movable = false;
+        let (mut first, mut last): (Option<i64>, i64) = (None, 0);
+        let mut prev_last = 0i64;
+        for s in specs {
+            let (Begin::Index(pos), Find::Range { lastkey, keystep, .. }) = (s.begin, s.find) else {
+                movable = true;
+                continue;
+            };
+            if keystep != 1 || (prev_last != 0 && prev_last != i64::from(pos) - 1) {
+                movable = true;
+                continue;
+            }
+            if s.flags & key_flag::INCOMPLETE != 0 {
+                movable = true;
+            }
+            first = Some(first.map_or(i64::from(pos), |f| f.min(i64::from(pos))));
+            let abs = if lastkey >= 0 { i64::from(lastkey + pos) } else { i64::from(lastkey) };
+            // Redis compares as unsigned: a key counted from the end wins.
+            last = if (abs as u64) > (last as u64) { abs } else { last };
+            prev_last = last;
+        }
+        match first {
+            None => (0, 0, 0, movable || !specs.is_empty()),
+            Some(f) => (f, last, 1, movable),
+        }
+    }
+
+    /// The key arguments of `args` (the command name first) with their key
+    /// flags, as COMMAND GETKEYS finds them: by the key specs, or by the
+    /// command's own finder where a spec cannot tell. `None` when the
+    /// arguments do not hold the keys the specs promise. With `partial`, a
+    /// spec that cannot tell is passed over instead (locking).
+    pub fn key_args(&self, args: &[Bytes], partial: bool) -> Option<Vec<(usize, u32)>> {
+        // Flags that depend on the arguments (SET with GET) come from the
+        // command's own finder, as in Redis.
+        if let Some(f) = self.getkeys.filter(|_| !partial && self.key_specs.iter().any(|k| k.flags & key_flag::VARIABLE_FLAGS != 0)) {
+            return Some(f(args));
+        }
+        let mut out = Vec::new();
+        let argc = args.len() as i64;
+        for s in self.key_specs {
+            if s.flags & key_flag::NOT_KEY != 0 {
+                continue;
+            }
+            match spec_keys(s, args, argc, self.arity < 0) {
+                Some(found) if s.flags & key_flag::INCOMPLETE == 0 => {
+                    out.extend(found.into_iter().map(|i| (i, s.flags)));
+                }
+                Some(found) if partial => out.extend(found.into_iter().map(|i| (i, s.flags))),
+                _ if partial => {}
+                _ => return self.getkeys.map(|f| f(args)),
+            }
+        }
+        Some(out)
+    }
 }
 
-const fn data(name: &'static str, arity: i32, keys: Keys, f: DataFn) -> Spec {
-    Spec { name, arity, keys, run: Run::Data(f) }
+/// The positions one key spec finds in `args` (`None`: it cannot tell).
+fn spec_keys(s: &KeySpec, args: &[Bytes], argc: i64, variadic: bool) -> Option<Vec<usize>> {
+    let first = match s.begin {
+        Begin::Index(pos) => i64::from(pos),
+        Begin::Keyword { keyword, startfrom } => {
+            let from = i64::from(startfrom);
+            let start = if from > 0 { from } else { argc + from };
+            let found = if from > 0 {
+                (start..argc).find(|&i| arg_is(args, i, keyword))
+            } else {
+                (1..=start).rev().find(|&i| arg_is(args, i, keyword))
+            };
+            // A keyword that is absent: this spec has no keys.
+            match found {
+                Some(i) => i + 1,
+                None => return Some(Vec::new()),
+            }
+        }
+        Begin::Unknown => return None,
+    };
+    let (first, last, step) = match s.find {
+        Find::Range { lastkey, keystep, limit } => {
+            let last = if lastkey >= 0 {
+                first + i64::from(lastkey)
+            } else if limit == 0 {
+                argc + i64::from(lastkey)
+            } else {
+                first + ((argc - first) / i64::from(limit) + i64::from(lastkey))
+            };
+            (first, last, i64::from(keystep))
+        }
+        Find::Keynum { keynumidx, firstkey, keystep } => {
+            let at = first + i64::from(keynumidx);
+            let n = usize::try_from(at).ok().and_then(|i| args.get(i)).and_then(|a| crate::numbers::parse_i64(a))?;
+            if n < 0 {
+                return None;
+            }
+            let f = first + i64::from(firstkey);
+            (f, f + n - 1, i64::from(keystep))
+        }
+        Find::Unknown => return None,
+    };
+    if last >= argc || last < first || first >= argc {
+        // No keys where some were promised (a key count of 0 included).
+        return if last < first && matches!(s.find, Find::Keynum { .. }) { Some(Vec::new()) } else { None };
+    }
+    let mut out = Vec::new();
+    let mut i = first;
+    while i <= last {
+        if i >= argc && variadic {
+            break;
+        }
+        out.push(i as usize);
+        i += step.max(1);
+    }
+    Some(out)
 }
 
-use Keys::{All, First, Global, Pairs};
+fn arg_is(args: &[Bytes], i: i64, word: &str) -> bool {
+    usize::try_from(i).ok().and_then(|i| args.get(i)).is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()))
+}
 
-static COMMANDS: &[Spec] = &[
-    // connection
-    sess("ping", -1, c::ping),
-    sess("echo", 2, c::echo),
-    sess("hello", -1, c::hello),
-    sess("auth", -2, c::auth),
-    sess("select", 2, c::select),
-    sess("quit", -1, c::quit),
-    sess("reset", 1, c::reset),
-    sess("client", -2, c::client),
-    // server
-    sess("config", -2, s::config),
-    sess("info", -1, s::info),
-    sess("dbsize", 1, s::dbsize),
-    sess("command", -1, s::command),
-    sess("time", 1, s::time),
-    sess("save", 1, s::save),
-    sess("bgsave", -1, s::bgsave),
-    sess("lastsave", 1, s::lastsave),
-    sess("shutdown", -1, s::shutdown),
-    sess("function", -2, sc::function),
-    sess("script", -2, sc::script),
-    data("eval", -3, Global, sc::eval),
-    data("evalsha", -3, Global, sc::evalsha),
-    data("eval_ro", -3, Global, sc::eval_ro),
-    data("evalsha_ro", -3, Global, sc::evalsha_ro),
-    data("fcall", -3, Global, sc::fcall),
-    data("fcall_ro", -3, Global, sc::fcall_ro),
-    data("flushdb", -1, Global, s::flushdb),
-    data("flushall", -1, Global, s::flushall),
-    data("swapdb", 3, Global, rn::swapdb),
-    // keys
-    data("del", -2, All, k::del),
-    data("unlink", -2, All, k::del),
-    data("exists", -2, All, k::exists),
-    data("type", 2, First, k::type_),
-    data("scan", -2, Keys::None, k::scan),
-    data("sort", -2, Global, so::sort),
-    data("sort_ro", -2, Global, so::sort_ro),
-    data("keys", 2, Keys::None, k::keys),
-    data("expire", -3, First, k::expire),
-    data("pexpire", -3, First, k::pexpire),
-    data("expireat", -3, First, k::expireat),
-    data("pexpireat", -3, First, k::pexpireat),
-    data("ttl", 2, First, k::ttl),
-    data("pttl", 2, First, k::pttl),
-    data("persist", 2, First, k::persist),
-    data("expiretime", 2, First, k::expiretime),
-    data("pexpiretime", 2, First, k::pexpiretime),
-    data("object", -2, All, o::object),
-    data("memory", -2, All, m::memory),
-    data("rename", 3, All, rn::rename),
-    data("renamenx", 3, All, rn::renamenx),
-    data("copy", -3, All, rn::copy),
-    data("dump", 2, First, du::dump),
-    data("restore", -4, First, du::restore),
-    data("move", 3, First, rn::move_),
-    data("randomkey", 1, Keys::None, rn::randomkey),
-    data("sscan", -3, First, cs::sscan),
-    data("hscan", -3, First, cs::hscan),
-    data("zscan", -3, First, cs::zscan),
-    // strings
-    data("get", 2, First, str_::get),
-    data("set", -3, First, str_::set),
-    data("setnx", 3, First, str_::setnx),
-    data("setex", 4, First, str_::setex),
-    data("psetex", 4, First, str_::psetex),
-    data("getset", 3, First, str_::getset),
-    data("getdel", 2, First, str_::getdel),
-    data("mget", -2, All, str_::mget),
-    data("mset", -3, Pairs, str_::mset),
-    data("msetnx", -3, Pairs, str_::msetnx),
-    data("incr", 2, First, str_::incr),
-    data("decr", 2, First, str_::decr),
-    data("incrby", 3, First, str_::incrby),
-    data("decrby", 3, First, str_::decrby),
-    data("append", 3, First, str_::append),
-    data("strlen", 2, First, str_::strlen),
-    data("incrbyfloat", 3, First, str_::incrbyfloat),
-    data("getex", -2, First, str_::getex),
-    data("getrange", 4, First, str_::getrange),
-    data("lcs", -3, All, lcs::lcs),
-    data("setrange", 4, First, str_::setrange),
-    data("setbit", 4, First, b::setbit),
-    data("getbit", 3, First, b::getbit),
-    data("bitcount", -2, First, b::bitcount),
-    data("bitpos", -3, First, b::bitpos),
-    data("bitop", -4, All, b::bitop),
-    data("bitfield", -2, First, bf::bitfield),
-    data("bitfield_ro", -2, First, bf::bitfield_ro),
-    // hashes
-    data("hset", -4, First, h::hset),
-    data("hmset", -4, First, h::hmset),
-    data("hsetnx", 4, First, h::hsetnx),
-    data("hget", 3, First, h::hget),
-    data("hmget", -3, First, h::hmget),
-    data("hgetall", 2, First, h::hgetall),
-    data("hkeys", 2, First, h::hkeys),
-    data("hvals", 2, First, h::hvals),
-    data("hdel", -3, First, h::hdel),
-    data("hrandfield", -2, First, rnd::hrandfield),
-    data("hexists", 3, First, h::hexists),
-    data("hlen", 2, First, h::hlen),
-    data("hincrby", 4, First, h::hincrby),
-    data("hincrbyfloat", 4, First, h::hincrbyfloat),
-    data("hstrlen", 3, First, h::hstrlen),
-    // sorted sets
-    data("zadd", -4, First, z::zadd),
-    data("zrem", -3, First, z::zrem),
-    data("zcard", 2, First, z::zcard),
-    data("zscore", 3, First, z::zscore),
-    data("zincrby", 4, First, z::zincrby),
-    data("zrangebyscore", -4, First, z::zrangebyscore),
-    data("zcount", 4, First, z::zcount),
-    data("zrange", -4, First, zr::zrange),
-    data("zrangestore", -5, All, zr::zrangestore),
-    data("zmscore", -3, First, zm::zmscore),
-    data("zremrangebyrank", 4, First, zm::zremrangebyrank),
-    data("zremrangebyscore", 4, First, zm::zremrangebyscore),
-    data("zremrangebylex", 4, First, zm::zremrangebylex),
-    data("zintercard", -3, All, zm::zintercard),
-    data("zrandmember", -2, First, rnd::zrandmember),
-    data("zrevrange", -4, First, z::zrevrange),
-    data("zrevrangebyscore", -4, First, z::zrevrangebyscore),
-    data("zrank", 3, First, z::zrank),
-    data("zrevrank", 3, First, z::zrevrank),
-    data("zpopmin", -2, First, zp::zpopmin),
-    data("zrangebylex", -4, First, zl::zrangebylex),
-    data("zrevrangebylex", -4, First, zl::zrevrangebylex),
-    data("zlexcount", 4, First, zl::zlexcount),
-    data("zpopmax", -2, First, zp::zpopmax),
-    data("zmpop", -4, All, zp::zmpop),
-    data("bzpopmin", -3, All, zp::bzpopmin),
-    data("bzpopmax", -3, All, zp::bzpopmax),
-    data("bzmpop", -5, All, zp::bzmpop),
-    data("zunion", -3, All, za::zunion),
-    data("zinter", -3, All, za::zinter),
-    data("zdiff", -3, All, za::zdiff),
-    data("zunionstore", -4, All, za::zunionstore),
-    data("zinterstore", -4, All, za::zinterstore),
-    data("zdiffstore", -4, All, za::zdiffstore),
-    // lists
-    data("lpush", -3, First, l::lpush),
-    data("rpush", -3, First, l::rpush),
-    data("lpushx", -3, First, l::lpushx),
-    data("rpushx", -3, First, l::rpushx),
-    data("lpop", -2, First, l::lpop),
-    data("rpop", -2, First, l::rpop),
-    data("lrange", 4, First, l::lrange),
-    data("llen", 2, First, l::llen),
-    data("lindex", 3, First, l::lindex),
-    data("lset", 4, First, l::lset),
-    data("ltrim", 4, First, l::ltrim),
-    data("linsert", 5, First, le::linsert),
-    data("blpop", -3, All, bl::blpop),
-    data("brpop", -3, All, bl::brpop),
-    data("blmove", 6, All, bl::blmove),
-    data("brpoplpush", 4, All, bl::brpoplpush),
-    data("blmpop", -5, All, bl::blmpop),
-    data("lmpop", -4, All, bl::lmpop),
-    data("lrem", 4, First, le::lrem),
-    data("lpos", -3, First, le::lpos),
-    data("lmove", 5, All, le::lmove),
-    data("rpoplpush", 3, All, le::rpoplpush),
-    // sets
-    data("sadd", -3, First, st::sadd),
-    data("srem", -3, First, st::srem),
-    data("srandmember", -2, First, rnd::srandmember),
-    data("spop", -2, First, st::spop),
-    data("scard", 2, First, st::scard),
-    data("smembers", 2, First, st::smembers),
-    data("sismember", 3, First, st::sismember),
-    data("smismember", -3, First, st::smismember),
-    data("sinter", -2, All, st::sinter),
-    data("sunion", -2, All, st::sunion),
-    data("sdiff", -2, All, st::sdiff),
-    data("smove", 4, All, ss::smove),
-    data("sinterstore", -3, All, ss::sinterstore),
-    data("sunionstore", -3, All, ss::sunionstore),
-    data("sdiffstore", -3, All, ss::sdiffstore),
-    data("sintercard", -3, All, ss::sintercard),
-    // pub/sub
-    sess("subscribe", -2, ps::subscribe),
-    sess("unsubscribe", -1, ps::unsubscribe),
-    sess("psubscribe", -2, ps::psubscribe),
-    sess("punsubscribe", -1, ps::punsubscribe),
-    sess("ssubscribe", -2, ps::ssubscribe),
-    sess("sunsubscribe", -1, ps::sunsubscribe),
-    sess("publish", 3, ps::publish),
-    sess("spublish", 3, ps::spublish),
-    sess("pubsub", -2, ps::pubsub),
-    // transactions
-    sess("multi", 1, t::multi),
-    sess("exec", 1, t::exec),
-    sess("discard", 1, t::discard),
-    sess("watch", -2, t::watch),
-    sess("unwatch", 1, t::unwatch),
-];
+/// Every command and subcommand.
+pub fn all() -> &'static [Spec] {
+    &COMMANDS
+}
 
-/// Number of commands in the table (COMMAND COUNT).
+/// Number of top-level commands (COMMAND COUNT).
 pub fn count() -> usize {
-    COMMANDS.len()
+    COMMANDS.iter().filter(|s| s.parent.is_none()).count()
 }
 
-/// The spec of command `name` (any case).
+/// The spec of command `name` (any case; `client|list` for a subcommand).
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     lookup_id(name).map(|(_, s)| s)
 }
@@ -284,7 +586,7 @@ pub fn lookup_id(name: &[u8]) -> Option<(usize, &'static Spec)> {
     static INDEX: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
     let index = INDEX.get_or_init(|| COMMANDS.iter().enumerate().map(|(i, s)| (s.name.as_bytes(), i)).collect());
     // Lower-case into a stack buffer: no allocation per request.
-    let mut buf = [0u8; 32];
+    let mut buf = [0u8; 48];
     let lower = buf.get_mut(..name.len())?;
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
@@ -292,7 +594,79 @@ pub fn lookup_id(name: &[u8]) -> Option<(usize, &'static Spec)> {
     Some((id, COMMANDS.get(id)?))
 }
 
+/// The command a request runs: its container's subcommand where the
+/// table has it (flags, arity and keys are then the subcommand's), else
+/// the command itself (whose handler answers an unknown subcommand).
+pub fn resolve(args: &[Bytes]) -> Option<(usize, &'static Spec)> {
+    let (id, spec) = lookup_id(args.first()?)?;
+    if spec.subcommands.is_empty() {
+        return Some((id, spec));
+    }
+    match args.get(1).and_then(|sub| spec.sub(sub)) {
+        Some(found) => Some(found),
+        None => Some((id, spec)),
+    }
+}
+
 /// The name of the command at `id` in the table.
 pub fn name_of(id: usize) -> Option<&'static str> {
     COMMANDS.get(id).map(|s| s.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+    }
+
+    fn keys(cmd: &[&str]) -> Vec<usize> {
+        let a = args(cmd);
+        let spec = resolve(&a).expect("a command");
+        spec.1.key_args(&a, false).expect("keys").into_iter().map(|(i, _)| i).collect()
+    }
+
+    #[test]
+    fn key_specs_find_keys_as_redis_does() {
+        assert_eq!(keys(&["get", "k"]), [1]);
+        assert_eq!(keys(&["mset", "a", "1", "b", "2"]), [1, 3]);
+        assert_eq!(keys(&["blpop", "a", "b", "0"]), [1, 2]);
+        assert_eq!(keys(&["zunionstore", "d", "2", "a", "b", "weights", "1", "2"]), [1, 3, 4]);
+        assert_eq!(keys(&["eval", "s", "0"]), Vec::<usize>::new());
+        assert_eq!(keys(&["eval", "s", "2", "a", "b", "c"]), [3, 4]);
+        assert_eq!(keys(&["lmpop", "2", "a", "b", "left"]), [2, 3]);
+        assert_eq!(keys(&["object", "encoding", "k"]), [2]);
+        assert_eq!(keys(&["bitop", "and", "d", "a", "b"]), [2, 3, 4]);
+        assert_eq!(keys(&["sort", "k", "limit", "0", "1", "store", "d"]), [1, 6]);
+    }
+
+    #[test]
+    fn subcommands_resolve_and_names_are_unique() {
+        let (_, s) = resolve(&args(&["CLIENT", "List"])).expect("client list");
+        assert_eq!(s.name, "client|list");
+        let (_, s) = resolve(&args(&["client", "nosuch"])).expect("client");
+        assert_eq!(s.name, "client");
+        let mut names: Vec<_> = all().iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        let n = names.len();
+        names.dedup();
+        assert_eq!(names.len(), n);
+    }
+
+    /// Every flag a check reads is stated where it must be: a command is
+    /// a write or a read or neither, never both; blocking ones are data
+    /// commands; only data commands lock the keyspace.
+    #[test]
+    fn flags_are_consistent() {
+        for s in all() {
+            assert!(!(s.has(flag::WRITE) && s.has(flag::READONLY)), "{}", s.name);
+            if s.has(flag::BLOCKING) || s.has(flag::LOCK_ALL) || s.has(flag::RUNS_SCRIPT) {
+                assert!(matches!(s.run, Run::Data(_)), "{}", s.name);
+            }
+            if matches!(s.events, Events::Fixed(_) | Events::Custom(_)) {
+                assert!(s.has(flag::WRITE), "{} publishes events but is no write", s.name);
+            }
+        }
+    }
 }

@@ -9,6 +9,7 @@ use super::blocking::timeout_arg;
 use super::zsets::{remove_member, scored, walk, Scored, ALL};
 use super::{arg, is, pop_count, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::KeyType;
+use crate::pubsub::events::ZSET;
 use crate::resp::Reply;
 
 /// Pops up to `n` members with the lowest (or highest, `max`) scores;
@@ -38,6 +39,7 @@ fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], max: bool, n: u64) -> Result<Option<Scor
     if !items.is_empty() {
         let left = old.count().saturating_sub(items.len() as u64);
         ctx.txn.put_count(key, Some(&old), old.clone(), left);
+        ctx.notify(ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
     }
     Ok(Some(items))
 }

@@ -28,7 +28,7 @@ use crate::resp::Reply;
 
 pub(crate) use functions::{fcall, fcall_ro, function};
 pub use worker::{collect, lua_time_limit, run_all, script_done, ScriptHost, ScriptJob, ScriptWait};
-pub(crate) use worker::{offload, park_next, runs_script};
+pub(crate) use worker::{offload, park_next};
 
 /// The scripting engine of a server: the Lua state, the script cache and
 /// the function libraries, and what other connections may see of a

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use mlua::{FromLuaMulti, Function, Lua, MultiValue, Table, Value};
 
 use super::{convert, Scripts, State};
-use crate::cmd::{lookup, CmdError, Ctx, Run, Session};
+use crate::cmd::{flag, table, CmdError, Ctx, Run, Session};
 use crate::resp::Reply;
 
 /// How a script runs.
@@ -172,157 +172,30 @@ struct Call<'c, 'a> {
     session: Option<Session>,
 }
 
-/// Commands a script may not run (Redis's `noscript` flag), blocking
-/// ones included.
-const DENIED: &[&str] = &[
-    "blpop",
-    "brpop",
-    "blmove",
-    "brpoplpush",
-    "blmpop",
-    "bzpopmin",
-    "bzpopmax",
-    "bzmpop",
-    "eval",
-    "evalsha",
-    "eval_ro",
-    "evalsha_ro",
-    "fcall",
-    "fcall_ro",
-    "script",
-    "function",
-    "multi",
-    "exec",
-    "discard",
-    "watch",
-    "unwatch",
-    "auth",
-    "hello",
-    "client",
-    "config",
-    "quit",
-    "reset",
-    "shutdown",
-    "save",
-    "bgsave",
-    "subscribe",
-    "psubscribe",
-    "unsubscribe",
-    "punsubscribe",
-];
-
-/// Redis commands this server does not have that scripts may not run
-/// anyway (so the error is Redis's).
-const KNOWN_DENIED: &[&str] = &["cluster", "monitor", "sync", "psync", "replicaof", "slaveof", "debug", "wait", "acl"];
-
-/// Commands that write (refused in read-only scripts).
-const WRITES: &[&str] = &[
-    "set",
-    "setnx",
-    "setex",
-    "psetex",
-    "getset",
-    "getdel",
-    "getex",
-    "mset",
-    "msetnx",
-    "incr",
-    "decr",
-    "incrby",
-    "decrby",
-    "incrbyfloat",
-    "append",
-    "setrange",
-    "setbit",
-    "bitfield",
-    "bitop",
-    "del",
-    "unlink",
-    "expire",
-    "pexpire",
-    "expireat",
-    "pexpireat",
-    "persist",
-    "rename",
-    "renamenx",
-    "copy",
-    "restore",
-    "move",
-    "flushdb",
-    "flushall",
-    "swapdb",
-    "hset",
-    "hmset",
-    "hsetnx",
-    "hdel",
-    "hincrby",
-    "hincrbyfloat",
-    "zadd",
-    "zrem",
-    "zincrby",
-    "zpopmin",
-    "zpopmax",
-    "zmpop",
-    "zunionstore",
-    "zinterstore",
-    "zdiffstore",
-    "lpush",
-    "rpush",
-    "lpushx",
-    "rpushx",
-    "lpop",
-    "rpop",
-    "lset",
-    "ltrim",
-    "linsert",
-    "lmpop",
-    "lrem",
-    "lmove",
-    "rpoplpush",
-    "sadd",
-    "srem",
-    "spop",
-    "smove",
-    "sinterstore",
-    "sunionstore",
-    "sdiffstore",
-    "sort",
-];
-
-/// Session commands a script may run.
-const SESSION_OK: &[&str] = &["ping", "echo", "time", "info", "dbsize", "lastsave", "command", "select"];
-
 impl Call<'_, '_> {
     fn call(&mut self, args: &[Bytes], resp: u8) -> Reply {
-        let first = args.first().map(|a| a.as_ref()).unwrap_or_default();
-        if KNOWN_DENIED.iter().any(|n| first.eq_ignore_ascii_case(n.as_bytes())) {
-            return Reply::err("ERR This Redis command is not allowed from script");
-        }
-        let Some(spec) = lookup(first) else {
+        let Some((_, spec)) = table::resolve(args) else {
             return Reply::err("ERR Unknown Redis command called from script");
         };
-        let n = args.len() as i64;
-        let arity = i64::from(spec.arity);
-        if (arity >= 0 && n != arity) || (arity < 0 && n < -arity) {
+        if !spec.arity_ok(args.len()) {
             return Reply::err("ERR Wrong number of args calling Redis command from script");
         }
-        let name = spec.name;
-        let session_ok = SESSION_OK.contains(&name);
-        if DENIED.contains(&name) || (matches!(spec.run, Run::Session(_)) && !session_ok) {
+        if spec.has(flag::NOSCRIPT) {
             return Reply::err("ERR This Redis command is not allowed from script");
         }
-        if WRITES.contains(&name) {
+        if spec.has(flag::WRITE) {
             if self.read_only {
                 return Reply::err("ERR Write commands are not allowed from read-only scripts.");
             }
             self.wrote.store(true, Ordering::Release);
         }
+        let name = spec.name;
         let ctx = &mut *self.ctx;
         match spec.run {
             Run::Data(f) => {
                 let proto = ctx.proto;
                 ctx.proto = resp;
-                let r = f(ctx, args).unwrap_or_else(CmdError::into_reply);
+                let r = crate::cmd::notify::call(ctx, spec, f, args).unwrap_or_else(CmdError::into_reply);
                 ctx.proto = proto;
                 r
             }

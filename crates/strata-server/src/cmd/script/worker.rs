@@ -27,14 +27,6 @@ use crate::cmd::{cmdstats, commit, notify, table, CmdError, Ctx, Session, Shared
 use crate::pubsub::Mailbox;
 use crate::resp::Reply;
 
-/// Commands that run a script (on the script thread, outside MULTI).
-const SCRIPT_COMMANDS: &[&str] = &["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"];
-
-/// Whether `name` runs a script.
-pub(crate) fn runs_script(name: &str) -> bool {
-    SCRIPT_COMMANDS.contains(&name)
-}
-
 thread_local! {
     static ON_WORKER: Cell<bool> = const { Cell::new(false) };
 }
@@ -214,7 +206,7 @@ pub(crate) fn park_next(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> 
     let Ok((id, spec)) = crate::cmd::validate(args) else { return false };
     let table::Run::Data(f) = spec.run else { return false };
     // No script runs, so none refuses it with -BUSY (see `cmd::busy`).
-    if !runs_script(spec.name) || shared.scripts.running() {
+    if !spec.has(table::flag::RUNS_SCRIPT) || shared.scripts.running() {
         return false;
     }
     shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
