@@ -18,7 +18,9 @@ fn main() {
     println!("cargo:rerun-if-changed=commands");
     let dir = Path::new("commands");
     let mut files: Vec<_> = match std::fs::read_dir(dir) {
-        Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
+        Ok(rd) => {
+            rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect()
+        }
         Err(e) => fail(&format!("commands/: {e}")),
     };
     files.sort();
@@ -80,7 +82,9 @@ fn constant(name: &str) -> String {
 fn strs<'a>(m: &'a Map<String, Value>, key: &str, who: &str) -> Vec<&'a str> {
     match m.get(key) {
         None => Vec::new(),
-        Some(Value::Array(a)) => a.iter().map(|v| v.as_str().unwrap_or_else(|| fail(&format!("{who}.{key}: not a string")))).collect(),
+        Some(Value::Array(a)) => {
+            a.iter().map(|v| v.as_str().unwrap_or_else(|| fail(&format!("{who}.{key}: not a string")))).collect()
+        }
         Some(_) => fail(&format!("{who}.{key}: not a list")),
     }
 }
@@ -117,12 +121,19 @@ fn spec(i: usize, f: &Flat, flat: &[Flat]) -> String {
             let evs: Vec<String> = list
                 .iter()
                 .map(|e| match e.as_array().map(Vec::as_slice) {
-                    Some([Value::String(class), Value::String(event), at]) => format!(
-                        "Event {{ class: crate::pubsub::events::{}, event: {event:?}, arg: {} }}",
-                        constant(class),
-                        int(at, who)
-                    ),
-                    _ => fail(&format!("{who}.events: [class, event, argument] expected")),
+                    Some([Value::String(class), Value::String(event), at, rest @ ..]) => {
+                        let kept = match rest {
+                            [] => false,
+                            [Value::String(k)] if k == "kept" => true,
+                            _ => fail(&format!("{who}.events: only \"kept\" may follow the argument")),
+                        };
+                        format!(
+                            "Event {{ class: crate::pubsub::events::{}, event: {event:?}, arg: {}, kept: {kept} }}",
+                            constant(class),
+                            int(at, who)
+                        )
+                    }
+                    _ => fail(&format!("{who}.events: [class, event, argument, \"kept\"?] expected")),
                 })
                 .collect();
             format!("Events::Fixed(&[{}])", evs.join(", "))

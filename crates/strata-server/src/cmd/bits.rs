@@ -226,6 +226,7 @@ pub(crate) fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if out.is_empty() {
         if let Some(m) = old {
             ctx.txn.delete_key(dest, &m)?;
+            ctx.txn.note("del", dest);
         }
     } else {
         replace(ctx, dest, old, &Meta::string(out, 0))?;

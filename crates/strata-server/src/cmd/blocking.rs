@@ -20,7 +20,6 @@ use super::listedit::move_one;
 use super::lists::pop_n;
 use super::{arg, commit, is, keys_of, notify, table, Blocked, CmdError, CmdResult, Ctx, Session, Shared, Spec};
 use crate::keyspace::{now_ms, KeyType};
-use crate::pubsub::events::LIST;
 use crate::resp::Reply;
 
 /// How CLIENT UNBLOCK ends a wait.
@@ -136,9 +135,8 @@ fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
         if ctx.retry && wrong_type(ctx, k)? {
             continue;
         }
-        if let Some(mut v) = pop_n(ctx, k, left, 1)? {
+        if let Some(mut v) = pop_n(ctx, k, left, 1, true)? {
             if let Some(v) = v.pop() {
-                ctx.notify(LIST, if left { "lpop" } else { "rpop" }, k);
                 return Ok(Reply::Array(vec![Reply::bulk(k), Reply::bulk_vec(v)]));
             }
         }
@@ -215,9 +213,8 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], left: bool, count: u64) -> Result<Opt
         if ctx.retry && wrong_type(ctx, k)? {
             continue;
         }
-        if let Some(v) = pop_n(ctx, k, left, count)? {
+        if let Some(v) = pop_n(ctx, k, left, count, true)? {
             if !v.is_empty() {
-                ctx.notify(LIST, if left { "lpop" } else { "rpop" }, k);
                 let items = v.into_iter().map(Reply::bulk_vec).collect();
                 return Ok(Some(Reply::Array(vec![Reply::bulk(k), Reply::Array(items)])));
             }

@@ -102,10 +102,9 @@ fn key_spec(k: &KeySpec) -> Reply {
     };
     let begin = match k.begin {
         Begin::Index(i) => part("index", vec![pair("index", i)]),
-        Begin::Keyword { keyword, startfrom } => part(
-            "keyword",
-            vec![(Reply::bulk("keyword"), Reply::bulk(keyword)), pair("startfrom", startfrom)],
-        ),
+        Begin::Keyword { keyword, startfrom } => {
+            part("keyword", vec![(Reply::bulk("keyword"), Reply::bulk(keyword)), pair("startfrom", startfrom)])
+        }
         Begin::Unknown => part("unknown", Vec::new()),
     };
     let find = match k.find {
@@ -135,7 +134,8 @@ fn docs(s: &Spec) -> Reply {
         other => vec![(Reply::bulk("doc"), other)],
     };
     if !s.subcommands.is_empty() {
-        fields.push((Reply::bulk("subcommands"), Reply::Map(s.subs().map(|c| (Reply::bulk(c.name), docs(c))).collect())));
+        fields
+            .push((Reply::bulk("subcommands"), Reply::Map(s.subs().map(|c| (Reply::bulk(c.name), docs(c))).collect())));
     }
     Reply::Map(fields)
 }

@@ -101,8 +101,18 @@ pub(crate) fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: boo
     if write_typed(ctx, src, KeyType::List)?.is_none() {
         return Ok(Reply::Nil);
     }
-    write_typed(ctx, dst, KeyType::List)?;
-    let Some(v) = super::lists::pop_n(ctx, src, from_left, 1)?.and_then(|mut p| p.pop()) else {
+    let dm = write_typed(ctx, dst, KeyType::List)?;
+    if let (true, Some(m)) = (src == dst, dm.as_ref()) {
+        let (head, tail) = m.list_bounds();
+        if tail.saturating_sub(head) == 1 {
+            // One element moved onto its own list: nothing changes (and
+            // the key is not emptied on the way), but the move happened.
+            let v = ctx.txn.get(&list_key(src, head))?.unwrap_or_default();
+            ctx.txn.put_meta(src, Some(m), m);
+            return Ok(Reply::bulk_vec(v));
+        }
+    }
+    let Some(v) = super::lists::pop_n(ctx, src, from_left, 1, false)?.and_then(|mut p| p.pop()) else {
         return Ok(Reply::Nil);
     };
     // Reads see this transaction's writes: dst is loaded after the pop

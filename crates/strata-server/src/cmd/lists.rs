@@ -5,9 +5,9 @@
 
 use bytes::Bytes;
 
-use crate::pubsub::events::LIST;
 use super::{arg, index_range, int_arg, pop_count, read_typed, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{list_key, KeyType, Meta, LIST_MID};
+use crate::pubsub::events::LIST;
 use crate::resp::Reply;
 
 pub(crate) fn push(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
@@ -38,7 +38,16 @@ pub(crate) fn rpush(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 
 /// Pops up to `n` elements of list `key` from one end; `None` when the key
 /// holds no list elements (missing). A key of another type is WRONGTYPE.
-pub(crate) fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], left: bool, n: u64) -> Result<Option<Vec<Vec<u8>>>, CmdError> {
+/// Pops up to `n` elements from one end of list `key` (`None`: no such
+/// key). With `notify`, publishes `lpop`/`rpop` (before the `del` of an
+/// emptied list, in Redis's order); LMOVE publishes its own events.
+pub(crate) fn pop_n(
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    left: bool,
+    n: u64,
+    notify: bool,
+) -> Result<Option<Vec<Vec<u8>>>, CmdError> {
     let Some(old) = write_typed(ctx, key, KeyType::List)? else { return Ok(None) };
     let (mut head, mut tail) = old.list_bounds();
     let n = n.min(tail.saturating_sub(head));
@@ -53,6 +62,9 @@ pub(crate) fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], left: bool, n: u64) -> Result
         } else {
             tail -= 1;
         }
+    }
+    if notify && n > 0 {
+        ctx.notify(LIST, if left { "lpop" } else { "rpop" }, key);
     }
     if head == tail {
         ctx.txn.drop_meta(key, &old);
@@ -69,12 +81,9 @@ fn pop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
         return Err(CmdError::Msg(format!("ERR wrong number of arguments for '{name}' command")));
     }
     let count = args.get(2).map(|c| pop_count(c)).transpose()?;
-    let Some(popped) = pop_n(ctx, key, left, count.unwrap_or(1))? else {
+    let Some(popped) = pop_n(ctx, key, left, count.unwrap_or(1), true)? else {
         return Ok(if count.is_some() { Reply::NilArray } else { Reply::Nil });
     };
-    if !popped.is_empty() {
-        ctx.notify(LIST, if left { "lpop" } else { "rpop" }, key);
-    }
     let mut out: Vec<Reply> = popped.into_iter().map(Reply::bulk_vec).collect();
     Ok(match count {
         None => out.pop().unwrap_or(Reply::Nil),
@@ -153,6 +162,7 @@ pub(crate) fn ltrim(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let Some((start, stop)) = index_range(start, stop, len) else {
         // Nothing is kept: the key goes.
         ctx.txn.delete_key(key, &meta)?;
+        ctx.txn.note("del", key);
         return Ok(Reply::ok());
     };
     let (new_head, new_tail) = (head + start as u64, head + stop as u64 + 1);

@@ -10,6 +10,7 @@ mod collscan;
 mod connection;
 mod dump;
 mod hashes;
+mod introspect;
 mod keys;
 mod lcs;
 mod listedit;
@@ -28,7 +29,6 @@ mod setstore;
 mod shared;
 mod sort;
 mod strings;
-mod introspect;
 mod table;
 mod transactions;
 mod zalgebra;
@@ -169,8 +169,23 @@ impl<'a> Ctx<'a> {
         self.notify_in(self.db, class, event, key);
     }
 
-    /// [`Ctx::notify`] for a key of database `db` (MOVE).
+    /// [`Ctx::notify`] for a key of database `db` (MOVE, COPY ... DB).
+    /// Events of the selected database join the transaction's notes, so
+    /// that they keep their order with the `del` of an emptied key.
     pub(crate) fn notify_in(&mut self, db: usize, class: u32, event: &'static str, key: &[u8]) {
+        if !self.shared.pubsub.wants(class) {
+            return;
+        }
+        if db == self.db && self.txn.notes.is_some() {
+            self.txn.note_class(class, event, key);
+        } else {
+            self.events.push(crate::pubsub::events::KeyEvent { class, event, db, key: key.to_vec() });
+        }
+    }
+
+    /// Publishes an event at commit in the order of these calls, ahead of
+    /// the transaction's notes (MOVE: `move_from` here, `move_to` there).
+    pub(crate) fn notify_direct(&mut self, db: usize, class: u32, event: &'static str, key: &[u8]) {
         if self.shared.pubsub.wants(class) {
             self.events.push(crate::pubsub::events::KeyEvent { class, event, db, key: key.to_vec() });
         }

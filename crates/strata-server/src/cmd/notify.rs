@@ -7,7 +7,7 @@
 use bytes::Bytes;
 
 use super::table::DataFn;
-use super::table::Events;
+use super::table::{Events, Push};
 use super::{CmdResult, Ctx, Spec};
 use crate::pubsub::events::{self as ev, KeyEvent};
 
@@ -33,66 +33,79 @@ pub(crate) fn call(ctx: &mut Ctx<'_>, spec: &Spec, f: DataFn, args: &[Bytes]) ->
         ctx.txn.notes = Some(Vec::new());
     }
     let before = ctx.txn.ops;
-    let mark = ctx.events.len();
     let r = f(ctx, args);
     let db = ctx.db;
-    let own = ctx.events.split_off(mark.min(ctx.events.len()));
-    let (dels, notes): (Vec<_>, Vec<_>) =
-        ctx.txn.notes.as_mut().map(std::mem::take).unwrap_or_default().into_iter().partition(|(e, _)| *e == "del");
-    for (event, key) in notes {
-        ctx.events.push(KeyEvent { class: class_of_note(event), event, db, key });
+    let notes = ctx.txn.notes.as_mut().map(std::mem::take).unwrap_or_default();
+    let event = |(class, event, key): (u32, &'static str, Vec<u8>)| KeyEvent {
+        class: if class == 0 { class_of_note(event) } else { class },
+        event,
+        db,
+        key,
+    };
+    if matches!(spec.events, Events::None) {
+        // The handler published its events where it wrote: in order.
+        ctx.events.extend(notes.into_iter().map(event));
+        return r;
     }
+    let (dels, notes): (Vec<_>, Vec<_>) = notes.into_iter().partition(|(_, e, _)| *e == "del");
+    ctx.events.extend(notes.into_iter().map(event));
     let wrote = ctx.txn.ops != before;
-    if wrote {
-        ctx.events.extend(own);
-    }
-    let deleted = !dels.is_empty();
     let ok = matches!(&r, Ok(reply) if !reply.is_error());
     if wrote && ok {
-        let mut push = |class, event, key: &[u8]| ctx.events.push(KeyEvent { class, event, db, key: key.to_vec() });
+        // An event stated `kept` is not published when the command deleted
+        // its key (EXPIRE into the past, a STORE of an empty result): the
+        // `del` stands for it, as in Redis.
+        let deleted = |key: &[u8]| dels.iter().any(|(_, _, k)| k.as_slice() == key);
+        let mut push = |class, name, key: &[u8], kept: bool| {
+            if !(kept && deleted(key)) {
+                ctx.events.push(KeyEvent { class, event: name, db, key: key.to_vec() });
+            }
+        };
         match spec.events {
             Events::None => {}
             Events::Fixed(list) => {
-                // EXPIRE into the past deleted the key: its event was `del`.
-                let expired_now = deleted && list.iter().any(|e| e.event == "expire");
-                for e in list.iter().filter(|_| !expired_now) {
+                for e in list {
                     if let Some(key) = args.get(e.arg) {
-                        push(e.class, e.event, key);
+                        push(e.class, e.event, key, e.kept);
                     }
                 }
             }
             Events::Custom(events) => events(args, &mut push),
         }
     }
-    for (event, key) in dels {
-        ctx.events.push(KeyEvent { class: ev::GENERIC, event, db, key });
-    }
+    ctx.events.extend(dels.into_iter().map(event));
     r
 }
 
 /// MSET, MSETNX: every key is set.
-pub(crate) fn mset(args: &[Bytes], push: &mut dyn FnMut(u32, &'static str, &[u8])) {
-    args.iter().skip(1).step_by(2).for_each(|k| push(ev::STRING, "set", k));
+pub(crate) fn mset(args: &[Bytes], push: &mut Push<'_>) {
+    args.iter().skip(1).step_by(2).for_each(|k| push(ev::STRING, "set", k, false));
 }
 
 /// LMOVE, BLMOVE: Redis pushes onto the destination first.
-pub(crate) fn lmove(args: &[Bytes], push: &mut dyn FnMut(u32, &'static str, &[u8])) {
+pub(crate) fn lmove(args: &[Bytes], push: &mut Push<'_>) {
     let left = |i| super::arg(args, i).eq_ignore_ascii_case(b"left");
-    push(ev::LIST, if left(4) { "lpush" } else { "rpush" }, super::arg(args, 2));
-    push(ev::LIST, if left(3) { "lpop" } else { "rpop" }, super::arg(args, 1));
+    push(ev::LIST, if left(4) { "lpush" } else { "rpush" }, super::arg(args, 2), false);
+    push(ev::LIST, if left(3) { "lpop" } else { "rpop" }, super::arg(args, 1), false);
+}
+
+/// ZADD: `zincr` with INCR, else `zadd`.
+pub(crate) fn zadd(args: &[Bytes], push: &mut Push<'_>) {
+    let incr = args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"incr"));
+    push(ev::ZSET, if incr { "zincr" } else { "zadd" }, super::arg(args, 1), false);
 }
 
 /// GETEX: `persist` or `expire` as its option says.
-pub(crate) fn getex(args: &[Bytes], push: &mut dyn FnMut(u32, &'static str, &[u8])) {
+pub(crate) fn getex(args: &[Bytes], push: &mut Push<'_>) {
     let persist = args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"persist"));
-    push(ev::GENERIC, if persist { "persist" } else { "expire" }, super::arg(args, 1));
+    push(ev::GENERIC, if persist { "persist" } else { "expire" }, super::arg(args, 1), true);
 }
 
 /// SET: `set`, and `expire` with an expiry option.
-pub(crate) fn set(args: &[Bytes], push: &mut dyn FnMut(u32, &'static str, &[u8])) {
-    push(ev::STRING, "set", super::arg(args, 1));
+pub(crate) fn set(args: &[Bytes], push: &mut Push<'_>) {
+    push(ev::STRING, "set", super::arg(args, 1), false);
     if args.iter().skip(3).any(|a| is_expiry_option(a)) {
-        push(ev::GENERIC, "expire", super::arg(args, 1));
+        push(ev::GENERIC, "expire", super::arg(args, 1), false);
     }
 }
 

@@ -6,9 +6,9 @@
 use bytes::Bytes;
 use rand::Rng;
 
-use crate::pubsub::events::GENERIC;
 use super::{arg, is, CmdError, CmdResult, Ctx};
 use crate::keyspace::{member_prefix, meta_bucket_start, user_key_of_meta, Meta};
+use crate::pubsub::events::GENERIC;
 use crate::resp::Reply;
 
 /// Writes a copy of `src` (with meta `meta`, expiry included) as `dst`,
@@ -57,8 +57,9 @@ pub(crate) fn move_(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     copy_key_to(ctx, key, &meta, (db, key))?;
     ctx.txn.delete_key(key, &meta)?;
-    ctx.notify(GENERIC, "move_from", key);
-    ctx.notify_in(db, GENERIC, "move_to", key);
+    let here = ctx.db;
+    ctx.notify_direct(here, GENERIC, "move_from", key);
+    ctx.notify_direct(db, GENERIC, "move_to", key);
     Ok(Reply::Int(1))
 }
 
@@ -121,6 +122,7 @@ pub(crate) fn copy(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     copy_key_to(ctx, src, &meta, (db, dst))?;
+    ctx.notify_in(db, GENERIC, "copy_to", dst);
     Ok(Reply::Int(1))
 }
 

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use super::sets::members;
 use super::{arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
 use crate::keyspace::{member_key, KeyType, Meta};
+use crate::pubsub::events::SET;
 use crate::resp::Reply;
 
 pub(crate) fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -24,6 +25,9 @@ pub(crate) fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(1));
     }
     ctx.txn.delete(sk);
+    // Redis's order: `srem`, the source's `del` if emptied, then `sadd`
+    // if the member was not in the destination already.
+    ctx.notify(SET, "srem", src);
     ctx.txn.put_count(src, Some(&sm), sm.clone(), sm.count().saturating_sub(1));
     let dk = member_key(b'S', dst, m);
     if ctx.txn.get(&dk)?.is_none() {
@@ -31,6 +35,7 @@ pub(crate) fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         let count = dm.as_ref().map(Meta::count).unwrap_or(0) + 1;
         let meta = dm.clone().unwrap_or_else(|| Meta::collection(KeyType::Set, 0, 0));
         ctx.txn.put_count(dst, dm.as_ref(), meta, count);
+        ctx.notify(SET, "sadd", dst);
     }
     Ok(Reply::Int(1))
 }
@@ -61,6 +66,8 @@ fn store(ctx: &mut Ctx<'_>, args: &[Bytes], op: fn(&mut BTreeSet<Vec<u8>>, BTree
     }
     if n > 0 {
         ctx.txn.put_count(dst, None, Meta::collection(KeyType::Set, 0, 0), n);
+    } else if old.is_some() {
+        ctx.txn.note("del", dst);
     }
     Ok(Reply::Int(n as i64))
 }

@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 
-use super::{arg, hashes, int_arg, is, keys, lists, sets, strings, CmdError, CmdResult, Ctx};
+use super::{arg, hashes, int_arg, is, lists, sets, strings, CmdError, CmdResult, Ctx};
 use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
@@ -155,14 +155,20 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> CmdResult
             // name any key): tell WATCH the destination changed, even
             // when the result is empty, as Redis does.
             ctx.shared.locks.bump(&[dest.as_ref()], false);
-            keys::del(ctx, &[name(b"del"), dest.clone()])?;
-            let dest_name = dest.clone();
+            // The destination is replaced: `sortstore`, or `del` when the
+            // result is empty and it existed (Redis's events).
+            let old = ctx.txn.meta_for_write(&dest)?;
+            if let Some(o) = &old {
+                ctx.txn.delete_key(&dest, o)?;
+            }
             let n = out.len();
             if n > 0 {
-                let mut push = vec![name(b"rpush"), dest];
+                let mut push = vec![name(b"rpush"), dest.clone()];
                 push.extend(out.into_iter().map(|v| Bytes::from(v.unwrap_or_default())));
                 lists::rpush(ctx, &push)?;
-                ctx.notify(crate::pubsub::events::LIST, "sortstore", &dest_name);
+                ctx.notify(crate::pubsub::events::LIST, "sortstore", &dest);
+            } else if old.is_some() {
+                ctx.txn.note("del", &dest);
             }
             Ok(Reply::Int(n as i64))
         }

@@ -310,7 +310,10 @@ pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::WrongType);
     }
     match set {
-        Some(at) if at != 0 && at <= ctx.txn.now_ms => ctx.txn.delete_key(key, &old)?,
+        Some(at) if at != 0 && at <= ctx.txn.now_ms => {
+            ctx.txn.delete_key(key, &old)?;
+            ctx.txn.note("del", key);
+        }
         Some(at) if at != old.expire_ms => ctx.txn.put_meta(key, Some(&old), &Meta::string(old.body.clone(), at)),
         _ => {}
     }

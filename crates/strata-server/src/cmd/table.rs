@@ -284,11 +284,18 @@ pub struct Event {
     pub event: &'static str,
     /// The key's argument index.
     pub arg: usize,
+    /// Published only if the command did not delete the key (then its
+    /// `del` stands for it).
+    pub kept: bool,
 }
 
+/// Where an events function puts each event: `(class, event, key, kept)`
+/// (`kept`: only if the command did not delete the key).
+pub type Push<'a> = dyn FnMut(u32, &'static str, &[u8], bool) + 'a;
+
 /// A function that lists the events of a command whose events depend on
-/// its arguments: `push(class, event, key)` for each.
-pub type EventsFn = fn(&[Bytes], &mut dyn FnMut(u32, &'static str, &[u8]));
+/// its arguments.
+pub type EventsFn = fn(&[Bytes], &mut Push<'_>);
 
 /// The keyspace events of a command's write.
 #[derive(Clone, Copy)]
@@ -481,7 +488,9 @@ impl Spec {
     pub fn key_args(&self, args: &[Bytes], partial: bool) -> Option<Vec<(usize, u32)>> {
         // Flags that depend on the arguments (SET with GET) come from the
         // command's own finder, as in Redis.
-        if let Some(f) = self.getkeys.filter(|_| !partial && self.key_specs.iter().any(|k| k.flags & key_flag::VARIABLE_FLAGS != 0)) {
+        if let Some(f) =
+            self.getkeys.filter(|_| !partial && self.key_specs.iter().any(|k| k.flags & key_flag::VARIABLE_FLAGS != 0))
+        {
             return Some(f(args));
         }
         let mut out = Vec::new();

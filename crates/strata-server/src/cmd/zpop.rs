@@ -38,8 +38,8 @@ fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], max: bool, n: u64) -> Result<Option<Scor
     }
     if !items.is_empty() {
         let left = old.count().saturating_sub(items.len() as u64);
-        ctx.txn.put_count(key, Some(&old), old.clone(), left);
         ctx.notify(ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
+        ctx.txn.put_count(key, Some(&old), old.clone(), left);
     }
     Ok(Some(items))
 }

@@ -137,6 +137,8 @@ pub(crate) fn store_items(ctx: &mut Ctx<'_>, dst: &[u8], items: Scored) -> CmdRe
     }
     if n > 0 {
         ctx.txn.put_count(dst, None, Meta::collection(KeyType::ZSet, 0, 0), n);
+    } else if old.is_some() {
+        ctx.txn.note("del", dst);
     }
     Ok(Reply::Int(n as i64))
 }

@@ -37,8 +37,9 @@ pub struct Txn<'a> {
     /// Writes staged so far (a command that staged none changed nothing).
     pub ops: u64,
     /// With keyspace notifications on: events the writes imply (`new`,
-    /// `expired`, `del`) and their keys, in order.
-    pub notes: Option<Vec<(&'static str, Vec<u8>)>>,
+    /// `expired`, `del`; class 0) and those a command publishes itself
+    /// (with their class), with their keys, in order.
+    pub notes: Option<Vec<(u32, &'static str, Vec<u8>)>>,
 }
 
 /// What a transaction's flush removes from the store at commit.
@@ -87,8 +88,14 @@ impl<'a> Txn<'a> {
 
     /// Records an event for `key` if notifications are tracked.
     pub fn note(&mut self, event: &'static str, key: &[u8]) {
+        self.note_class(0, event, key);
+    }
+
+    /// Records event `event` of `class` for `key` if notifications are
+    /// tracked (class 0: the class the event's name implies).
+    pub fn note_class(&mut self, class: u32, event: &'static str, key: &[u8]) {
         if let Some(n) = self.notes.as_mut() {
-            n.push((event, key.to_vec()));
+            n.push((class, event, key.to_vec()));
         }
     }
 

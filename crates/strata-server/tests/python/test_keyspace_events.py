@@ -784,7 +784,16 @@ def fmt(events):
     return "[" + ", ".join(f"{c} {m}" for c, m in events) + "]"
 
 
-@pytest.mark.parametrize("command", sorted(SCENARIOS))
+# Known differences, each in README "Where it differs": a read that finds a
+# key expired does not delete it there (strata-server removes expired keys
+# from its expiry cycle, ~100 ms later), so `expired` comes late. Not
+# strict: the cycle may happen to run inside the pause.
+KNOWN_GAPS = {"expired": "expired keys are removed by the expiry cycle, not by the read that finds them"}
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN_GAPS[c], strict=False)) if c in KNOWN_GAPS else c
+    for c in sorted(SCENARIOS)])
 def test_events_match_redis(command, peer, subject):
     diffs = []
     quiet = True
