@@ -2,10 +2,10 @@
 //! into Rust statics, so that every fact about a command is stated once, in
 //! data, and a misspelt flag, category or handler fails the build.
 //!
-//! The generated `commands.rs` holds `COMMANDS`, a flat array of `Spec`s:
-//! each top-level command followed by its subcommands (`client|list`), a
-//! subcommand pointing back at its container through `parent` and the
-//! container listing its subcommands' indexes. Names of flags and ACL
+//! The generated `commands.rs` holds one static `Spec` per command and
+//! subcommand (`client|list`), a container listing its subcommands and a
+//! subcommand naming its container, and `COMMANDS`, all of them by id (each
+//! top-level command followed by its subcommands). Names of flags and ACL
 //! categories become the constants of `cmd::table::{flag, acl, key_flag}`
 //! (upper case, `-` as `_`); handlers are paths under `cmd::`.
 
@@ -51,12 +51,12 @@ fn main() {
         }
     }
     let mut out = String::new();
-    let _ = writeln!(out, "/// Every command and subcommand, generated from `commands/*.json`.");
-    let _ = writeln!(out, "pub(super) static COMMANDS: [Spec; {}] = [", flat.len());
     for (i, f) in flat.iter().enumerate() {
         out.push_str(&spec(i, f, &flat));
     }
-    out.push_str("];\n");
+    let _ = writeln!(out, "/// Every command and subcommand, by id; generated from `commands/*.json`.");
+    let all: Vec<String> = (0..flat.len()).map(|i| format!("&CMD_{i}")).collect();
+    let _ = writeln!(out, "pub(super) static COMMANDS: [&Spec; {}] = [{}];", flat.len(), all.join(", "));
     let out_dir = std::env::var("OUT_DIR").unwrap_or_else(|_| fail("OUT_DIR unset"));
     if let Err(e) = std::fs::write(Path::new(&out_dir).join("commands.rs"), out) {
         fail(&format!("writing commands.rs: {e}"));
@@ -154,17 +154,20 @@ fn spec(i: usize, f: &Flat, flat: &[Flat]) -> String {
         Some(path) => format!("Some(super::{path})"),
         None => "None".into(),
     };
-    let subs: Vec<String> = f.subs.iter().map(usize::to_string).collect();
+    let subs: Vec<String> = f.subs.iter().map(|i| format!("&CMD_{i}")).collect();
+    let parent = match f.parent {
+        Some(p) => format!("Some({:?})", flat[p].name),
+        None => "None".into(),
+    };
     format!(
-        "    // {i}\n    Spec {{\n        name: {:?},\n        arity: {arity},\n        flags: {},\n        acl: {},\n        \
+        "static CMD_{i}: Spec = Spec {{\n        id: {i},\n        name: {:?},\n        arity: {arity},\n        flags: {},\n        acl: {},\n        \
          key_specs: &[{}],\n        tips: &[{}],\n        run: {run},\n        getkeys: {getkeys},\n        events: {events},\n        docs: {docs},\n        \
-         parent: {:?},\n        subcommands: &[{}],\n    }},\n",
+         parent: {parent},\n        subcommands: &[{}],\n}};\n",
         f.name,
         bits("flag", &flags),
         bits("acl", &strs(m, "acl_categories", who)),
         key_specs.join(", "),
         tips.join(", "),
-        f.parent,
         subs.join(", ")
     )
 }

@@ -283,7 +283,7 @@ pub(crate) fn bitfield_ro(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// read only when every operation is a GET (an OVERFLOW changes nothing),
 /// else read and updated (a syntax error counts as a write).
 pub(crate) fn command_keys(args: &[Bytes]) -> Vec<(usize, u32)> {
-    use super::table::key_flag::{ACCESS, RO, RW, UPDATE};
+    use super::spec::key_flag::{ACCESS, RO, RW, UPDATE};
     let mut i = 2;
     let mut read_only = true;
     while i < args.len() {

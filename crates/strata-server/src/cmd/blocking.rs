@@ -18,7 +18,7 @@ use std::sync::atomic::Ordering;
 
 use super::listedit::move_one;
 use super::lists::pop_n;
-use super::{arg, commit, is, keys_of, notify, table, Blocked, CmdError, CmdResult, Ctx, Session, Shared, Spec};
+use super::{arg, commit, is, keys_of, notify, spec, Blocked, CmdError, CmdResult, Ctx, Session, Shared, Spec};
 use crate::keyspace::{now_ms, KeyType};
 use crate::resp::Reply;
 
@@ -69,7 +69,7 @@ impl Waiting {
 /// Runs a blocking command outside MULTI: its reply, or `None` with
 /// `sess.blocked` set when it must wait (nothing was written). A command
 /// run again keeps the deadline it had.
-pub(super) fn run(shared: &Shared, sess: &mut Session, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Option<Reply> {
+pub(super) fn run(shared: &Shared, sess: &mut Session, spec: &Spec, f: spec::DataFn, args: &[Bytes]) -> Option<Reply> {
     let keys = keys_of(spec, args);
     let _locks = shared.locks.lock(&keys);
     let mut ctx = Ctx::new(shared, sess.db, sess.proto, now_ms());

@@ -23,7 +23,7 @@ pub struct CommandStats {
 
 impl Default for CommandStats {
     fn default() -> Self {
-        CommandStats { per: (0..super::table::all().len()).map(|_| Counters::default()).collect() }
+        CommandStats { per: (0..super::commands().len()).map(|_| Counters::default()).collect() }
     }
 }
 
@@ -67,7 +67,7 @@ impl CommandStats {
             }
             let usec = c.usec.load(Ordering::Relaxed);
             let per_call = if calls == 0 { 0.0 } else { usec as f64 / calls as f64 };
-            let name = super::table::name_of(id).unwrap_or("unknown");
+            let name = super::command_name(id).unwrap_or("unknown");
             out.push((
                 format!("cmdstat_{name}"),
                 format!(

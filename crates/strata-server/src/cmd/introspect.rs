@@ -4,8 +4,8 @@
 
 use bytes::Bytes;
 
-use super::table::{self, acl, flag, key_flag, Begin, Find, KeySpec, Spec};
-use super::{arg, is, wrong_args, Session, Shared};
+use super::spec::{acl, flag, key_flag, Begin, Find, KeySpec, Spec};
+use super::{arg, command_count, commands, is, lookup, resolve, wrong_args, Session, Shared};
 use crate::resp::Reply;
 
 const HELP: &[&str] = &[
@@ -34,22 +34,22 @@ const HELP: &[&str] = &[
 
 /// COMMAND and its subcommands.
 pub(crate) fn command(_: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
-    let top = || table::all().iter().filter(|s| s.parent.is_none());
+    let top = || commands().iter().copied().filter(|s| s.parent.is_none());
     if args.len() == 1 {
         return Reply::Array(top().map(info).collect());
     }
     let sub = arg(args, 1);
     let rest = args.get(2..).unwrap_or_default();
     if is(sub, "count") && rest.is_empty() {
-        Reply::Int(table::count() as i64)
+        Reply::Int(command_count() as i64)
     } else if is(sub, "info") {
         if rest.is_empty() {
             return Reply::Array(top().map(info).collect());
         }
-        Reply::Array(rest.iter().map(|n| table::lookup(n).map_or(Reply::Nil, info)).collect())
+        Reply::Array(rest.iter().map(|n| lookup(n).map_or(Reply::Nil, info)).collect())
     } else if is(sub, "docs") {
         let specs: Vec<&Spec> =
-            if rest.is_empty() { top().collect() } else { rest.iter().filter_map(|n| table::lookup(n)).collect() };
+            if rest.is_empty() { top().collect() } else { rest.iter().filter_map(|n| lookup(n)).collect() };
         Reply::Map(specs.into_iter().map(|s| (Reply::bulk(s.name), docs(s))).collect())
     } else if is(sub, "list") {
         list(rest)
@@ -142,7 +142,7 @@ fn docs(s: &Spec) -> Reply {
 
 /// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern].
 fn list(rest: &[Bytes]) -> Reply {
-    let all = table::all().iter();
+    let all = commands().iter().copied();
     let names: Vec<&str> = match rest {
         [] => all.map(|s| s.name).collect(),
         [by, what, value] if is(by, "filterby") => {
@@ -169,7 +169,7 @@ fn list(rest: &[Bytes]) -> Reply {
 
 /// COMMAND GETKEYS / GETKEYSANDFLAGS over the command `cmd`.
 fn getkeys(cmd: &[Bytes], with_flags: bool) -> Reply {
-    let Some((_, spec)) = table::resolve(cmd).filter(|(_, s)| {
+    let Some((_, spec)) = resolve(cmd).filter(|(_, s)| {
         // A container asked for a subcommand it does not have.
         s.subcommands.is_empty() || cmd.len() < 2
     }) else {
@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn docs_of_every_command_is_a_map_with_a_summary() {
-        for s in table::all() {
+        for s in commands() {
             let Reply::Map(m) = docs(s) else { panic!("{}", s.name) };
             assert!(m.iter().any(|(k, _)| *k == Reply::bulk("summary")), "{}", s.name);
         }

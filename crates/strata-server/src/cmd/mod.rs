@@ -28,6 +28,7 @@ mod sets;
 mod setstore;
 mod shared;
 mod sort;
+mod spec;
 mod strings;
 mod table;
 mod transactions;
@@ -55,7 +56,9 @@ pub use script::{
 };
 pub use session::{Blocked, Session};
 pub use shared::{ServerStats, Shared};
-pub use table::{flag, lookup, Run, Spec};
+pub use spec::{flag, Run, Spec};
+pub use table::lookup;
+pub(crate) use table::{all as commands, count as command_count, name_of as command_name, resolve};
 
 /// Why a command failed; becomes an error reply.
 #[derive(Debug)]
@@ -321,7 +324,7 @@ pub(crate) fn groupable(
     shared: &Shared,
     sess: &Session,
     args: &[Bytes],
-) -> Option<(usize, &'static Spec, table::DataFn)> {
+) -> Option<(usize, &'static Spec, spec::DataFn)> {
     // Replies silenced (CLIENT REPLY) or RESP2 subscribed mode: one by one.
     if sess.multi.is_some()
         || shared.auth_required(sess.authed)
@@ -417,7 +420,7 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
 }
 
 /// One command of a group: its table index, spec, handler and arguments.
-pub(crate) type Grouped = (usize, &'static Spec, table::DataFn, Vec<Bytes>);
+pub(crate) type Grouped = (usize, &'static Spec, spec::DataFn, Vec<Bytes>);
 
 /// Runs a group of keyspace commands in one transaction; returns the
 /// number of replies appended.
@@ -501,7 +504,7 @@ pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
     }
 }
 
-fn run_data(shared: &Shared, db: usize, proto: u8, spec: &Spec, f: table::DataFn, args: &[Bytes]) -> Reply {
+fn run_data(shared: &Shared, db: usize, proto: u8, spec: &Spec, f: spec::DataFn, args: &[Bytes]) -> Reply {
     let keys = keys_of(spec, args);
     let _locks = if spec.has(flag::LOCK_ALL) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
     let mut ctx = Ctx::new(shared, db, proto, now_ms());

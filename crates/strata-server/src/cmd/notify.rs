@@ -6,8 +6,8 @@
 
 use bytes::Bytes;
 
-use super::table::DataFn;
-use super::table::{Events, Push};
+use super::spec::DataFn;
+use super::spec::{Events, Push};
 use super::{CmdResult, Ctx, Spec};
 use crate::pubsub::events::{self as ev, KeyEvent};
 

@@ -179,7 +179,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> CmdResult
 /// SORT's keys for COMMAND GETKEYS (Redis's sortGetKeys): the sorted key,
 /// and the STORE destination, found by skipping the options' arguments.
 pub(crate) fn command_keys(args: &[Bytes]) -> Vec<(usize, u32)> {
-    use super::table::key_flag::{ACCESS, OW, RO, UPDATE};
+    use super::spec::key_flag::{ACCESS, OW, RO, UPDATE};
     let mut out = vec![(1, RO | ACCESS)];
     let mut i = 2;
     let mut store = None;
@@ -207,7 +207,7 @@ pub(crate) fn command_keys(args: &[Bytes]) -> Vec<(usize, u32)> {
 
 /// SORT_RO's key for COMMAND GETKEYS: the sorted key.
 pub(crate) fn command_keys_ro(_: &[Bytes]) -> Vec<(usize, u32)> {
-    use super::table::key_flag::{ACCESS, RO};
+    use super::spec::key_flag::{ACCESS, RO};
     vec![(1, RO | ACCESS)]
 }
 

@@ -367,7 +367,7 @@ pub(crate) fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 /// SET's key for COMMAND GETKEYSANDFLAGS (Redis's setGetKeys): read and
 /// updated with GET, else overwritten.
 pub(crate) fn command_keys(args: &[Bytes]) -> Vec<(usize, u32)> {
-    use super::table::key_flag::{ACCESS, OW, RW, UPDATE};
+    use super::spec::key_flag::{ACCESS, OW, RW, UPDATE};
     let get = args.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
     vec![(1, if get { RW | ACCESS | UPDATE } else { OW | UPDATE })]
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 
-use super::{commit, flag, keys_of, table, CmdError, Ctx, Run, Session, Shared};
+use super::{commit, flag, keys_of, resolve, CmdError, Ctx, Run, Session, Shared};
 use crate::keyspace::locks::stripe_of;
 use crate::keyspace::{now_ms, Txn};
 use crate::resp::Reply;
@@ -81,7 +81,7 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
     if std::mem::take(&mut sess.multi_failed) {
         return Reply::err("EXECABORT Transaction discarded because of previous errors.");
     }
-    let cmds: Vec<_> = queue.iter().filter_map(|args| Some((table::resolve(args)?.1, args))).collect();
+    let cmds: Vec<_> = queue.iter().filter_map(|args| Some((resolve(args)?.1, args))).collect();
     let global = cmds.iter().any(|(s, _)| s.has(flag::LOCK_ALL));
     let keys: Vec<&[u8]> = cmds.iter().flat_map(|(s, a)| keys_of(s, a)).collect();
     {

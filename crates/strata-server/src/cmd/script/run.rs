@@ -9,7 +9,7 @@ use bytes::Bytes;
 use mlua::{FromLuaMulti, Function, Lua, MultiValue, Table, Value};
 
 use super::{convert, Scripts, State};
-use crate::cmd::{flag, table, CmdError, Ctx, Run, Session};
+use crate::cmd::{flag, resolve, CmdError, Ctx, Run, Session};
 use crate::resp::Reply;
 
 /// How a script runs.
@@ -174,7 +174,7 @@ struct Call<'c, 'a> {
 
 impl Call<'_, '_> {
     fn call(&mut self, args: &[Bytes], resp: u8) -> Reply {
-        let Some((_, spec)) = table::resolve(args) else {
+        let Some((_, spec)) = resolve(args) else {
             return Reply::err("ERR Unknown Redis command called from script");
         };
         if !spec.arity_ok(args.len()) {

@@ -23,7 +23,7 @@ use bytes::Bytes;
 use parking_lot::{Condvar, Mutex};
 
 use super::Scripts;
-use crate::cmd::{cmdstats, commit, notify, table, CmdError, Ctx, Session, Shared, Spec};
+use crate::cmd::{cmdstats, commit, flag, notify, spec, CmdError, Ctx, Run, Session, Shared, Spec};
 use crate::pubsub::Mailbox;
 use crate::resp::Reply;
 
@@ -138,7 +138,7 @@ pub struct ScriptJob {
     db: usize,
     proto: u8,
     spec: &'static Spec,
-    f: table::DataFn,
+    f: spec::DataFn,
     args: Vec<Bytes>,
     wait: Arc<ScriptWait>,
     /// Where to ring when the reply is ready (the connection's mailbox).
@@ -165,7 +165,7 @@ pub(crate) fn offload(
     sess: &mut Session,
     id: usize,
     spec: &'static Spec,
-    f: table::DataFn,
+    f: spec::DataFn,
     args: &[Bytes],
 ) -> Option<Reply> {
     let wait = Arc::new(ScriptWait {
@@ -204,9 +204,9 @@ pub(crate) fn park_next(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> 
     }
     let Some(host) = sess.script_host.clone() else { return false };
     let Ok((id, spec)) = crate::cmd::validate(args) else { return false };
-    let table::Run::Data(f) = spec.run else { return false };
+    let Run::Data(f) = spec.run else { return false };
     // No script runs, so none refuses it with -BUSY (see `cmd::busy`).
-    if !spec.has(table::flag::RUNS_SCRIPT) || shared.scripts.running() {
+    if !spec.has(flag::RUNS_SCRIPT) || shared.scripts.running() {
         return false;
     }
     shared.stats.total_commands.fetch_add(1, Ordering::Relaxed);
