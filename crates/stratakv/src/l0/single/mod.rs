@@ -25,6 +25,7 @@
 
 mod check;
 mod compact;
+mod counters;
 mod index;
 mod record;
 mod scan;
@@ -40,9 +41,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use strata_pmem::ExtentHead;
 
+use self::counters::ReadCounters;
 use self::index::{index_table, Mode};
 use self::record::{KeyCounts, Record};
-use self::state::{numbers, single_in, ReadCounters, SingleState};
+use self::state::{numbers, single_in, SingleState};
 use super::{Job, Lane, Level0, RecoverCx, Stall};
 use crate::engine::{Commit, Engine, StallPolicy};
 use crate::error::{Error, Result};

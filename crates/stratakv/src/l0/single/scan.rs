@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::state::ReadCounters;
+use super::counters::ReadCounters;
 use crate::error::Result;
 use crate::iterator::{InternalIterator, MergingIterator};
 
