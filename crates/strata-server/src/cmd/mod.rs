@@ -498,6 +498,14 @@ pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
     if spec.has(flag::LOCK_ALL) {
         return Vec::new();
     }
+    // Most commands name one key, at a fixed place: no search.
+    if let [spec::KeySpec { begin: spec::Begin::Index(at), find: spec::Find::Range { lastkey: 0, .. }, flags, .. }] =
+        spec.key_specs
+    {
+        if flags & spec::key_flag::NOT_KEY == 0 {
+            return usize::try_from(*at).ok().and_then(|i| args.get(i)).map(|k| vec![k.as_ref()]).unwrap_or_default();
+        }
+    }
     match spec.key_args(args, true) {
         Some(at) => at.into_iter().filter_map(|(i, _)| args.get(i).map(|a| a.as_ref())).collect(),
         None => Vec::new(),
