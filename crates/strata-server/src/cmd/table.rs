@@ -107,6 +107,27 @@ mod tests {
         assert_eq!(names.len(), n);
     }
 
+    proptest::proptest! {
+        /// Whatever a client sends (of an arity the command takes: every
+        /// caller checks it first), finding its keys never fails and finds
+        /// only arguments that are there, for every command in the table.
+        #[test]
+        fn key_args_stay_within_the_request(words in proptest::collection::vec("[a-z0-9-]{0,3}", 0..8)) {
+            for spec in all() {
+                let mut a = vec![Bytes::copy_from_slice(spec.name.split('|').next().unwrap_or_default().as_bytes())];
+                a.extend(words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())));
+                if !spec.arity_ok(a.len()) {
+                    continue;
+                }
+                for partial in [true, false] {
+                    for (i, _) in spec.key_args(&a, partial).unwrap_or_default() {
+                        proptest::prop_assert!(i > 0 && i < a.len(), "{} {:?} -> {}", spec.name, words, i);
+                    }
+                }
+            }
+        }
+    }
+
     /// Every flag a check reads is stated where it must be: a command is
     /// a write or a read or neither, never both; blocking ones are data
     /// commands; only data commands lock the keyspace.
