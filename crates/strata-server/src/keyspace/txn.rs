@@ -114,7 +114,7 @@ impl<'a> Txn<'a> {
             return Ok(None);
         }
         let v = self.store.get(k)?;
-        if record && k.first() == Some(&b'm') && !self.base.contains_key(k) {
+        if record && k.first() == Some(&super::tag::META) && !self.base.contains_key(k) {
             self.base.insert(k.to_vec(), base_of(v.as_deref()));
         }
         Ok(v)
@@ -363,7 +363,7 @@ impl<'a> Txn<'a> {
             return Ok((delta, Pending::default()));
         }
         let writes = std::mem::take(&mut self.writes);
-        for (k, after) in writes.iter().filter(|(k, _)| k.first() == Some(&b'm')) {
+        for (k, after) in writes.iter().filter(|(k, _)| k.first() == Some(&super::tag::META)) {
             let before = match (self.cleared, self.base.remove(k)) {
                 (true, _) => (false, false),
                 (false, Some(b)) => b,

@@ -39,6 +39,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{Backend, Op, Pending, ShutdownSave, StoreResult};
+// The member range (`tag | klen | key`) and the Redis key of a store key:
+// the keyspace's one parser of its layout.
+use crate::keyspace::{member_range_prefix as range_prefix, user_key_of_entry as redis_key_of};
 
 /// Version stripes (a power of two): keys sharing one hold each other's
 /// ranges back while one of them is written.
@@ -103,26 +106,6 @@ pub struct CachedStore {
     /// This store's database number (mixed into its stripes and cache keys).
     db: usize,
     epoch: Arc<AtomicU64>,
-}
-
-/// The prefix (`tag | klen | key`) of the member range a store key belongs
-/// to (FORMAT.md, "Server keyspace encoding"), if it belongs to one.
-fn range_prefix(k: &[u8]) -> Option<&[u8]> {
-    if !matches!(k.first()?, b'H' | b'S' | b'Z' | b'z' | b'L') {
-        return None;
-    }
-    let klen = u32::from_be_bytes(k.get(1..5)?.try_into().ok()?) as usize;
-    k.get(..5usize.checked_add(klen)?)
-}
-
-/// The Redis key a store key belongs to, or `None` for keys of no Redis
-/// key (`!version`).
-fn redis_key_of(k: &[u8]) -> Option<&[u8]> {
-    match k.first()? {
-        b'm' => k.get(5..),
-        b'e' => k.get(9..),
-        _ => range_prefix(k).and_then(|p| p.get(5..)),
-    }
 }
 
 impl CachedStore {
@@ -562,10 +545,7 @@ mod tests {
     use super::*;
     use crate::store::engine::EngineStore;
 
-    /// The keyspace's encodings (FORMAT.md, "Server keyspace encoding").
-    fn member_prefix(tag: u8, key: &[u8]) -> Vec<u8> {
-        [&[tag][..], &(key.len() as u32).to_be_bytes(), key].concat()
-    }
+    use crate::keyspace::member_prefix;
 
     fn meta_key(key: &[u8]) -> Vec<u8> {
         [&b"m"[..], &[0, 0, 0, 0], key].concat()
