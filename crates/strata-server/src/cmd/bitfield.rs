@@ -6,9 +6,9 @@
 use bytes::Bytes;
 
 use super::bits::offset_arg;
-use super::strings::replace;
 use super::{arg, is, read_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::{KeyType, Meta};
+use crate::keyspace::types::string;
+use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
 /// A field type: signedness and width in bits.
@@ -266,7 +266,7 @@ fn run(ctx: &mut Ctx<'_>, args: &[Bytes], read_only: bool) -> CmdResult {
     }
     // Nothing changed (and the key existed): no write, as in Redis.
     if old.is_none() || changed {
-        replace(ctx, key, old, &Meta::string(body, expire))?;
+        string::replace(&mut ctx.txn, key, old, body, expire)?;
     }
     Ok(Reply::Array(out))
 }

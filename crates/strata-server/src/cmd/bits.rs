@@ -3,9 +3,10 @@
 
 use bytes::Bytes;
 
-use super::strings::{replace, MAX_STRING};
+use super::strings::MAX_STRING;
 use super::{arg, int_arg, is, read_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::{KeyType, Meta};
+use crate::keyspace::types::string;
+use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
 /// A bit offset argument; with `field_bits`, `#n` means the n-th field of
@@ -60,7 +61,7 @@ pub(crate) fn setbit(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             *b &= !mask;
         }
     }
-    replace(ctx, key, old, &Meta::string(body, expire))?;
+    string::replace(&mut ctx.txn, key, old, body, expire)?;
     Ok(Reply::Int(i64::from(prev)))
 }
 
@@ -229,7 +230,7 @@ pub(crate) fn bitop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             ctx.txn.note("del", dest);
         }
     } else {
-        replace(ctx, dest, old, &Meta::string(out, 0))?;
+        string::replace(&mut ctx.txn, dest, old, out, 0)?;
     }
     Ok(Reply::Int(len as i64))
 }

@@ -135,7 +135,7 @@ fn bpop(ctx: &mut Ctx<'_>, args: &[Bytes], left: bool) -> CmdResult {
         if ctx.retry && wrong_type(ctx, k)? {
             continue;
         }
-        if let Some(mut v) = pop_n(ctx, k, left, 1, true)? {
+        if let Some(mut v) = pop_n(ctx, k, left, 1)? {
             if let Some(v) = v.pop() {
                 return Ok(Reply::Array(vec![Reply::bulk(k), Reply::bulk_vec(v)]));
             }
@@ -213,7 +213,7 @@ fn mpop(ctx: &mut Ctx<'_>, keys: &[Bytes], left: bool, count: u64) -> Result<Opt
         if ctx.retry && wrong_type(ctx, k)? {
             continue;
         }
-        if let Some(v) = pop_n(ctx, k, left, count, true)? {
+        if let Some(v) = pop_n(ctx, k, left, count)? {
             if !v.is_empty() {
                 let items = v.into_iter().map(Reply::bulk_vec).collect();
                 return Ok(Some(Reply::Array(vec![Reply::bulk(k), Reply::Array(items)])));

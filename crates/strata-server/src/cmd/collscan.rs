@@ -11,7 +11,8 @@ use bytes::Bytes;
 
 use super::{arg, is, read_typed, CmdError, CmdResult, Ctx};
 use crate::glob::glob_match;
-use crate::keyspace::{member_prefix, KeyType};
+use crate::keyspace::types::{set, zset};
+use crate::keyspace::KeyType;
 use crate::resp::reply::format_double;
 use crate::resp::Reply;
 
@@ -37,7 +38,7 @@ fn options(args: &[Bytes], from: usize) -> Result<Option<Vec<u8>>, CmdError> {
     Ok(pattern)
 }
 
-fn scan_members(ctx: &mut Ctx<'_>, args: &[Bytes], kind: KeyType, tag: u8) -> CmdResult {
+fn scan_members(ctx: &mut Ctx<'_>, args: &[Bytes], kind: KeyType) -> CmdResult {
     let cursor: u64 = std::str::from_utf8(arg(args, 2))
         .ok()
         .and_then(|s| s.parse().ok())
@@ -48,12 +49,16 @@ fn scan_members(ctx: &mut Ctx<'_>, args: &[Bytes], kind: KeyType, tag: u8) -> Cm
     if read_typed(ctx, key, kind)?.is_none() || cursor != 0 {
         return Ok(done(Vec::new()));
     }
-    let members = if kind == KeyType::Hash {
-        super::hashes::all_fields(ctx, key)?
-    } else {
-        let prefix = member_prefix(tag, key);
-        let n = prefix.len();
-        ctx.txn.scan_prefix(&prefix)?.into_iter().map(|(k, v)| (k.get(n..).unwrap_or_default().to_vec(), v)).collect()
+    // Each member, with the value or score that follows it in the reply.
+    let members: Vec<(Vec<u8>, Option<Reply>)> = match kind {
+        KeyType::Hash => {
+            super::hashes::all_fields(ctx, key)?.into_iter().map(|(f, v)| (f, Some(Reply::bulk_vec(v)))).collect()
+        }
+        KeyType::ZSet => zset::all_members(&mut ctx.txn, key)?
+            .into_iter()
+            .map(|(m, s)| (m, Some(Reply::bulk(format_double(s)))))
+            .collect(),
+        _ => set::members(&mut ctx.txn, key)?.into_iter().map(|m| (m, None)).collect(),
     };
     let mut items = Vec::new();
     for (member, v) in members {
@@ -61,26 +66,19 @@ fn scan_members(ctx: &mut Ctx<'_>, args: &[Bytes], kind: KeyType, tag: u8) -> Cm
             continue;
         }
         items.push(Reply::bulk_vec(member));
-        match kind {
-            KeyType::Hash => items.push(Reply::bulk_vec(v)),
-            KeyType::ZSet => {
-                let score = v.get(..8).and_then(|b| b.try_into().ok()).map(f64::from_le_bytes).unwrap_or(0.0);
-                items.push(Reply::bulk(format_double(score)));
-            }
-            _ => {}
-        }
+        items.extend(v);
     }
     Ok(done(items))
 }
 
 pub(crate) fn sscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    scan_members(ctx, args, KeyType::Set, b'S')
+    scan_members(ctx, args, KeyType::Set)
 }
 
 pub(crate) fn hscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    scan_members(ctx, args, KeyType::Hash, b'H')
+    scan_members(ctx, args, KeyType::Hash)
 }
 
 pub(crate) fn zscan(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
-    scan_members(ctx, args, KeyType::ZSet, b'Z')
+    scan_members(ctx, args, KeyType::ZSet)
 }

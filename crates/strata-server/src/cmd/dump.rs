@@ -6,7 +6,8 @@
 use bytes::Bytes;
 
 use super::{arg, hashes, is, keys, lists, sets, zsets, CmdError, CmdResult, Ctx};
-use crate::keyspace::{list_key, KeyType, Meta};
+use crate::keyspace::types::{list, string, zset};
+use crate::keyspace::{KeyType, Meta};
 use crate::rdb::{self, Refused, Value};
 use crate::resp::reply::format_double;
 use crate::resp::Reply;
@@ -16,13 +17,9 @@ fn read_value(ctx: &mut Ctx<'_>, key: &[u8], meta: &Meta) -> Result<Value, CmdEr
     Ok(match meta.kind {
         KeyType::String => Value::String(meta.body.clone()),
         KeyType::Hash => Value::Hash(hashes::all_fields(ctx, key)?),
-        KeyType::List => {
-            let (head, tail) = meta.list_bounds();
-            let items = ctx.txn.scan(&list_key(key, head), Some(&list_key(key, tail)), usize::MAX)?;
-            Value::List(items.into_iter().map(|(_, v)| v).collect())
-        }
+        KeyType::List => Value::List(list::elements(&mut ctx.txn, key)?),
         KeyType::Set => Value::Set(sets::members(ctx, key)?),
-        KeyType::ZSet => Value::ZSet(zsets::all_members(ctx, key)?),
+        KeyType::ZSet => Value::ZSet(zset::all_members(&mut ctx.txn, key)?),
     })
 }
 
@@ -44,7 +41,7 @@ fn command(name: &str, key: &[u8], rest: impl IntoIterator<Item = Vec<u8>>) -> V
 fn write_value(ctx: &mut Ctx<'_>, key: &[u8], value: Value, expire_ms: u64) -> Result<(), CmdError> {
     match value {
         Value::String(s) => {
-            ctx.txn.put_meta(key, None, &Meta::string(s, expire_ms));
+            string::write(&mut ctx.txn, key, None, s, expire_ms);
             return Ok(());
         }
         Value::Hash(pairs) => {

@@ -1,41 +1,14 @@
 //! List commands that edit the middle of a list or move between lists:
-//! LINSERT, LREM, LMOVE, RPOPLPUSH. Elements are dense indexes head..tail
-//! (see `lists`), so an edit in the middle rewrites the elements after
-//! it: O(n), as these commands are in Redis.
+//! LINSERT, LREM, LMOVE, RPOPLPUSH, LPOS: arguments and replies; the
+//! storage (an edit in the middle rewrites the elements after it) is
+//! [`crate::keyspace::types::list`]'s.
 
 use bytes::Bytes;
 
 use super::{arg, int_arg, is, write_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::{list_key, member_prefix, KeyType, Meta, LIST_MID};
+use crate::keyspace::types::list;
+use crate::keyspace::KeyType;
 use crate::resp::Reply;
-
-/// Every element of the list `key` (meta `meta`), in order.
-fn elements(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<Vec<u8>>, CmdError> {
-    Ok(ctx.txn.scan_prefix(&member_prefix(b'L', key))?.into_iter().map(|(_, v)| v).collect())
-}
-
-/// Replaces the elements of list `key` by `items` (dropping the key when
-/// there are none); writes only the indexes whose element changed.
-fn rewrite(ctx: &mut Ctx<'_>, key: &[u8], old: &Meta, before: &[Vec<u8>], items: Vec<Vec<u8>>) {
-    let (head, tail) = old.list_bounds();
-    if items.is_empty() {
-        for i in head..tail {
-            ctx.txn.delete(list_key(key, i));
-        }
-        ctx.txn.drop_meta(key, old);
-        return;
-    }
-    let new_tail = head + items.len() as u64;
-    for (j, v) in items.into_iter().enumerate() {
-        if before.get(j) != Some(&v) {
-            ctx.txn.put(list_key(key, head + j as u64), v);
-        }
-    }
-    for i in new_tail..tail {
-        ctx.txn.delete(list_key(key, i));
-    }
-    ctx.txn.put_meta(key, Some(old), &Meta::list(head, new_tail, old.expire_ms));
-}
 
 pub(crate) fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
@@ -46,12 +19,12 @@ pub(crate) fn linsert(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     let (pivot, value) = (arg(args, 3), arg(args, 4));
     let Some(old) = write_typed(ctx, key, KeyType::List)? else { return Ok(Reply::Int(0)) };
-    let before = elements(ctx, key)?;
+    let before = list::elements(&mut ctx.txn, key)?;
     let Some(at) = before.iter().position(|e| e.as_slice() == pivot) else { return Ok(Reply::Int(-1)) };
     let mut items = before.clone();
     items.insert(if after { at + 1 } else { at }, value.to_vec());
     let len = items.len() as i64;
-    rewrite(ctx, key, &old, &before, items);
+    list::rewrite(&mut ctx.txn, key, &old, &before, items);
     Ok(Reply::Int(len))
 }
 
@@ -60,7 +33,7 @@ pub(crate) fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let count = int_arg(arg(args, 2))?;
     let value = arg(args, 3);
     let Some(old) = write_typed(ctx, key, KeyType::List)? else { return Ok(Reply::Int(0)) };
-    let before = elements(ctx, key)?;
+    let before = list::elements(&mut ctx.txn, key)?;
     let limit = if count == 0 { usize::MAX } else { usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX) };
     let mut keep = vec![true; before.len()];
     let mut removed = 0usize;
@@ -79,7 +52,7 @@ pub(crate) fn lrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if removed > 0 {
         let items = before.iter().zip(&keep).filter(|(_, k)| **k).map(|(e, _)| e.clone()).collect();
-        rewrite(ctx, key, &old, &before, items);
+        list::rewrite(&mut ctx.txn, key, &old, &before, items);
     }
     Ok(Reply::Int(removed as i64))
 }
@@ -98,38 +71,10 @@ fn side(b: &[u8]) -> Result<bool, CmdError> {
 /// Pops from `src` at one end and pushes onto `dst` at one end; nil when
 /// `src` is empty. A wrong type of `dst` fails before anything changes.
 pub(crate) fn move_one(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool) -> CmdResult {
-    if write_typed(ctx, src, KeyType::List)?.is_none() {
-        return Ok(Reply::Nil);
-    }
+    let Some(sm) = write_typed(ctx, src, KeyType::List)? else { return Ok(Reply::Nil) };
     let dm = write_typed(ctx, dst, KeyType::List)?;
-    if let (true, Some(m)) = (src == dst, dm.as_ref()) {
-        let (head, tail) = m.list_bounds();
-        if tail.saturating_sub(head) == 1 {
-            // One element moved onto its own list: nothing changes (and
-            // the key is not emptied on the way), but the move happened.
-            let v = ctx.txn.get(&list_key(src, head))?.unwrap_or_default();
-            ctx.txn.put_meta(src, Some(m), m);
-            return Ok(Reply::bulk_vec(v));
-        }
-    }
-    let Some(v) = super::lists::pop_n(ctx, src, from_left, 1, false)?.and_then(|mut p| p.pop()) else {
-        return Ok(Reply::Nil);
-    };
-    // Reads see this transaction's writes: dst is loaded after the pop
-    // (the same list when src == dst).
-    let dm = write_typed(ctx, dst, KeyType::List)?;
-    let (mut head, mut tail) = dm.as_ref().map(Meta::list_bounds).unwrap_or((LIST_MID, LIST_MID));
-    let exhausted = || CmdError::Msg("ERR list index space exhausted".into());
-    if to_left {
-        head = head.checked_sub(1).ok_or_else(exhausted)?;
-        ctx.txn.put(list_key(dst, head), v.clone());
-    } else {
-        ctx.txn.put(list_key(dst, tail), v.clone());
-        tail = tail.checked_add(1).ok_or_else(exhausted)?;
-    }
-    let expire = dm.as_ref().map(|m| m.expire_ms).unwrap_or(0);
-    ctx.txn.put_meta(dst, dm.as_ref(), &Meta::list(head, tail, expire));
-    Ok(Reply::bulk_vec(v))
+    let moved = list::move_element(&mut ctx.txn, (src, &sm), (dst, dm.as_ref()), from_left, to_left)?;
+    Ok(moved.map(Reply::bulk_vec).unwrap_or(Reply::Nil))
 }
 
 pub(crate) fn lmove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -181,7 +126,7 @@ pub(crate) fn lpos(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if super::read_typed(ctx, key, KeyType::List)?.is_none() {
         return Ok(none());
     }
-    let items = elements(ctx, key)?;
+    let items = list::elements(&mut ctx.txn, key)?;
     let len = items.len();
     let order: Box<dyn Iterator<Item = usize>> = if rank < 0 { Box::new((0..len).rev()) } else { Box::new(0..len) };
     let limit = if maxlen == 0 { usize::MAX } else { maxlen as usize };

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 
 use super::{arg, is, wrong_args, CmdError, CmdResult, Ctx};
-use crate::keyspace::{member_prefix, meta_key};
+use crate::keyspace::{meta_key, types};
 use crate::resp::Reply;
 
 /// Bytes counted per stored entry besides its key and value (log entry
@@ -32,10 +32,8 @@ pub(crate) fn memory(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 2);
     let Some(meta) = ctx.txn.meta(key)? else { return Ok(Reply::Nil) };
     let mut bytes = (meta_key(key).len() + meta.encode().len()) as u64 + ENTRY_OVERHEAD;
-    for &tag in meta.member_tags() {
-        for (k, v) in ctx.txn.scan_prefix(&member_prefix(tag, key))? {
-            bytes += (k.len() + v.len()) as u64 + ENTRY_OVERHEAD;
-        }
+    for (k, v) in types::member_entries(&mut ctx.txn, key, &meta)? {
+        bytes += (k.len() + v.len()) as u64 + ENTRY_OVERHEAD;
     }
     Ok(Reply::Int(bytes as i64))
 }

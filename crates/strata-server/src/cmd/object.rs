@@ -15,16 +15,14 @@
 use bytes::Bytes;
 
 use super::{arg, is, CmdError, CmdResult, Ctx};
-use crate::keyspace::{member_prefix, KeyType, Meta};
+use crate::keyspace::types::{set, zset};
+use crate::keyspace::{KeyType, Meta};
 use crate::resp::Reply;
 
-/// Whether every member of `key` under `tag` is at most `max_len` bytes;
-/// members are the key suffixes after the prefix.
-fn members_short(ctx: &mut Ctx<'_>, tag: u8, key: &[u8], max_len: i64) -> Result<bool, CmdError> {
-    let prefix = member_prefix(tag, key);
-    let n = prefix.len();
+/// Whether every member of the sorted set `key` is at most `max_len` bytes.
+fn members_short(ctx: &mut Ctx<'_>, key: &[u8], max_len: i64) -> Result<bool, CmdError> {
     let max = usize::try_from(max_len).unwrap_or(0);
-    Ok(ctx.txn.scan_prefix(&prefix)?.iter().all(|(k, _)| k.get(n..).unwrap_or_default().len() <= max))
+    Ok(zset::all_members(&mut ctx.txn, key)?.iter().all(|(m, _)| m.len() <= max))
 }
 
 /// The encoding Redis 7.0 gives a value with these contents.
@@ -54,14 +52,8 @@ fn encoding(ctx: &mut Ctx<'_>, key: &[u8], meta: &Meta) -> Result<&'static str, 
             }
         }
         KeyType::Set => {
-            let prefix = member_prefix(b'S', key);
-            let n = prefix.len();
             let ints = count <= t.int("set-max-intset-entries")
-                && ctx
-                    .txn
-                    .scan_prefix(&prefix)?
-                    .iter()
-                    .all(|(k, _)| crate::numbers::parse_i64(k.get(n..).unwrap_or_default()).is_some());
+                && set::members(&mut ctx.txn, key)?.iter().all(|m| crate::numbers::parse_i64(m).is_some());
             if ints {
                 "intset"
             } else {
@@ -70,7 +62,7 @@ fn encoding(ctx: &mut Ctx<'_>, key: &[u8], meta: &Meta) -> Result<&'static str, 
         }
         KeyType::ZSet => {
             let small = count <= t.int("zset-max-listpack-entries")
-                && members_short(ctx, b'Z', key, t.int("zset-max-listpack-value"))?;
+                && members_short(ctx, key, t.int("zset-max-listpack-value"))?;
             if small {
                 "listpack"
             } else {

@@ -8,8 +8,8 @@ use bytes::Bytes;
 use rand::seq::SliceRandom;
 use rand::Rng;
 
-use super::zsets::{walk, ALL};
 use super::{arg, is, read_typed, CmdError, CmdResult, Ctx};
+use crate::keyspace::types::zset::{self, ALL};
 use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
@@ -110,10 +110,7 @@ pub(crate) fn zrandmember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
     let mut members = Vec::new();
     if read_typed(ctx, key, KeyType::ZSet)?.is_some() {
-        walk(ctx, key, ALL.0, ALL.1, |m, s| {
-            members.push((m.to_vec(), s));
-            true
-        })?;
+        members = zset::in_scores(&mut ctx.txn, key, ALL.0, ALL.1)?;
     }
     Ok(match opts {
         None => pick(members, 1).pop().map(|(m, _)| Reply::bulk_vec(m)).unwrap_or(Reply::Nil),

@@ -7,7 +7,7 @@ use bytes::Bytes;
 use rand::Rng;
 
 use super::{arg, is, CmdError, CmdResult, Ctx};
-use crate::keyspace::{member_prefix, meta_bucket_start, user_key_of_meta, Meta};
+use crate::keyspace::{meta_bucket_start, types, user_key_of_meta, Meta};
 use crate::pubsub::events::GENERIC;
 use crate::resp::Reply;
 
@@ -26,14 +26,8 @@ fn copy_key_to(ctx: &mut Ctx<'_>, src: &[u8], meta: &Meta, dst: (usize, &[u8])) 
     if let Some(o) = &old {
         ctx.txn_of(db).delete_key(dst, o)?;
     }
-    for &tag in meta.member_tags() {
-        let from = member_prefix(tag, src);
-        let to = member_prefix(tag, dst);
-        for (k, v) in ctx.txn.scan_prefix(&from)? {
-            let mut nk = to.clone();
-            nk.extend_from_slice(k.get(from.len()..).unwrap_or_default());
-            ctx.txn_of(db).put(nk, v);
-        }
+    for (k, v) in types::members_renamed(&mut ctx.txn, src, meta, dst)? {
+        ctx.txn_of(db).put(k, v);
     }
     ctx.txn_of(db).put_meta(dst, None, meta);
     Ok(())

@@ -1,53 +1,26 @@
 //! Set commands: SADD, SREM, SPOP, SCARD, SMEMBERS, SISMEMBER, SMISMEMBER,
-//! SINTER, SUNION, SDIFF. Members
-//! live under `S | klen | key | member` with empty values.
+//! SINTER, SUNION, SDIFF: arguments and replies; the storage is
+//! [`crate::keyspace::types::set`]'s.
 
 use std::collections::BTreeSet;
 
 use bytes::Bytes;
-use rand::Rng;
 
 use super::{arg, pop_count, read_typed, write_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::{member_key, member_prefix, prefix_end, KeyType, Meta};
+use crate::keyspace::types::set;
+use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
 pub(crate) fn sadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
     let old = write_typed(ctx, key, KeyType::Set)?;
-    let mut count = old.as_ref().map(Meta::count).unwrap_or(0);
-    let mut added = 0;
-    for m in args.iter().skip(2) {
-        let mk = member_key(b'S', key, m);
-        if ctx.txn.get(&mk)?.is_none() {
-            ctx.txn.put(mk, Vec::new());
-            added += 1;
-            count += 1;
-        }
-    }
-    if added > 0 {
-        let meta = old.clone().unwrap_or_else(|| Meta::collection(KeyType::Set, 0, 0));
-        ctx.txn.put_count(key, old.as_ref(), meta, count);
-    }
-    Ok(Reply::Int(added))
+    Ok(Reply::Int(set::add(&mut ctx.txn, key, old.as_ref(), args.iter().skip(2))? as i64))
 }
 
 pub(crate) fn srem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
     let Some(old) = write_typed(ctx, key, KeyType::Set)? else { return Ok(Reply::Int(0)) };
-    let mut count = old.count();
-    let mut removed = 0;
-    for m in args.iter().skip(2) {
-        let mk = member_key(b'S', key, m);
-        if ctx.txn.get(&mk)?.is_some() {
-            ctx.txn.delete(mk);
-            removed += 1;
-            count = count.saturating_sub(1);
-        }
-    }
-    if removed > 0 {
-        ctx.txn.put_count(key, Some(&old), old.clone(), count);
-    }
-    Ok(Reply::Int(removed))
+    Ok(Reply::Int(set::remove(&mut ctx.txn, key, &old, args.iter().skip(2))? as i64))
 }
 
 pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -63,28 +36,8 @@ pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         // A scan for 0 items still returns one; SPOP key 0 removes nothing.
         return Ok(Reply::Set(Vec::new()));
     }
-    let want = count.unwrap_or(1);
-    let prefix = member_prefix(b'S', key);
-    let end = prefix_end(&prefix);
-    // Start at a random point of the member space and wrap around.
-    let mut start = prefix.clone();
-    let random: [u8; 4] = rand::thread_rng().gen();
-    start.extend_from_slice(&random);
-    let mut picked = ctx.txn.scan(&start, end.as_deref(), want)?;
-    if picked.len() < want {
-        let more = ctx.txn.scan(&prefix, Some(&start), want - picked.len())?;
-        picked.extend(more);
-    }
-    let n = prefix.len();
-    let mut out = Vec::with_capacity(picked.len());
-    for (k, _) in picked {
-        out.push(Reply::bulk(k.get(n..).unwrap_or_default()));
-        ctx.txn.delete(k);
-    }
-    let left = old.count().saturating_sub(out.len() as u64);
-    if !out.is_empty() {
-        ctx.txn.put_count(key, Some(&old), old.clone(), left);
-    }
+    let mut out: Vec<Reply> =
+        set::pop_random(&mut ctx.txn, key, &old, count.unwrap_or(1))?.into_iter().map(Reply::bulk_vec).collect();
     Ok(match count {
         None => out.pop().unwrap_or(Reply::Nil),
         Some(_) => Reply::Set(out),
@@ -100,10 +53,7 @@ pub(crate) fn smembers(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if read_typed(ctx, key, KeyType::Set)?.is_none() {
         return Ok(Reply::Set(Vec::new()));
     }
-    let prefix = member_prefix(b'S', key);
-    let n = prefix.len();
-    let all = ctx.txn.scan_prefix(&prefix)?;
-    Ok(Reply::Set(all.into_iter().map(|(k, _)| Reply::bulk(k.get(n..).unwrap_or_default())).collect()))
+    Ok(Reply::Set(set::members(&mut ctx.txn, key)?.into_iter().map(Reply::bulk_vec).collect()))
 }
 
 pub(crate) fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -111,7 +61,7 @@ pub(crate) fn sismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if read_typed(ctx, key, KeyType::Set)?.is_none() {
         return Ok(Reply::Int(0));
     }
-    Ok(Reply::Int(i64::from(ctx.txn.get(&member_key(b'S', key, arg(args, 2)))?.is_some())))
+    Ok(Reply::Int(i64::from(set::is_member(&mut ctx.txn, key, arg(args, 2))?)))
 }
 
 /// The members of the set at `key` (empty if absent), or WRONGTYPE.
@@ -119,9 +69,7 @@ pub(crate) fn members(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<Vec<u8>>, Cmd
     if read_typed(ctx, key, KeyType::Set)?.is_none() {
         return Ok(Vec::new());
     }
-    let prefix = member_prefix(b'S', key);
-    let n = prefix.len();
-    Ok(ctx.txn.scan_prefix(&prefix)?.into_iter().map(|(k, _)| k.get(n..).unwrap_or_default().to_vec()).collect())
+    Ok(set::members(&mut ctx.txn, key)?)
 }
 
 /// SINTER, SUNION and SDIFF: reads every set first, so a wrong type
@@ -156,7 +104,7 @@ pub(crate) fn smismember(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let exists = read_typed(ctx, key, KeyType::Set)?.is_some();
     let mut out = Vec::with_capacity(args.len().saturating_sub(2));
     for m in args.iter().skip(2) {
-        let here = exists && ctx.txn.get(&member_key(b'S', key, m))?.is_some();
+        let here = exists && set::is_member(&mut ctx.txn, key, m)?;
         out.push(Reply::Int(i64::from(here)));
     }
     Ok(Reply::Array(out))

@@ -8,8 +8,8 @@ use bytes::Bytes;
 
 use super::sets::members;
 use super::{arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::{member_key, KeyType, Meta};
-use crate::pubsub::events::SET;
+use crate::keyspace::types::set;
+use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
 pub(crate) fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -17,27 +17,8 @@ pub(crate) fn smove(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let sm = write_typed(ctx, src, KeyType::Set)?;
     let dm = write_typed(ctx, dst, KeyType::Set)?;
     let Some(sm) = sm else { return Ok(Reply::Int(0)) };
-    let sk = member_key(b'S', src, m);
-    if ctx.txn.get(&sk)?.is_none() {
-        return Ok(Reply::Int(0));
-    }
-    if src == dst {
-        return Ok(Reply::Int(1));
-    }
-    ctx.txn.delete(sk);
-    // Redis's order: `srem`, the source's `del` if emptied, then `sadd`
-    // if the member was not in the destination already.
-    ctx.notify(SET, "srem", src);
-    ctx.txn.put_count(src, Some(&sm), sm.clone(), sm.count().saturating_sub(1));
-    let dk = member_key(b'S', dst, m);
-    if ctx.txn.get(&dk)?.is_none() {
-        ctx.txn.put(dk, Vec::new());
-        let count = dm.as_ref().map(Meta::count).unwrap_or(0) + 1;
-        let meta = dm.clone().unwrap_or_else(|| Meta::collection(KeyType::Set, 0, 0));
-        ctx.txn.put_count(dst, dm.as_ref(), meta, count);
-        ctx.notify(SET, "sadd", dst);
-    }
-    Ok(Reply::Int(1))
+    let moved = set::move_member(&mut ctx.txn, (src, &sm), (dst, dm.as_ref()), m)?;
+    Ok(Reply::Int(i64::from(moved)))
 }
 
 /// Reads every source set (a wrong type anywhere fails first).
@@ -56,20 +37,7 @@ fn store(ctx: &mut Ctx<'_>, args: &[Bytes], op: fn(&mut BTreeSet<Vec<u8>>, BTree
     for s in sets {
         op(&mut acc, s);
     }
-    let old = ctx.txn.meta_for_write(dst)?;
-    if let Some(o) = &old {
-        ctx.txn.delete_key(dst, o)?;
-    }
-    let n = acc.len() as u64;
-    for m in acc {
-        ctx.txn.put(member_key(b'S', dst, &m), Vec::new());
-    }
-    if n > 0 {
-        ctx.txn.put_count(dst, None, Meta::collection(KeyType::Set, 0, 0), n);
-    } else if old.is_some() {
-        ctx.txn.note("del", dst);
-    }
-    Ok(Reply::Int(n as i64))
+    Ok(Reply::Int(set::store(&mut ctx.txn, dst, acc)? as i64))
 }
 
 pub(crate) fn sinterstore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {

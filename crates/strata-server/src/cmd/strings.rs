@@ -5,20 +5,9 @@
 use bytes::Bytes;
 
 use super::{arg, int_arg, is, read_typed, wrong_args, CmdError, CmdResult, Ctx};
-use crate::keyspace::{KeyType, Meta};
+use crate::keyspace::types::string;
+use crate::keyspace::KeyType;
 use crate::resp::Reply;
-
-/// Stores `new` as `key`'s meta, first removing an old key of another type.
-pub(crate) fn replace(ctx: &mut Ctx<'_>, key: &[u8], old: Option<Meta>, new: &Meta) -> Result<(), CmdError> {
-    match old {
-        Some(o) if o.kind != new.kind => {
-            ctx.txn.delete_key(key, &o)?;
-            ctx.txn.put_meta(key, None, new);
-        }
-        other => ctx.txn.put_meta(key, other.as_ref(), new),
-    }
-    Ok(())
-}
 
 fn string_value(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<Vec<u8>>, CmdError> {
     Ok(read_typed(ctx, key, KeyType::String)?.map(|m| m.body))
@@ -83,7 +72,7 @@ fn set_value(
         Ttl::Keep => old.as_ref().map(|m| m.expire_ms).unwrap_or(0),
         Ttl::At(t) => t,
     };
-    replace(ctx, key, old, &Meta::string(value.to_vec(), expire_ms))?;
+    string::replace(&mut ctx.txn, key, old, value.to_vec(), expire_ms)?;
     Ok((true, old_value))
 }
 
@@ -214,7 +203,7 @@ fn incr_by(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> CmdResult {
         Some(m) => (crate::numbers::parse_i64(&m.body).ok_or(CmdError::NotInt)?, m.expire_ms),
     };
     let new = cur.checked_add(by).ok_or_else(|| CmdError::Msg("ERR increment or decrement would overflow".into()))?;
-    ctx.txn.put_meta(key, old.as_ref(), &Meta::string(new.to_string().into_bytes(), expire));
+    string::write(&mut ctx.txn, key, old.as_ref(), new.to_string().into_bytes(), expire);
     Ok(Reply::Int(new))
 }
 
@@ -240,17 +229,13 @@ pub(crate) fn decrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 pub(crate) fn append(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
     let old = ctx.txn.meta_for_write(key)?;
-    let new = match &old {
+    let (body, expire) = match &old {
         Some(m) if m.kind != KeyType::String => return Err(CmdError::WrongType),
-        Some(m) => {
-            let mut body = m.body.clone();
-            body.extend_from_slice(arg(args, 2));
-            Meta::string(body, m.expire_ms)
-        }
-        None => Meta::string(arg(args, 2).to_vec(), 0),
+        Some(m) => ([m.body.as_slice(), arg(args, 2)].concat(), m.expire_ms),
+        None => (arg(args, 2).to_vec(), 0),
     };
-    let len = new.body.len() as i64;
-    ctx.txn.put_meta(key, old.as_ref(), &new);
+    let len = body.len() as i64;
+    string::write(&mut ctx.txn, key, old.as_ref(), body, expire);
     Ok(Reply::Int(len))
 }
 
@@ -280,7 +265,7 @@ pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::Msg("ERR increment would produce NaN or Infinity".into()));
     }
     let text = float_reply(new);
-    ctx.txn.put_meta(key, old.as_ref(), &Meta::string(text.clone(), expire));
+    string::write(&mut ctx.txn, key, old.as_ref(), text.clone(), expire);
     Ok(Reply::bulk_vec(text))
 }
 
@@ -309,13 +294,8 @@ pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if old.kind != KeyType::String {
         return Err(CmdError::WrongType);
     }
-    match set {
-        Some(at) if at != 0 && at <= ctx.txn.now_ms => {
-            ctx.txn.delete_key(key, &old)?;
-            ctx.txn.note("del", key);
-        }
-        Some(at) if at != old.expire_ms => ctx.txn.put_meta(key, Some(&old), &Meta::string(old.body.clone(), at)),
-        _ => {}
+    if let Some(at) = set {
+        string::set_expiry(&mut ctx.txn, key, &old, at)?;
     }
     Ok(Reply::bulk_vec(old.body))
 }
@@ -360,7 +340,7 @@ pub(crate) fn setrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     body[offset..end].copy_from_slice(value);
     let len = body.len() as i64;
-    ctx.txn.put_meta(key, old.as_ref(), &Meta::string(body, expire));
+    string::write(&mut ctx.txn, key, old.as_ref(), body, expire);
     Ok(Reply::Int(len))
 }
 

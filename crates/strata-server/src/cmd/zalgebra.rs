@@ -7,9 +7,11 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use super::zsets::{scored, walk, Scored, ALL};
+use super::zsets::scored;
 use super::{arg, is, CmdError, CmdResult, Ctx};
-use crate::keyspace::{member_prefix, KeyType};
+use crate::keyspace::types::set;
+use crate::keyspace::types::zset::{self, Scored, ALL};
+use crate::keyspace::KeyType;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Op {
@@ -30,16 +32,8 @@ pub(crate) fn source(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Option<BTreeMap<Ve
     let Some(meta) = ctx.txn.meta(key)? else { return Ok(None) };
     let mut out = BTreeMap::new();
     match meta.kind {
-        KeyType::ZSet => walk(ctx, key, ALL.0, ALL.1, |m, s| {
-            out.insert(m.to_vec(), s);
-            true
-        })?,
-        KeyType::Set => {
-            let prefix = member_prefix(b'S', key);
-            for (k, _) in ctx.txn.scan_prefix(&prefix)? {
-                out.insert(k.get(prefix.len()..).unwrap_or_default().to_vec(), 1.0);
-            }
-        }
+        KeyType::ZSet => out.extend(zset::in_scores(&mut ctx.txn, key, ALL.0, ALL.1)?),
+        KeyType::Set => out.extend(set::members(&mut ctx.txn, key)?.into_iter().map(|m| (m, 1.0))),
         _ => return Err(CmdError::WrongType),
     }
     Ok(Some(out))

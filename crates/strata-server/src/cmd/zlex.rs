@@ -6,8 +6,8 @@
 
 use bytes::Bytes;
 
-use super::zsets::{walk, ALL};
 use super::{arg, is, read_typed, CmdError, CmdResult, Ctx};
+use crate::keyspace::types::zset::{self, ALL};
 use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
@@ -52,11 +52,7 @@ fn in_range(ctx: &mut Ctx<'_>, key: &[u8], min: &Lex, max: &Lex, rev: bool) -> R
     if read_typed(ctx, key, KeyType::ZSet)?.is_none() {
         return Ok(Vec::new());
     }
-    let mut all = Vec::new();
-    walk(ctx, key, ALL.0, ALL.1, |m, _| {
-        all.push(m.to_vec());
-        true
-    })?;
+    let mut all: Vec<Vec<u8>> = zset::in_scores(&mut ctx.txn, key, ALL.0, ALL.1)?.into_iter().map(|(m, _)| m).collect();
     if rev {
         all.reverse();
         let start = all.iter().position(|m| lte_max(m, max)).unwrap_or(all.len());

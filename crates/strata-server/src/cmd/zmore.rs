@@ -6,8 +6,9 @@ use bytes::Bytes;
 use super::zalgebra::source;
 use super::zlex::lex_arg;
 use super::zrange::lex_items;
-use super::zsets::{range_items, remove_member, score_of, RangeBy, RangeQuery};
+use super::zsets::{range_items, RangeBy, RangeQuery};
 use super::{arg, int_arg, read_typed, write_typed, CmdError, CmdResult, Ctx};
+use crate::keyspace::types::zset;
 use crate::keyspace::KeyType;
 use crate::numbers::ScoreBound;
 use crate::resp::Reply;
@@ -18,7 +19,7 @@ pub(crate) fn zmscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let exists = read_typed(ctx, key, KeyType::ZSet)?.is_some();
     let mut out = Vec::with_capacity(args.len() - 2);
     for m in args.iter().skip(2) {
-        let s = if exists { score_of(ctx, key, m)? } else { None };
+        let s = if exists { zset::score(&mut ctx.txn, key, m)? } else { None };
         out.push(s.map(Reply::Double).unwrap_or(Reply::Nil));
     }
     Ok(Reply::Array(out))
@@ -47,14 +48,8 @@ fn remove_range(ctx: &mut Ctx<'_>, key: &[u8], what: Remove) -> CmdResult {
         Remove::Lex(min, max) => lex_items(ctx, key, &min, &max, false, None)?,
     }
     .unwrap_or_default();
-    for (m, s) in &items {
-        remove_member(ctx, key, m, *s);
-    }
-    let n = items.len() as u64;
-    if n > 0 {
-        ctx.txn.put_count(key, Some(&old), old.clone(), old.count().saturating_sub(n));
-    }
-    Ok(Reply::Int(n as i64))
+    zset::remove_items(&mut ctx.txn, key, &old, &items);
+    Ok(Reply::Int(items.len() as i64))
 }
 
 /// ZREMRANGEBYRANK key start stop

@@ -1,47 +1,21 @@
 //! Sorted-set pops: ZPOPMIN, ZPOPMAX, ZMPOP, and the blocking
 //! BZPOPMIN, BZPOPMAX, BZMPOP (waiting as the blocking list pops do, see
-//! `blocking`). ZPOPMAX walks the whole score index (the keyspace scans
-//! forward only): O(n) where Redis is O(log n).
+//! `blocking`); the pop itself is [`zset::pop_n`].
 
 use bytes::Bytes;
 
 use super::blocking::timeout_arg;
-use super::zsets::{remove_member, scored, walk, Scored, ALL};
+use super::zsets::scored;
 use super::{arg, is, pop_count, write_typed, CmdError, CmdResult, Ctx};
+use crate::keyspace::types::zset::{self, Scored};
 use crate::keyspace::KeyType;
-use crate::pubsub::events::ZSET;
 use crate::resp::Reply;
 
 /// Pops up to `n` members with the lowest (or highest, `max`) scores;
 /// `None` when the key is missing.
 fn pop_n(ctx: &mut Ctx<'_>, key: &[u8], max: bool, n: u64) -> Result<Option<Scored>, CmdError> {
     let Some(old) = write_typed(ctx, key, KeyType::ZSet)? else { return Ok(None) };
-    let mut items = Vec::new();
-    if n > 0 {
-        if max {
-            walk(ctx, key, ALL.0, ALL.1, |m, s| {
-                items.push((m.to_vec(), s));
-                true
-            })?;
-            let keep = items.len().saturating_sub(n as usize);
-            items.drain(..keep);
-            items.reverse();
-        } else {
-            walk(ctx, key, ALL.0, ALL.1, |m, s| {
-                items.push((m.to_vec(), s));
-                (items.len() as u64) < n
-            })?;
-        }
-    }
-    for (m, s) in &items {
-        remove_member(ctx, key, m, *s);
-    }
-    if !items.is_empty() {
-        let left = old.count().saturating_sub(items.len() as u64);
-        ctx.notify(ZSET, if max { "zpopmax" } else { "zpopmin" }, key);
-        ctx.txn.put_count(key, Some(&old), old.clone(), left);
-    }
-    Ok(Some(items))
+    Ok(Some(zset::pop_n(&mut ctx.txn, key, &old, max, n)?))
 }
 
 /// ZPOPMIN and ZPOPMAX: `key [count]`.

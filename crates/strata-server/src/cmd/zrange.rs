@@ -6,9 +6,10 @@
 use bytes::Bytes;
 
 use super::zlex::{gte_min, lex_arg, lte_max, Lex};
-use super::zsets::{put_member, range_items, scored, walk, RangeBy, RangeQuery, Scored, ALL};
+use super::zsets::{range_items, scored, RangeBy, RangeQuery};
 use super::{arg, int_arg, is, read_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::{KeyType, Meta};
+use crate::keyspace::types::zset::{self, Scored, ALL};
+use crate::keyspace::KeyType;
 use crate::numbers::ScoreBound;
 use crate::resp::Reply;
 
@@ -107,11 +108,7 @@ pub(crate) fn lex_items(
     if offset < 0 || count == 0 {
         return Ok(Some(Vec::new()));
     }
-    let mut all: Scored = Vec::new();
-    walk(ctx, key, ALL.0, ALL.1, |m, s| {
-        all.push((m.to_vec(), s));
-        true
-    })?;
+    let mut all = zset::in_scores(&mut ctx.txn, key, ALL.0, ALL.1)?;
     let take = usize::try_from(count).unwrap_or(usize::MAX);
     let skip = usize::try_from(offset).unwrap_or(usize::MAX);
     let items: Scored = if rev {
@@ -127,18 +124,5 @@ pub(crate) fn lex_items(
 
 /// Replaces `dst` with a sorted set of `items` (deletes it when empty).
 pub(crate) fn store_items(ctx: &mut Ctx<'_>, dst: &[u8], items: Scored) -> CmdResult {
-    let old = ctx.txn.meta_for_write(dst)?;
-    if let Some(o) = &old {
-        ctx.txn.delete_key(dst, o)?;
-    }
-    let n = items.len() as u64;
-    for (m, s) in &items {
-        put_member(ctx, dst, m, *s, None);
-    }
-    if n > 0 {
-        ctx.txn.put_count(dst, None, Meta::collection(KeyType::ZSet, 0, 0), n);
-    } else if old.is_some() {
-        ctx.txn.note("del", dst);
-    }
-    Ok(Reply::Int(n as i64))
+    Ok(Reply::Int(zset::store(&mut ctx.txn, dst, items)? as i64))
 }

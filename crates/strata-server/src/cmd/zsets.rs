@@ -1,15 +1,13 @@
 //! Sorted-set commands: ZADD, ZREM, ZCARD, ZSCORE, ZINCRBY, ZRANGEBYSCORE,
 //! ZREVRANGEBYSCORE, ZCOUNT, ZRANGE (with BYSCORE, REV, LIMIT), ZREVRANGE,
-//! ZRANK, ZREVRANK, ZPOPMIN. A member's score lives under
-//! `Z | klen | key | member`; the score order under
-//! `z | klen | key | sortable(score) | member`.
+//! ZRANK, ZREVRANK: arguments, selections and replies; the storage is
+//! [`crate::keyspace::types::zset`]'s.
 
 use bytes::Bytes;
 
 use super::{arg, index_range, int_arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::{
-    member_key, member_prefix, prefix_end, score_from_sortable, sortable_score, zindex_key, KeyType, Meta,
-};
+use crate::keyspace::types::zset::{self, AddFlags, Added, Scored, ALL};
+use crate::keyspace::KeyType;
 use crate::numbers::{parse_f64, ScoreBound};
 use crate::resp::Reply;
 
@@ -17,104 +15,16 @@ fn not_float() -> CmdError {
     CmdError::Msg("ERR value is not a valid float".into())
 }
 
-fn decode_score(v: &[u8]) -> Option<f64> {
-    Some(f64::from_le_bytes(v.get(..8)?.try_into().ok()?))
-}
-
-/// Every member of the sorted set at `key` with its score, in member order.
-pub(crate) fn all_members(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<(Vec<u8>, f64)>, CmdError> {
-    let prefix = crate::keyspace::member_prefix(b'Z', key);
-    let n = prefix.len();
-    Ok(ctx
-        .txn
-        .scan_prefix(&prefix)?
-        .into_iter()
-        .map(|(k, v)| (k.get(n..).unwrap_or_default().to_vec(), decode_score(&v).unwrap_or(0.0)))
-        .collect())
-}
-
-pub(crate) fn score_of(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8]) -> Result<Option<f64>, CmdError> {
-    Ok(ctx.txn.get(&member_key(b'Z', key, member))?.as_deref().and_then(decode_score))
-}
-
-/// Stores `member` at `score`, replacing its index entry at `old`.
-pub(crate) fn put_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64, old: Option<f64>) {
-    let score = if score == 0.0 { 0.0 } else { score };
-    if let Some(o) = old {
-        ctx.txn.delete(zindex_key(key, o, member));
-    }
-    ctx.txn.put(zindex_key(key, score, member), Vec::new());
-    ctx.txn.put(member_key(b'Z', key, member), score.to_le_bytes().to_vec());
-}
-
-pub(crate) fn remove_member(ctx: &mut Ctx<'_>, key: &[u8], member: &[u8], score: f64) {
-    ctx.txn.delete(zindex_key(key, score, member));
-    ctx.txn.delete(member_key(b'Z', key, member));
-}
-
-/// Flags of ZADD.
-#[derive(Default)]
-struct AddFlags {
-    nx: bool,
-    xx: bool,
-    gt: bool,
-    lt: bool,
-    ch: bool,
-    incr: bool,
-}
-
-/// Adds or updates pairs; returns (added, changed, last new score or
-/// None if the update was skipped).
-fn add(
-    ctx: &mut Ctx<'_>,
-    key: &[u8],
-    f: &AddFlags,
-    pairs: &[(f64, &[u8])],
-) -> Result<(i64, i64, Option<f64>), CmdError> {
-    let old_meta = write_typed(ctx, key, KeyType::ZSet)?;
-    let mut count = old_meta.as_ref().map(Meta::count).unwrap_or(0);
-    let (mut added, mut changed, mut last) = (0, 0, None);
-    for &(score, member) in pairs {
-        let cur = score_of(ctx, key, member)?;
-        let new = match (f.incr, cur) {
-            (true, Some(c)) => c + score,
-            _ => score,
-        };
-        if new.is_nan() {
-            return Err(CmdError::Msg("ERR resulting score is not a number (NaN)".into()));
-        }
-        match cur {
-            Some(c) => {
-                if f.nx || (f.gt && new <= c) || (f.lt && new >= c) {
-                    last = None;
-                    continue;
-                }
-                if new != c {
-                    put_member(ctx, key, member, new, Some(c));
-                    changed += 1;
-                }
-            }
-            None => {
-                if f.xx {
-                    last = None;
-                    continue;
-                }
-                put_member(ctx, key, member, new, None);
-                added += 1;
-                count += 1;
-            }
-        }
-        last = Some(new);
-    }
-    let meta = old_meta.clone().unwrap_or_else(|| Meta::collection(KeyType::ZSet, 0, 0));
-    if added > 0 || old_meta.is_none() {
-        ctx.txn.put_count(key, old_meta.as_ref(), meta, count);
-    }
-    Ok((added, changed, last))
+/// Checks the type of `key` and adds or updates `pairs` in it.
+fn add(ctx: &mut Ctx<'_>, key: &[u8], f: &AddFlags, pairs: &[(f64, &[u8])]) -> Result<Added, CmdError> {
+    let old = write_typed(ctx, key, KeyType::ZSet)?;
+    zset::add(&mut ctx.txn, key, old.as_ref(), f, pairs)?
+        .ok_or_else(|| CmdError::Msg("ERR resulting score is not a number (NaN)".into()))
 }
 
 pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let mut f = AddFlags::default();
+    let mut ch = false;
     let mut i = 2;
     while let Some(a) = args.get(i) {
         match a.to_ascii_lowercase().as_slice() {
@@ -122,7 +32,7 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             b"xx" => f.xx = true,
             b"gt" => f.gt = true,
             b"lt" => f.lt = true,
-            b"ch" => f.ch = true,
+            b"ch" => ch = true,
             b"incr" => f.incr = true,
             _ => break,
         }
@@ -147,36 +57,24 @@ pub(crate) fn zadd(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             pairs.push((parse_f64(s).ok_or_else(not_float)?, m.as_ref()));
         }
     }
-    let (added, changed, last) = add(ctx, arg(args, 1), &f, &pairs)?;
+    let Added { added, changed, last } = add(ctx, arg(args, 1), &f, &pairs)?;
     if f.incr {
         return Ok(last.map(Reply::Double).unwrap_or(Reply::Nil));
     }
-    Ok(Reply::Int(if f.ch { added + changed } else { added }))
+    Ok(Reply::Int(if ch { added + changed } else { added }))
 }
 
 pub(crate) fn zincrby(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let by = parse_f64(arg(args, 2)).ok_or_else(not_float)?;
     let f = AddFlags { incr: true, ..AddFlags::default() };
-    let (_, _, last) = add(ctx, arg(args, 1), &f, &[(by, arg(args, 3))])?;
-    Ok(last.map(Reply::Double).unwrap_or(Reply::Nil))
+    let added = add(ctx, arg(args, 1), &f, &[(by, arg(args, 3))])?;
+    Ok(added.last.map(Reply::Double).unwrap_or(Reply::Nil))
 }
 
 pub(crate) fn zrem(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let key = arg(args, 1);
     let Some(old) = write_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Int(0)) };
-    let mut count = old.count();
-    let mut removed = 0;
-    for m in args.iter().skip(2) {
-        if let Some(s) = score_of(ctx, key, m)? {
-            remove_member(ctx, key, m, s);
-            removed += 1;
-            count = count.saturating_sub(1);
-        }
-    }
-    if removed > 0 {
-        ctx.txn.put_count(key, Some(&old), old.clone(), count);
-    }
-    Ok(Reply::Int(removed))
+    Ok(Reply::Int(zset::remove(&mut ctx.txn, key, &old, args.iter().skip(2))? as i64))
 }
 
 pub(crate) fn zcard(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
@@ -188,60 +86,11 @@ pub(crate) fn zscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     if read_typed(ctx, key, KeyType::ZSet)?.is_none() {
         return Ok(Reply::Nil);
     }
-    Ok(score_of(ctx, key, arg(args, 2))?.map(Reply::Double).unwrap_or(Reply::Nil))
-}
-
-/// Walks the score index from `min` upward, calling `visit` with each
-/// (member, score) inside [min, max] until it returns false.
-pub(crate) fn walk(
-    ctx: &mut Ctx<'_>,
-    key: &[u8],
-    min: ScoreBound,
-    max: ScoreBound,
-    mut visit: impl FnMut(&[u8], f64) -> bool,
-) -> Result<(), CmdError> {
-    let prefix = member_prefix(b'z', key);
-    let plen = prefix.len();
-    let mut start = prefix.clone();
-    start.extend_from_slice(&sortable_score(min.value));
-    let mut upper = prefix.clone();
-    upper.extend_from_slice(&sortable_score(max.value));
-    let end = prefix_end(&upper).or_else(|| prefix_end(&prefix));
-    // Small first (a LIMIT or a rank near the start stops early), then
-    // larger reads for a long walk.
-    let mut chunk_len = 32;
-    loop {
-        let chunk = ctx.txn.scan(&start, end.as_deref(), chunk_len)?;
-        let short = chunk.len() < chunk_len;
-        chunk_len = (chunk_len * 4).min(1024);
-        for (k, _) in &chunk {
-            let Some(rest) = k.get(plen..) else { continue };
-            let (Some(score), Some(member)) = (score_from_sortable(rest), rest.get(8..)) else { continue };
-            if !min.below(score) {
-                continue;
-            }
-            if !max.above(score) {
-                return Ok(());
-            }
-            if !visit(member, score) {
-                return Ok(());
-            }
-        }
-        match chunk.last() {
-            Some((k, _)) if !short => {
-                start = k.clone();
-                start.push(0);
-            }
-            _ => return Ok(()),
-        }
-    }
+    Ok(zset::score(&mut ctx.txn, key, arg(args, 2))?.map(Reply::Double).unwrap_or(Reply::Nil))
 }
 
 /// Members with scores in the shape Redis uses: flat in RESP2 (and for
 /// `flat`), [member, score] pairs in RESP3.
-/// Members with their scores, in order.
-pub(crate) type Scored = Vec<(Vec<u8>, f64)>;
-
 pub(crate) fn scored(proto: u8, items: Vec<(Vec<u8>, f64)>, withscores: bool, flat: bool) -> Reply {
     if !withscores {
         return Reply::Array(items.into_iter().map(|(m, _)| Reply::bulk_vec(m)).collect());
@@ -322,7 +171,7 @@ pub(crate) fn range_items(ctx: &mut Ctx<'_>, key: &[u8], q: &RangeQuery) -> Resu
             let (lo, hi) = if q.rev { (len - 1 - stop, len - 1 - start) } else { (start, stop) };
             let mut items = Vec::new();
             let mut idx = 0i64;
-            walk(ctx, key, ALL.0, ALL.1, |m, s| {
+            zset::walk(&mut ctx.txn, key, ALL.0, ALL.1, |m, s| {
                 if idx >= lo {
                     items.push((m.to_vec(), s));
                 }
@@ -343,7 +192,7 @@ pub(crate) fn range_items(ctx: &mut Ctx<'_>, key: &[u8], q: &RangeQuery) -> Resu
             let mut items = Vec::new();
             if q.rev {
                 // The index is kept in ascending order only: collect, then reverse.
-                walk(ctx, key, min, max, |m, s| {
+                zset::walk(&mut ctx.txn, key, min, max, |m, s| {
                     items.push((m.to_vec(), s));
                     true
                 })?;
@@ -351,7 +200,7 @@ pub(crate) fn range_items(ctx: &mut Ctx<'_>, key: &[u8], q: &RangeQuery) -> Resu
                 items.into_iter().skip(offset as usize).take(take).collect()
             } else {
                 let mut skip = offset;
-                walk(ctx, key, min, max, |m, s| {
+                zset::walk(&mut ctx.txn, key, min, max, |m, s| {
                     if skip > 0 {
                         skip -= 1;
                         return true;
@@ -385,15 +234,12 @@ pub(crate) fn zcount(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         return Ok(Reply::Int(0));
     }
     let mut n = 0;
-    walk(ctx, key, min, max, |_, _| {
+    zset::walk(&mut ctx.txn, key, min, max, |_, _| {
         n += 1;
         true
     })?;
     Ok(Reply::Int(n))
 }
-
-pub(crate) const ALL: (ScoreBound, ScoreBound) =
-    (ScoreBound { value: f64::NEG_INFINITY, exclusive: false }, ScoreBound { value: f64::INFINITY, exclusive: false });
 
 fn limit_needs_byscore() -> CmdError {
     CmdError::Msg("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX".into())
@@ -411,11 +257,11 @@ pub(crate) fn zrevrange(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 fn rank(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult {
     let (key, member) = (arg(args, 1), arg(args, 2));
     let Some(meta) = read_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Nil) };
-    let Some(score) = score_of(ctx, key, member)? else { return Ok(Reply::Nil) };
+    let Some(score) = zset::score(&mut ctx.txn, key, member)? else { return Ok(Reply::Nil) };
     // Members before it: lower scores, then equal scores with smaller names.
     let mut before = 0i64;
     let low = ScoreBound { value: f64::NEG_INFINITY, exclusive: false };
-    walk(ctx, key, low, ScoreBound { value: score, exclusive: false }, |m, s| {
+    zset::walk(&mut ctx.txn, key, low, ScoreBound { value: score, exclusive: false }, |m, s| {
         if s < score || m < member {
             before += 1;
             true

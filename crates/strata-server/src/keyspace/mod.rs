@@ -21,6 +21,7 @@ pub mod layout;
 pub mod locks;
 pub mod packed;
 pub mod txn;
+pub mod types;
 
 pub use layout::*;
 pub use locks::KeyLocks;
