@@ -538,6 +538,15 @@ impl Backend for CachedStore {
     fn shutdown(&self, save: ShutdownSave) -> StoreResult<()> {
         self.inner.shutdown(save)
     }
+
+    // Views read the store under the cache, which every write reaches.
+    fn snapshot(&self) -> StoreResult<Box<dyn super::SnapshotView>> {
+        self.inner.snapshot()
+    }
+
+    fn snapshot_databases(&self, n: usize) -> StoreResult<Vec<Box<dyn super::SnapshotView>>> {
+        self.inner.snapshot_databases(n)
+    }
 }
 
 #[cfg(test)]

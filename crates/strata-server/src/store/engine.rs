@@ -15,6 +15,7 @@ use stratakv::MAX_KEY_LEN;
 use stratakv::{Db, KeyRange, Options, Partition, WriteBatch, WriteOptions, DEFAULT_PARTITION};
 
 use super::group::GroupSync;
+use super::view::{take_batch, Batch, EmptyView, SnapshotView};
 use super::{Backend, Op, Pending, ShutdownSave, StoreError, StoreResult};
 
 use stratakv::PARTITION_PREFIX_LEN;
@@ -120,6 +121,87 @@ impl EngineStore {
         self.core.dirty.fetch_add(batch.len() as u64, Ordering::Relaxed);
         Ok(Pending(Some(ticket)))
     }
+}
+
+/// How often [`views_at_one_cut`] retries when a database's partition
+/// appears while it takes its cut.
+const CUT_TRIES: usize = 16;
+
+/// A read view of one database at an engine snapshot: the default
+/// partition (`part` is `None`) or partition `part`, read at `snap`'s
+/// sequence. The snapshot is registered with the engine, so compaction
+/// keeps every version the view can see until the view is dropped.
+struct EngineView {
+    snap: Arc<stratakv::Snapshot>,
+    part: Option<Partition>,
+    key_limit: usize,
+}
+
+impl SnapshotView for EngineView {
+    fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        if key.len() > self.key_limit {
+            return Ok(None);
+        }
+        Ok(match &self.part {
+            None => self.snap.get(key)?,
+            Some(p) => p.get_opt(key, &self.snap.read_options())?,
+        })
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, batch: Batch) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        if start.len() > self.key_limit {
+            return Ok(Vec::new());
+        }
+        let range = KeyRange {
+            start: Bound::Included(start.to_vec()),
+            end: end.map(|e| Bound::Excluded(e.to_vec())).unwrap_or(Bound::Unbounded),
+        };
+        let mut it = match &self.part {
+            None => self.snap.iter(range)?,
+            Some(p) => p.iter_opt(range, &self.snap.read_options())?,
+        };
+        take_batch(batch, || Ok(it.try_next()?))
+    }
+}
+
+/// Views of the databases `dbs` (0: the default partition, n: partition
+/// `dbn`) at one engine snapshot. A partition is looked up before the
+/// snapshot and checked after it: one created meanwhile (a first write to
+/// its database) makes the cut be taken again, so a database is never
+/// seen empty at a point where it had keys. A FLUSHDB of database n > 0
+/// drops its partition outright (not at a sequence number): a view of it
+/// then fails its reads ("partition was dropped") instead of reading
+/// keys that are gone, and the caller takes a new view.
+fn views_at_one_cut(db: &Db, dbs: &[usize]) -> StoreResult<Vec<Box<dyn SnapshotView>>> {
+    let lookup = || -> Vec<Option<Partition>> {
+        dbs.iter().map(|&n| if n == 0 { None } else { db.partition(&partition_name(n)).ok() }).collect()
+    };
+    for _ in 0..CUT_TRIES {
+        let before = lookup();
+        let snap = Arc::new(db.snapshot());
+        let after = lookup();
+        let appeared = before.iter().zip(&after).any(|(b, a)| b.is_none() && a.is_some());
+        if appeared && dbs.iter().any(|&n| n != 0) {
+            continue;
+        }
+        let views = dbs
+            .iter()
+            .zip(before)
+            .map(|(&n, part)| -> Box<dyn SnapshotView> {
+                match (n, part) {
+                    (0, _) => Box::new(EngineView { snap: snap.clone(), part: None, key_limit: MAX_KEY_LEN }),
+                    (_, None) => Box::new(EmptyView),
+                    (_, Some(p)) => Box::new(EngineView {
+                        snap: snap.clone(),
+                        part: Some(p),
+                        key_limit: MAX_KEY_LEN.saturating_sub(PARTITION_PREFIX_LEN),
+                    }),
+                }
+            })
+            .collect();
+        return Ok(views);
+    }
+    Err(StoreError("databases kept being created while taking a snapshot of them; try again".into()))
 }
 
 /// Adds `ops` to `batch`, in partition `p` (`None`: the default one).
@@ -279,6 +361,31 @@ impl Backend for EngineStore {
 
     fn last_ticket(&self) -> Pending {
         Pending(Some(self.core.group.last_applied()))
+    }
+
+    /// An engine snapshot of this database: no copy, no pause of writers;
+    /// see [`views_at_one_cut`] for a database dropped meanwhile.
+    fn snapshot(&self) -> StoreResult<Box<dyn SnapshotView>> {
+        let n = match &self.slot {
+            Slot::Default => 0,
+            Slot::Named { name, .. } => name.strip_prefix("db").and_then(|d| d.parse().ok()).unwrap_or(0),
+        };
+        if n == 0 && !matches!(self.slot, Slot::Default) {
+            return Err(StoreError("unknown database partition".into()));
+        }
+        let mut views = views_at_one_cut(&self.core.db, &[n])?;
+        views.pop().ok_or_else(|| StoreError("no view".into()))
+    }
+
+    /// Every database at one engine snapshot (partitions share sequence
+    /// numbers), so a write to two databases (MOVE) is in all the views or
+    /// in none.
+    fn snapshot_databases(&self, n: usize) -> StoreResult<Vec<Box<dyn SnapshotView>>> {
+        if !matches!(self.slot, Slot::Default) {
+            return Err(StoreError("the databases' views are taken from database 0".into()));
+        }
+        let dbs: Vec<usize> = (0..n.max(1)).collect();
+        views_at_one_cut(&self.core.db, &dbs)
     }
 
     fn wait_durable(&self, pending: Pending) -> StoreResult<()> {

@@ -299,6 +299,18 @@ impl Backend for MemoryStore {
         Ok(self.inner.map.read().get(key).cloned())
     }
 
+    /// A copy of the map as it is now, taken as a snapshot file's is
+    /// (a chunk at a time under the read lock, writers recording old
+    /// values meanwhile: no pause of clients), one at a time with
+    /// snapshots. A copy, not a view: the data set is in DRAM already,
+    /// and while the view lives it takes as much again (the map has no
+    /// versions to read an older state from).
+    fn snapshot(&self) -> StoreResult<Box<dyn super::SnapshotView>> {
+        let _one = self.inner.saving.lock();
+        let copy = self.inner.snapshot_view(&mut || {}, || {});
+        Ok(Box::new(super::view::MapView::new(copy)))
+    }
+
     fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
         let map = self.inner.map.read();
         let hi = match end {

@@ -9,8 +9,11 @@ pub mod group;
 pub mod memory;
 pub mod sharded;
 pub mod snapshot;
+pub mod view;
 
 use std::fmt;
+
+pub use view::{Batch, SnapshotView};
 
 /// One update of a write: `Some(value)` puts, `None` deletes.
 pub type Op = (Vec<u8>, Option<Vec<u8>>);
@@ -166,6 +169,28 @@ pub trait Backend: Send + Sync {
     fn databases(&self, n: usize) -> StoreResult<Vec<std::sync::Arc<dyn Backend>>> {
         let _ = n;
         Ok(Vec::new())
+    }
+
+    /// A point-in-time read view of this store (this database), taken
+    /// without stopping writers and without copying the data set where
+    /// the store can (the engine: a snapshot sequence). By default an
+    /// error: a store that can give no view says so here.
+    fn snapshot(&self) -> StoreResult<Box<dyn SnapshotView>> {
+        Err(StoreError("this store has no point-in-time view".into()))
+    }
+
+    /// Views of database 0 (this store) and databases 1..`n` (those
+    /// [`Backend::databases`] gives), element i being database i, taken at
+    /// one cut where the store can (the engine: one sequence number for
+    /// every database). By default this store's [`Backend::snapshot`] then
+    /// each other database's, one after another (a store with one
+    /// database gives one view).
+    fn snapshot_databases(&self, n: usize) -> StoreResult<Vec<Box<dyn SnapshotView>>> {
+        let mut views = vec![self.snapshot()?];
+        for db in self.databases(n)? {
+            views.push(db.snapshot()?);
+        }
+        Ok(views)
     }
 
     /// Writes a point-in-time copy now (SAVE/BGSAVE); engine: flushes.

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use stratakv::{KeyRange, Sharded, ShardedOptions, WriteBatch, MAX_KEY_LEN};
 
 use super::group::GroupSync;
+use super::view::{take_batch, Batch, SnapshotView};
 use super::{Backend, Op, Pending, ShutdownSave, StoreError, StoreResult};
 
 /// A [`Backend`] over a [`Sharded`] database.
@@ -45,6 +46,34 @@ impl ShardedStore {
             return Err(StoreError("refusing writes after a failed sync of a shard (restart the server)".into()));
         }
         Ok(())
+    }
+}
+
+/// A read view of every shard at one consistent cut
+/// ([`Sharded::snapshot`]: whole cross-shard batches, every completed
+/// write), merged in key order as collection scans are.
+struct ShardedView {
+    snap: stratakv::ShardedSnapshot,
+}
+
+impl SnapshotView for ShardedView {
+    fn get(&self, key: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        if key.len() > MAX_KEY_LEN {
+            return Ok(None);
+        }
+        Ok(self.snap.get(key)?)
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, batch: Batch) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>> {
+        if start.len() > MAX_KEY_LEN {
+            return Ok(Vec::new());
+        }
+        let range = KeyRange {
+            start: Bound::Included(start.to_vec()),
+            end: end.map(|e| Bound::Excluded(e.to_vec())).unwrap_or(Bound::Unbounded),
+        };
+        let mut it = self.snap.iter(range)?;
+        take_batch(batch, || Ok(it.try_next()?))
     }
 }
 
@@ -102,6 +131,12 @@ impl Backend for ShardedStore {
 
     fn last_ticket(&self) -> Pending {
         Pending(Some(self.group.last_applied()))
+    }
+
+    /// One cut across every shard (a marker through every shard's queue),
+    /// no copy of the data.
+    fn snapshot(&self) -> StoreResult<Box<dyn SnapshotView>> {
+        Ok(Box::new(ShardedView { snap: self.db.snapshot()? }))
     }
 
     fn wait_durable(&self, pending: Pending) -> StoreResult<()> {
