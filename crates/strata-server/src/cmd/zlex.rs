@@ -1,26 +1,14 @@
 //! Lexicographic ranges of sorted sets: ZRANGEBYLEX, ZREVRANGEBYLEX,
-//! ZLEXCOUNT. As in Redis they are meant for sets whose members all have
-//! one score; the members are walked in the set's (score, member) order,
-//! from the first that is at or past the lower bound while they are
-//! within the upper one (mirrored for the reverse command).
+//! ZLEXCOUNT: arguments and replies; the walk is [`zset::by_lex`].
 
 use bytes::Bytes;
 
 use super::{arg, is, read_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::types::zset::{self, ALL};
+use crate::keyspace::types::zset::{self, Lex};
 use crate::keyspace::KeyType;
 use crate::resp::Reply;
 
-/// One end of a lex range.
-pub(crate) enum Lex {
-    /// `-`: below everything.
-    Min,
-    /// `+`: above everything.
-    Max,
-    /// `[x` (inclusive) or `(x` (exclusive).
-    At(Vec<u8>, bool),
-}
-
+/// Parses one end of a lex range (`-`, `+`, `[x`, `(x`).
 pub(crate) fn lex_arg(b: &[u8]) -> Result<Lex, CmdError> {
     match b.split_first() {
         Some((b'-', [])) => Ok(Lex::Min),
@@ -31,36 +19,12 @@ pub(crate) fn lex_arg(b: &[u8]) -> Result<Lex, CmdError> {
     }
 }
 
-pub(crate) fn gte_min(m: &[u8], min: &Lex) -> bool {
-    match min {
-        Lex::Min => true,
-        Lex::Max => false,
-        Lex::At(v, incl) => m > v.as_slice() || (*incl && m == v.as_slice()),
-    }
-}
-
-pub(crate) fn lte_max(m: &[u8], max: &Lex) -> bool {
-    match max {
-        Lex::Min => false,
-        Lex::Max => true,
-        Lex::At(v, incl) => m < v.as_slice() || (*incl && m == v.as_slice()),
-    }
-}
-
 /// The members of `key` in lex range `min..max` (reverse order with `rev`).
 fn in_range(ctx: &mut Ctx<'_>, key: &[u8], min: &Lex, max: &Lex, rev: bool) -> Result<Vec<Vec<u8>>, CmdError> {
     if read_typed(ctx, key, KeyType::ZSet)?.is_none() {
         return Ok(Vec::new());
     }
-    let mut all: Vec<Vec<u8>> = zset::in_scores(&mut ctx.txn, key, ALL.0, ALL.1)?.into_iter().map(|(m, _)| m).collect();
-    if rev {
-        all.reverse();
-        let start = all.iter().position(|m| lte_max(m, max)).unwrap_or(all.len());
-        Ok(all.into_iter().skip(start).take_while(|m| gte_min(m, min)).collect())
-    } else {
-        let start = all.iter().position(|m| gte_min(m, min)).unwrap_or(all.len());
-        Ok(all.into_iter().skip(start).take_while(|m| lte_max(m, max)).collect())
-    }
+    Ok(zset::by_lex(&mut ctx.txn, key, min, max, rev)?.into_iter().map(|(m, _)| m).collect())
 }
 
 fn range(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult {

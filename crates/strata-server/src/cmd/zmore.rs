@@ -29,7 +29,7 @@ pub(crate) fn zmscore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
 enum Remove {
     Rank(i64, i64),
     Score(ScoreBound, ScoreBound),
-    Lex(super::zlex::Lex, super::zlex::Lex),
+    Lex(zset::Lex, zset::Lex),
 }
 
 /// Removes the selected members; the range is parsed before the key is

@@ -5,10 +5,10 @@
 
 use bytes::Bytes;
 
-use super::zlex::{gte_min, lex_arg, lte_max, Lex};
+use super::zlex::lex_arg;
 use super::zsets::{range_items, scored, RangeBy, RangeQuery};
 use super::{arg, int_arg, is, read_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::types::zset::{self, Scored, ALL};
+use crate::keyspace::types::zset::{self, Lex, Scored};
 use crate::keyspace::KeyType;
 use crate::numbers::ScoreBound;
 use crate::resp::Reply;
@@ -108,17 +108,9 @@ pub(crate) fn lex_items(
     if offset < 0 || count == 0 {
         return Ok(Some(Vec::new()));
     }
-    let mut all = zset::in_scores(&mut ctx.txn, key, ALL.0, ALL.1)?;
     let take = usize::try_from(count).unwrap_or(usize::MAX);
     let skip = usize::try_from(offset).unwrap_or(usize::MAX);
-    let items: Scored = if rev {
-        all.reverse();
-        let start = all.iter().position(|(m, _)| lte_max(m, max)).unwrap_or(all.len());
-        all.into_iter().skip(start).take_while(|(m, _)| gte_min(m, min)).skip(skip).take(take).collect()
-    } else {
-        let start = all.iter().position(|(m, _)| gte_min(m, min)).unwrap_or(all.len());
-        all.into_iter().skip(start).take_while(|(m, _)| lte_max(m, max)).skip(skip).take(take).collect()
-    };
+    let items = zset::by_lex(&mut ctx.txn, key, min, max, rev)?.into_iter().skip(skip).take(take).collect();
     Ok(Some(items))
 }
 

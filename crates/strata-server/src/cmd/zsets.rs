@@ -6,7 +6,7 @@
 use bytes::Bytes;
 
 use super::{arg, index_range, int_arg, is, read_typed, write_typed, CmdError, CmdResult, Ctx};
-use crate::keyspace::types::zset::{self, AddFlags, Added, Scored, ALL};
+use crate::keyspace::types::zset::{self, AddFlags, Added, Scored};
 use crate::keyspace::KeyType;
 use crate::numbers::{parse_f64, ScoreBound};
 use crate::resp::Reply;
@@ -169,15 +169,7 @@ pub(crate) fn range_items(ctx: &mut Ctx<'_>, key: &[u8], q: &RangeQuery) -> Resu
             // Reverse ranks count from the highest score: walk the same
             // members in score order, then turn them round.
             let (lo, hi) = if q.rev { (len - 1 - stop, len - 1 - start) } else { (start, stop) };
-            let mut items = Vec::new();
-            let mut idx = 0i64;
-            zset::walk(&mut ctx.txn, key, ALL.0, ALL.1, |m, s| {
-                if idx >= lo {
-                    items.push((m.to_vec(), s));
-                }
-                idx += 1;
-                idx <= hi
-            })?;
+            let mut items = zset::by_rank(&mut ctx.txn, key, lo as u64, hi as u64)?;
             if q.rev {
                 items.reverse();
             }
@@ -189,26 +181,13 @@ pub(crate) fn range_items(ctx: &mut Ctx<'_>, key: &[u8], q: &RangeQuery) -> Resu
                 return empty();
             }
             let take = usize::try_from(count).unwrap_or(usize::MAX);
-            let mut items = Vec::new();
             if q.rev {
                 // The index is kept in ascending order only: collect, then reverse.
-                zset::walk(&mut ctx.txn, key, min, max, |m, s| {
-                    items.push((m.to_vec(), s));
-                    true
-                })?;
+                let mut items = zset::in_scores(&mut ctx.txn, key, min, max)?;
                 items.reverse();
                 items.into_iter().skip(offset as usize).take(take).collect()
             } else {
-                let mut skip = offset;
-                zset::walk(&mut ctx.txn, key, min, max, |m, s| {
-                    if skip > 0 {
-                        skip -= 1;
-                        return true;
-                    }
-                    items.push((m.to_vec(), s));
-                    items.len() < take
-                })?;
-                items
+                zset::by_score(&mut ctx.txn, key, (min, max), offset as usize, take)?
             }
         }
     };
@@ -258,17 +237,7 @@ fn rank(ctx: &mut Ctx<'_>, args: &[Bytes], rev: bool) -> CmdResult {
     let (key, member) = (arg(args, 1), arg(args, 2));
     let Some(meta) = read_typed(ctx, key, KeyType::ZSet)? else { return Ok(Reply::Nil) };
     let Some(score) = zset::score(&mut ctx.txn, key, member)? else { return Ok(Reply::Nil) };
-    // Members before it: lower scores, then equal scores with smaller names.
-    let mut before = 0i64;
-    let low = ScoreBound { value: f64::NEG_INFINITY, exclusive: false };
-    zset::walk(&mut ctx.txn, key, low, ScoreBound { value: score, exclusive: false }, |m, s| {
-        if s < score || m < member {
-            before += 1;
-            true
-        } else {
-            false
-        }
-    })?;
+    let before = zset::rank(&mut ctx.txn, key, member, score)? as i64;
     Ok(Reply::Int(if rev { meta.count() as i64 - 1 - before } else { before }))
 }
 

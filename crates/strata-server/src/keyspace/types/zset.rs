@@ -223,6 +223,105 @@ pub fn in_scores(txn: &mut Txn<'_>, key: &[u8], min: ScoreBound, max: ScoreBound
     Ok(items)
 }
 
+/// The members at ranks `lo..=hi` (0: the lowest score) with their scores.
+pub fn by_rank(txn: &mut Txn<'_>, key: &[u8], lo: u64, hi: u64) -> StoreResult<Scored> {
+    let mut items = Vec::new();
+    let mut idx = 0u64;
+    walk(txn, key, ALL.0, ALL.1, |m, s| {
+        if idx >= lo {
+            items.push((m.to_vec(), s));
+        }
+        idx += 1;
+        idx <= hi
+    })?;
+    Ok(items)
+}
+
+/// The members in [min, max] after skipping `offset`, at most `take` of
+/// them, in score order.
+pub fn by_score(
+    txn: &mut Txn<'_>,
+    key: &[u8],
+    (min, max): (ScoreBound, ScoreBound),
+    offset: usize,
+    take: usize,
+) -> StoreResult<Scored> {
+    let mut items = Vec::new();
+    let mut skip = offset;
+    walk(txn, key, min, max, |m, s| {
+        if skip > 0 {
+            skip -= 1;
+            return true;
+        }
+        items.push((m.to_vec(), s));
+        items.len() < take
+    })?;
+    Ok(items)
+}
+
+/// The rank of `member`, whose score is `score`, in the sorted set at
+/// `key`: how many members come before it (lower scores, then equal
+/// scores with smaller names).
+pub fn rank(txn: &mut Txn<'_>, key: &[u8], member: &[u8], score: f64) -> StoreResult<u64> {
+    let mut before = 0;
+    walk(txn, key, ALL.0, ScoreBound { value: score, exclusive: false }, |m, s| {
+        if s < score || m < member {
+            before += 1;
+            true
+        } else {
+            false
+        }
+    })?;
+    Ok(before)
+}
+
+/// One end of a lex range.
+pub enum Lex {
+    /// `-`: below everything.
+    Min,
+    /// `+`: above everything.
+    Max,
+    /// `[x` (inclusive) or `(x` (exclusive).
+    At(Vec<u8>, bool),
+}
+
+impl Lex {
+    /// Whether `m` is at or above this lower end.
+    fn admits_from_below(&self, m: &[u8]) -> bool {
+        match self {
+            Lex::Min => true,
+            Lex::Max => false,
+            Lex::At(v, incl) => m > v.as_slice() || (*incl && m == v.as_slice()),
+        }
+    }
+
+    /// Whether `m` is at or below this upper end.
+    fn admits_from_above(&self, m: &[u8]) -> bool {
+        match self {
+            Lex::Min => false,
+            Lex::Max => true,
+            Lex::At(v, incl) => m < v.as_slice() || (*incl && m == v.as_slice()),
+        }
+    }
+}
+
+/// The members (with scores) in the lex range `min..max` of the sorted set
+/// at `key`. As in Redis it is meant for sets whose members all have one
+/// score: the members are walked in the set's (score, member) order, from
+/// the first at or past the lower bound while they are within the upper
+/// one (mirrored, highest first, with `rev`).
+pub fn by_lex(txn: &mut Txn<'_>, key: &[u8], min: &Lex, max: &Lex, rev: bool) -> StoreResult<Scored> {
+    let mut all = in_scores(txn, key, ALL.0, ALL.1)?;
+    Ok(if rev {
+        all.reverse();
+        let start = all.iter().position(|(m, _)| max.admits_from_above(m)).unwrap_or(all.len());
+        all.into_iter().skip(start).take_while(|(m, _)| min.admits_from_below(m)).collect()
+    } else {
+        let start = all.iter().position(|(m, _)| min.admits_from_below(m)).unwrap_or(all.len());
+        all.into_iter().skip(start).take_while(|(m, _)| max.admits_from_above(m)).collect()
+    })
+}
+
 /// Removes and returns up to `n` members with the lowest (or, with `max`,
 /// highest) scores of the sorted set at `key` (meta `old`), noting
 /// `zpopmin`/`zpopmax` before the `del` of an emptied set, in Redis's
