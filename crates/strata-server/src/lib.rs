@@ -13,6 +13,7 @@ pub mod config;
 pub mod expiry;
 pub mod glob;
 pub mod keyspace;
+pub mod layout;
 pub mod net;
 pub mod numbers;
 pub mod pubsub;

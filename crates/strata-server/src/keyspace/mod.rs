@@ -17,13 +17,12 @@
 //! can be a plain number (the next hash to visit) and stay valid across
 //! writes; members of one key are contiguous and ordered.
 
-pub mod layout;
 pub mod locks;
 pub mod packed;
 pub mod txn;
 pub mod types;
 
-pub use layout::*;
+pub use crate::layout::*;
 pub use locks::KeyLocks;
 pub use txn::{ClearScope, Txn};
 

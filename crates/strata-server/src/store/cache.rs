@@ -41,7 +41,7 @@ use parking_lot::Mutex;
 use super::{Backend, Op, Pending, ShutdownSave, StoreResult};
 // The member range (`tag | klen | key`) and the Redis key of a store key:
 // the keyspace's one parser of its layout.
-use crate::keyspace::{member_range_prefix as range_prefix, user_key_of_entry as redis_key_of};
+use crate::layout::{member_range_prefix as range_prefix, user_key_of_entry as redis_key_of};
 
 /// Version stripes (a power of two): keys sharing one hold each other's
 /// ranges back while one of them is written.

@@ -1,6 +1,8 @@
 //! The key layout of the server keyspace (FORMAT.md, "Server keyspace
 //! encoding"): the tag byte every store key begins with, how meta, member
-//! and expiry keys are built, and the one parser of them.
+//! and expiry keys are built, and the one parser of them. Its own module,
+//! beneath both the keyspace and the stores (whose read cache finds the
+//! Redis key of a store key here).
 
 /// The tag bytes store keys begin with.
 pub mod tag {
