@@ -267,3 +267,254 @@ fn write_key<W: Write>(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::keyspace::{expire_index_key, list_key, member_key, meta_key, zindex_key, LIST_MID};
+    use crate::rdb::read::{read_rdb, Entry, Item, ReadOptions};
+    use crate::store::view::MapView;
+    use crate::store::Backend;
+
+    /// The store entries of `key` holding `value`, as the keyspace lays
+    /// them out (FORMAT.md): small hashes packed in their meta.
+    fn entries(key: &[u8], value: &Value, exp: u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        let meta = match value {
+            Value::String(s) => Meta::string(s.clone(), exp),
+            Value::Hash(pairs) => {
+                let sorted: BTreeMap<_, _> = pairs.iter().cloned().collect();
+                let sorted: Vec<_> = sorted.into_iter().collect();
+                if packed::fits(&sorted) {
+                    Meta::packed_hash(&sorted, exp)
+                } else {
+                    for (f, v) in &sorted {
+                        out.push((member_key(b'H', key, f), v.clone()));
+                    }
+                    Meta::collection(KeyType::Hash, sorted.len() as u64, exp)
+                }
+            }
+            Value::Set(items) => {
+                for m in items {
+                    out.push((member_key(b'S', key, m), Vec::new()));
+                }
+                Meta::collection(KeyType::Set, items.len() as u64, exp)
+            }
+            Value::ZSet(members) => {
+                for (m, s) in members {
+                    out.push((member_key(b'Z', key, m), s.to_bits().to_le_bytes().to_vec()));
+                    out.push((zindex_key(key, *s, m), Vec::new()));
+                }
+                Meta::collection(KeyType::ZSet, members.len() as u64, exp)
+            }
+            Value::List(items) => {
+                for (i, e) in items.iter().enumerate() {
+                    out.push((list_key(key, LIST_MID - 3 + i as u64), e.clone()));
+                }
+                Meta::list(LIST_MID - 3, LIST_MID - 3 + items.len() as u64, exp)
+            }
+        };
+        out.push((meta_key(key), meta.encode()));
+        if exp != 0 {
+            out.push((expire_index_key(exp, key), Vec::new()));
+        }
+        out
+    }
+
+    /// `value` with its members in one order (sets, hashes, sorted sets
+    /// sorted), so two readings compare equal.
+    fn canonical(value: Value) -> Value {
+        match value {
+            Value::Set(mut v) => {
+                v.sort();
+                Value::Set(v)
+            }
+            Value::Hash(mut v) => {
+                v.sort();
+                Value::Hash(v)
+            }
+            Value::ZSet(mut v) => {
+                v.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::ZSet(v)
+            }
+            v => v,
+        }
+    }
+
+    type Model = BTreeMap<(u64, Vec<u8>), (Value, u64)>;
+
+    /// The keys of an RDB file, canonical.
+    fn read_back(file: &[u8]) -> Model {
+        let mut got = Model::new();
+        read_rdb(file, &ReadOptions::default(), &mut |i| {
+            if let Item::Key(Entry { db, key, value, expire_ms }) = i {
+                let old = got.insert((db, key), (canonical(value), expire_ms.unwrap_or(0)));
+                assert!(old.is_none(), "a key twice");
+            }
+            Ok(())
+        })
+        .unwrap();
+        got
+    }
+
+    fn image(views: &[Box<dyn SnapshotView>], batch: Batch, now_ms: u64) -> (Vec<u8>, ImageStats) {
+        let opts = ImageOptions { batch, now_ms };
+        write_image(Vec::new(), &Header::now("7.0.15", 0), views, &opts).unwrap()
+    }
+
+    fn views_of(model: &Model, dbs: u64) -> Vec<Box<dyn SnapshotView>> {
+        (0..dbs)
+            .map(|db| {
+                let mut map = BTreeMap::new();
+                map.insert(b"!version".to_vec(), b"2".to_vec());
+                for ((d, k), (v, exp)) in model {
+                    if *d == db {
+                        map.extend(entries(k, v, *exp));
+                    }
+                }
+                Box::new(MapView::new(map)) as Box<dyn SnapshotView>
+            })
+            .collect()
+    }
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..12),
+            (-1000i64..1000).prop_map(|n| n.to_string().into_bytes()),
+            proptest::collection::vec(any::<u8>(), 0..3000),
+        ]
+    }
+
+    fn score() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            Just(0.0),
+            -1e10f64..1e10,
+            any::<i32>().prop_map(f64::from)
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let members = || proptest::collection::btree_set(bytes(), 1..40);
+        prop_oneof![
+            bytes().prop_map(Value::String),
+            proptest::collection::vec(bytes(), 1..40).prop_map(Value::List),
+            members().prop_map(|s| Value::Set(s.into_iter().collect())),
+            proptest::collection::btree_map(bytes(), bytes(), 1..200)
+                .prop_map(|m| Value::Hash(m.into_iter().collect())),
+            proptest::collection::btree_map(bytes(), score(), 1..40).prop_map(|m| Value::ZSet(m.into_iter().collect())),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Every key of every database, through the image writer (small
+        /// batches, so members span many reads) and back through the reader:
+        /// what was stored, less the expired keys.
+        #[test]
+        fn keyspace_round_trips_through_an_image(
+            keys in proptest::collection::btree_map(
+                (0u64..3, bytes()),
+                (value(), prop_oneof![Just(0u64), Just(500u64), 2000u64..u64::from(u32::MAX)]),
+                0..12,
+            ),
+            entries_per_batch in 1usize..8,
+        ) {
+            let now = 1000;
+            let model: Model = keys.into_iter().map(|(k, (v, e))| (k, (canonical(v), e))).collect();
+            let (file, stats) = image(&views_of(&model, 3), Batch::new(entries_per_batch, 4096), now);
+            let want: Model = model.into_iter().filter(|(_, (_, e))| *e == 0 || *e > now).collect();
+            prop_assert_eq!(stats.keys, want.len() as u64);
+            prop_assert_eq!(read_back(&file), want);
+        }
+
+        /// Whole values written by the writer and read by the reader.
+        #[test]
+        fn values_round_trip_through_a_file(values in proptest::collection::vec((value(), any::<u32>()), 0..10)) {
+            let mut w = crate::rdb::write::RdbWriter::start(Vec::new(), &Header::now("7.0.15", 0)).unwrap();
+            w.select_db(0, values.len() as u64, 0).unwrap();
+            let mut want = Model::new();
+            for (i, (v, exp)) in values.into_iter().enumerate() {
+                let key = format!("k{i}").into_bytes();
+                w.key(&key, &v, u64::from(exp)).unwrap();
+                want.insert((0, key), (canonical(v), u64::from(exp)));
+            }
+            prop_assert_eq!(read_back(&w.finish().unwrap()), want);
+        }
+    }
+
+    /// A collection whose meta counts more members than it has is an
+    /// error, not a file Redis would misread.
+    #[test]
+    fn a_count_that_disagrees_is_refused() {
+        let mut map: BTreeMap<Vec<u8>, Vec<u8>> =
+            entries(b"s", &Value::Set(vec![b"a".to_vec()]), 0).into_iter().collect();
+        map.insert(meta_key(b"s"), Meta::collection(KeyType::Set, 2, 0).encode());
+        let views: Vec<Box<dyn SnapshotView>> = vec![Box::new(MapView::new(map))];
+        let e = write_image(Vec::new(), &Header::now("7.0.15", 0), &views, &ImageOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("counts 2 members, found 1"), "{e}");
+    }
+
+    /// An engine's views are taken at one cut across databases and do
+    /// not see writes made after it; a database created after it is
+    /// empty in it.
+    #[test]
+    fn engine_views_are_a_point_in_time() {
+        use crate::store::engine::EngineStore;
+        let dir = tempfile::tempdir().unwrap();
+        let opts = stratakv::Options { pm_size: 128 << 20, ..Default::default() };
+        let store = EngineStore::open(dir.path(), opts).unwrap();
+        let dbs = store.databases(4).unwrap();
+        let put = |s: &dyn Backend, key: &[u8], v: &Value| {
+            let ops = entries(key, v, 0).into_iter().map(|(k, v)| (k, Some(v))).collect();
+            let _ = s.write(ops, false).unwrap();
+        };
+        let big: Vec<Vec<u8>> = (0..500).map(|i| format!("m{i}").into_bytes()).collect();
+        put(&store, b"a", &Value::String(b"1".to_vec()));
+        put(dbs[0].as_ref(), b"set", &Value::Set(big.clone()));
+        let views = store.snapshot_databases(4).unwrap();
+        assert_eq!(views.len(), 4);
+        put(&store, b"a", &Value::String(b"2".to_vec()));
+        put(&store, b"late", &Value::String(b"x".to_vec()));
+        // One more member, as SADD writes it: the member and the count.
+        let meta = Meta::collection(KeyType::Set, 501, 0).encode();
+        let ops = vec![(member_key(b'S', b"set", b"other"), Some(Vec::new())), (meta_key(b"set"), Some(meta))];
+        let _ = dbs[0].write(ops, false).unwrap();
+        put(dbs[2].as_ref(), b"new", &Value::String(b"x".to_vec()));
+        let (file, stats) = image(&views, Batch::new(64, 1 << 20), 1);
+        assert_eq!(stats.databases, 2);
+        let got = read_back(&file);
+        let mut want = Model::new();
+        want.insert((0, b"a".to_vec()), (Value::String(b"1".to_vec()), 0));
+        want.insert((1, b"set".to_vec()), (canonical(Value::Set(big)), 0));
+        assert_eq!(got, want);
+        // A view taken now sees the writes.
+        let (file, _) = image(&store.snapshot_databases(4).unwrap(), Batch::new(64, 1 << 20), 1);
+        let got = read_back(&file);
+        assert_eq!(got.len(), 4);
+        assert!(matches!(&got[&(1, b"set".to_vec())].0, Value::Set(m) if m.len() == 501));
+    }
+
+    /// The memory store's view is a copy: later writes are not in it.
+    #[test]
+    fn memory_views_are_a_point_in_time() {
+        use crate::store::memory::{MemoryPersistence, MemoryStore};
+        let dir = tempfile::tempdir().unwrap();
+        let store = MemoryStore::open(dir.path(), MemoryPersistence::default()).unwrap();
+        let ops =
+            entries(b"k", &Value::List(vec![b"x".to_vec(); 3]), 0).into_iter().map(|(k, v)| (k, Some(v))).collect();
+        let _ = store.write(ops, false).unwrap();
+        let views = store.snapshot_databases(16).unwrap();
+        assert_eq!(views.len(), 1, "the memory store has db 0 only");
+        let _ = store.write(vec![(meta_key(b"k"), None)], false).unwrap();
+        let (file, _) = image(&views, Batch::new(2, 1 << 20), 1);
+        let keys: BTreeSet<_> = read_back(&file).into_keys().collect();
+        assert_eq!(keys, BTreeSet::from([(0, b"k".to_vec())]));
+    }
+}
