@@ -114,7 +114,7 @@ else
 fi
 chmod +x "$WRAPPER"
 
-UNITS="${REDIS_SUITE_UNITS:-type/string type/incr type/hash type/list type/set type/zset keyspace expire multi scan protocol pubsub scripting bitops info-command auth quit}"
+UNITS="${REDIS_SUITE_UNITS:-type/string type/incr type/hash type/list type/set type/zset keyspace expire multi scan protocol pubsub scripting bitops info-command auth quit introspection-2}"
 SKIP_TAGS=(--tags -needs:debug --tags -needs:repl --tags -needs:save --tags -needs:reset
            --tags -needs:pfdebug --tags -needs:config-maxmemory --tags -needs:latency
            --tags -needs:local-process --tags -needs:config-resetstat)
