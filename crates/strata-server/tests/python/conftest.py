@@ -96,6 +96,66 @@ class Server:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class RedisServer:
+    """A real redis-server (7.0 from Debian) on 127.0.0.1 and a free port with
+    its data in a temporary directory, for tests that compare strata-server
+    with it or make them talk to each other; `args` are extra settings."""
+
+    def __init__(self, *args):
+        self.exe = shutil.which("redis-server") or (
+            "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
+        if not self.exe:
+            raise RuntimeError("redis-server is not installed (scripts/test.d/20-server.sh installs it)")
+        self.args = list(args)
+        self.dir = tempfile.mkdtemp(prefix="strata-test-redis-")
+        self.port = free_port()
+        self.proc = None
+        self.log_path = os.path.join(self.dir, "redis.log")
+
+    def start(self, timeout=30.0):
+        """Starts the process and waits until it answers PING."""
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir, *self.args],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("redis-server exited early:\n" + self.log())
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(64).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("redis-server did not start:\n" + self.log())
+
+    def log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def client(self, protocol=2, **kw):
+        return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol,
+                           socket_timeout=60, **kw)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def server():
     s = Server().start()

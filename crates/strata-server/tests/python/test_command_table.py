@@ -26,13 +26,10 @@ import re
 import shutil
 import socket
 import subprocess
-import tempfile
-import time
 
 import pytest
-import redis
 
-from conftest import Server, free_port
+from conftest import RedisServer, Server
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURE = os.path.join(HERE, "..", "fixtures", "redis-7.0-commands.json")
@@ -46,58 +43,6 @@ STRATA_ONLY_COMMANDS = set()
 
 
 # --- servers -----------------------------------------------------------------
-
-class RedisServer:
-    """`redis-server --port P --save '' --appendonly no --dir TMP`."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="strata-cmdtable-redis-")
-        self.port = free_port()
-        self.proc = None
-        self.log_path = os.path.join(self.dir, "redis.log")
-
-    def start(self, timeout=30.0):
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self.dir],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("redis-server exited early:\n" + self.log())
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith(b"+PONG"):
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("redis-server did not start:\n" + self.log())
-
-    def log(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-4000:]
-        except OSError:
-            return ""
-
-    def client(self, protocol=2, **kw):
-        return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol,
-                           socket_timeout=60, **kw)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
-        shutil.rmtree(self.dir, ignore_errors=True)
-
 
 @pytest.fixture(scope="module")
 def target():

@@ -22,11 +22,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -34,7 +29,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from conftest import Server, free_port
+from conftest import RedisServer, Server
 
 PATTERN = "__key*__:*"
 MARK_DB = 15
@@ -44,63 +39,6 @@ SUBJECT_IS_REDIS = os.environ.get("KEYSPACE_EVENTS_SUBJECT", "").lower() == "red
 HERE = Path(__file__).resolve().parent
 CRATE = HERE.parents[1]
 FIXTURE = CRATE / "tests" / "fixtures" / "redis-7.0-commands.json"
-
-
-# --------------------------------------------------------------------------
-# redis-server, the reference
-
-
-class RedisServer:
-    """`redis-server --port P --save '' --appendonly no --dir TMP` on
-    127.0.0.1, started and stopped like conftest's Server."""
-
-    def __init__(self):
-        self.exe = shutil.which("redis-server") or (
-            "/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
-        if not self.exe:
-            raise RuntimeError("redis-server is not installed (scripts/test.d/20-server.sh installs it)")
-        self.dir = tempfile.mkdtemp(prefix="strata-events-redis-")
-        self.port = free_port()
-        self.proc = None
-        self.log_path = os.path.join(self.dir, "redis.log")
-
-    def start(self, timeout=30.0):
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("redis-server exited early:\n" + self.log())
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith(b"+PONG"):
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("redis-server did not start:\n" + self.log())
-
-    def log(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-4000:]
-        except OSError:
-            return ""
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------
