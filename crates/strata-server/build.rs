@@ -150,6 +150,10 @@ fn spec(i: usize, f: &Flat, flat: &[Flat]) -> String {
         Some(d) => doc(d, "", who),
         None => fail(&format!("{who}: no docs")),
     };
+    let propagate = match m.get("propagate").and_then(Value::as_str) {
+        Some(f) => format!("Some(super::propagate::{f})"),
+        None => "None".into(),
+    };
     let getkeys = match m.get("getkeys").and_then(Value::as_str) {
         Some(path) => format!("Some(super::{path})"),
         None => "None".into(),
@@ -161,7 +165,7 @@ fn spec(i: usize, f: &Flat, flat: &[Flat]) -> String {
     };
     format!(
         "static CMD_{i}: Spec = Spec {{\n        id: {i},\n        name: {:?},\n        arity: {arity},\n        flags: {},\n        acl: {},\n        \
-         key_specs: &[{}],\n        tips: &[{}],\n        run: {run},\n        getkeys: {getkeys},\n        events: {events},\n        docs: {docs},\n        \
+         key_specs: &[{}],\n        tips: &[{}],\n        run: {run},\n        getkeys: {getkeys},\n        propagate: {propagate},\n        events: {events},\n        docs: {docs},\n        \
          parent: {parent},\n        subcommands: &[{}],\n}};\n",
         f.name,
         bits("flag", &flags),

@@ -40,6 +40,10 @@ fn sweep_db(shared: &Shared, db: usize, limit: usize) -> StoreResult<usize> {
         match ctx.txn.raw_meta(&key)? {
             Some(m) if m.expire_ms == ms && m.expired(now) => {
                 ctx.txn.delete_key(&key, &m)?;
+                // Replicas delete it when the primary does (Redis sends DEL).
+                if let Some(log) = ctx.repl.as_mut() {
+                    log.push((db, vec![bytes::Bytes::from_static(b"DEL"), bytes::Bytes::from(key.clone())]));
+                }
                 ctx.txn.expired += 1;
                 if shared.pubsub.wants(crate::pubsub::events::EXPIRED) {
                     let event = "expired";

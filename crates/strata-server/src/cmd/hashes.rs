@@ -142,6 +142,12 @@ pub(crate) fn hincrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     let text = super::strings::float_reply(new);
     h.set(&mut ctx.txn, key, f, text.clone(), Some(cur.is_some()))?;
     h.finish(&mut ctx.txn, key);
+    ctx.propagate_as(vec![vec![
+        Bytes::from_static(b"HSET"),
+        Bytes::copy_from_slice(key),
+        Bytes::copy_from_slice(f),
+        Bytes::from(text.clone()),
+    ]]);
     Ok(Reply::bulk_vec(text))
 }
 

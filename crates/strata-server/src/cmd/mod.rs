@@ -18,6 +18,7 @@ mod lists;
 mod memory;
 mod notify;
 mod object;
+mod propagate;
 mod pubsub;
 mod random;
 mod rename;
@@ -49,6 +50,7 @@ use crate::store::StoreError;
 
 pub use blocking::{Unblock, Waiting};
 pub use cmdstats::CommandStats;
+pub use propagate::ReplStream;
 pub use pubsub::{leave_all, Subscriptions};
 pub use script::{
     collect as collect_script, lua_time_limit, run_all as run_scripts, script_done, ScriptHost, ScriptJob, ScriptWait,
@@ -130,6 +132,12 @@ pub struct Ctx<'a> {
     pub retry: bool,
     /// Keyspace events of this context's writes, published at commit.
     pub(crate) events: Vec<crate::pubsub::events::KeyEvent>,
+    /// What this context's writes send to replicas, by database (`None`:
+    /// the replication stream is off), fed to it at commit.
+    pub(crate) repl: Option<Vec<(usize, propagate::Command)>>,
+    /// What the running command states it did, for the stream
+    /// ([`Ctx::propagate_as`]).
+    pub(crate) repl_override: Option<Vec<propagate::Command>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -144,7 +152,23 @@ impl<'a> Ctx<'a> {
             retry: false,
             events: Vec::new(),
             in_script: false,
+            repl: shared.repl_stream.recording().then(Vec::new),
+            repl_override: None,
         }
+    }
+
+    /// States what the running write did, as commands a replica applies,
+    /// where sending it as the client did would not do (SPOP's random
+    /// members, INCRBYFLOAT's result).
+    pub(crate) fn propagate_as(&mut self, cmds: Vec<propagate::Command>) {
+        if self.repl.is_some() {
+            self.repl_override = Some(cmds);
+        }
+    }
+
+    /// Writes staged so far, in every database this context touched.
+    pub(crate) fn ops(&self) -> u64 {
+        self.txn.ops + self.others.iter().map(|(_, t)| t.ops).sum::<u64>()
     }
 
     /// The transaction over database `db` (the selected one's is `txn`).
@@ -528,6 +552,7 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
     let shared = ctx.shared;
     let durable = shared.replies_wait_for_sync();
     let events = ctx.events;
+    let repl = ctx.repl;
     let mut txns = ctx.others;
     txns.push((ctx.db, ctx.txn));
     // A FLUSHALL goes first: the writes after it in the same MULTI, in
@@ -591,6 +616,11 @@ pub(crate) fn commit(ctx: Ctx<'_>, reply: Reply, keys: &[&[u8]]) -> Reply {
         }
     }
     notify::publish(shared, &events);
+    if let Some(cmds) = repl {
+        // Under the key locks still: writes to one key reach the stream
+        // in the order they were applied.
+        shared.repl_stream.feed(cmds);
+    }
     reply
 }
 

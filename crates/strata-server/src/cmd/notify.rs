@@ -26,9 +26,15 @@ fn class_of_note(event: &str) -> u32 {
 /// published itself where it chose the key at run time (`Ctx::notify`),
 /// and those the table states for the command.
 pub(crate) fn call(ctx: &mut Ctx<'_>, spec: &Spec, f: DataFn, args: &[Bytes]) -> CmdResult {
-    if !ctx.shared.pubsub.wants(u32::MAX) {
-        return f(ctx, args);
-    }
+    let before = ctx.ops();
+    let r = if ctx.shared.pubsub.wants(u32::MAX) { with_events(ctx, spec, f, args) } else { f(ctx, args) };
+    let wrote = ctx.ops() != before;
+    super::propagate::record(ctx, spec, args, wrote);
+    r
+}
+
+/// [`call`] with keyspace notifications on.
+fn with_events(ctx: &mut Ctx<'_>, spec: &Spec, f: DataFn, args: &[Bytes]) -> CmdResult {
     if ctx.txn.notes.is_none() {
         ctx.txn.notes = Some(Vec::new());
     }

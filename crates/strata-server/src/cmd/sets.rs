@@ -36,8 +36,12 @@ pub(crate) fn spop(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
         // A scan for 0 items still returns one; SPOP key 0 removes nothing.
         return Ok(Reply::Set(Vec::new()));
     }
-    let mut out: Vec<Reply> =
-        set::pop_random(&mut ctx.txn, key, &old, count.unwrap_or(1))?.into_iter().map(Reply::bulk_vec).collect();
+    let popped = set::pop_random(&mut ctx.txn, key, &old, count.unwrap_or(1))?;
+    // Replicas remove the members chosen here, not members of their own.
+    let mut srem = vec![Bytes::from_static(b"SREM"), Bytes::copy_from_slice(key)];
+    srem.extend(popped.iter().map(|m| Bytes::copy_from_slice(m)));
+    ctx.propagate_as(vec![srem]);
+    let mut out: Vec<Reply> = popped.into_iter().map(Reply::bulk_vec).collect();
     Ok(match count {
         None => out.pop().unwrap_or(Reply::Nil),
         Some(_) => Reply::Set(out),

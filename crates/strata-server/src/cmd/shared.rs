@@ -97,6 +97,8 @@ pub struct Shared {
     pub tuning: crate::tuning::Tuning,
     /// Per-command counters (INFO commandstats, errorstats).
     pub cmdstats: super::CommandStats,
+    /// The replication stream: what writes send to replicas, and its backlog.
+    pub repl_stream: super::ReplStream,
     /// Clients waiting in blocking commands (CLIENT UNBLOCK).
     pub waiting: super::Waiting,
     /// Pub/sub subscriptions and keyspace notification settings.
@@ -136,6 +138,7 @@ impl Shared {
             bgsave_running: Arc::new(AtomicBool::new(false)),
             tuning: crate::tuning::Tuning::default(),
             cmdstats: super::CommandStats::default(),
+            repl_stream: super::ReplStream::default(),
             waiting: super::Waiting::default(),
             pubsub: crate::pubsub::Registry::default(),
             scripts: super::script::Scripts::new(),

@@ -353,6 +353,8 @@ pub struct Spec {
     /// Its own key finder, where Redis has one that the key specs cannot
     /// stand for (SORT's STORE).
     pub getkeys: Option<GetKeysFn>,
+    /// How its writes go to replicas, where not as the client sent them.
+    pub propagate: Option<super::propagate::PropagateFn>,
     /// The keyspace events its writes publish.
     pub events: Events,
     /// Documentation (COMMAND DOCS).

@@ -266,6 +266,14 @@ pub(crate) fn incrbyfloat(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     let text = float_reply(new);
     string::write(&mut ctx.txn, key, old.as_ref(), text.clone(), expire);
+    // The result, not the sum: a replica's arithmetic may round otherwise
+    // (Redis adds in long double).
+    ctx.propagate_as(vec![vec![
+        Bytes::from_static(b"SET"),
+        Bytes::copy_from_slice(key),
+        Bytes::from(text.clone()),
+        Bytes::from_static(b"KEEPTTL"),
+    ]]);
     Ok(Reply::bulk_vec(text))
 }
 
