@@ -124,6 +124,19 @@ pub struct Flags {
     /// given), `optional` (checked if sent), `no`.
     #[arg(long = "tls-auth-clients")]
     pub tls_auth_clients: Option<String>,
+    /// Follow a Redis primary from the start: `"host port"` (as
+    /// `replicaof host port` in redis.conf).
+    #[arg(long)]
+    pub replicaof: Option<String>,
+    /// Password given to the primary (AUTH) when following one.
+    #[arg(long)]
+    pub masterauth: Option<String>,
+    /// User name given to the primary with `masterauth`.
+    #[arg(long)]
+    pub masteruser: Option<String>,
+    /// `yes` (default): a replica refuses clients' writes; `no`: serves them.
+    #[arg(long = "replica-read-only")]
+    pub replica_read_only: Option<String>,
 }
 
 /// Whether TLS clients must present a certificate.
@@ -272,6 +285,14 @@ pub struct Config {
     /// Redis settings of the config file that mean nothing here (see
     /// [`REDIS_ONLY`]), for the warning at start.
     pub ignored: Vec<String>,
+    /// The primary to follow from the start (`replicaof host port`).
+    pub replicaof: Option<(String, u16)>,
+    /// `masterauth`.
+    pub masterauth: Option<String>,
+    /// `masteruser`.
+    pub masteruser: Option<String>,
+    /// `replica-read-only`.
+    pub replica_read_only: bool,
 }
 
 /// redis.conf settings with no meaning here (logging, RDB/AOF files,
@@ -314,8 +335,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "rdb-save-incremental-fsync",
     "slave-serve-stale-data",
     "replica-serve-stale-data",
-    "slave-read-only",
-    "replica-read-only",
     "repl-diskless-sync",
     "repl-diskless-sync-delay",
     "repl-diskless-sync-max-replicas",
@@ -407,11 +426,18 @@ const KNOWN: &[&str] = &[
     "profile",
     "table-index",
     "protected-mode",
+    "replicaof",
+    "slaveof",
+    "masterauth",
+    "masteruser",
+    "replica-read-only",
+    "slave-read-only",
 ];
 
 /// Settings of a config file that take several values (the others take
 /// exactly one, as in Redis).
-const MULTI_VALUE: &[&str] = &["bind", "save", "client-output-buffer-limit", "oom-score-adj-values"];
+const MULTI_VALUE: &[&str] =
+    &["bind", "replicaof", "slaveof", "save", "client-output-buffer-limit", "oom-score-adj-values"];
 
 /// Reads `name value...` lines in file order; `#` starts a comment; values
 /// may be quoted. A setting this server knows that takes one value must
@@ -617,6 +643,26 @@ impl Config {
             (StorageMode::Memory, None | Some(1)) => 1,
             (StorageMode::Memory, Some(_)) => bail!("--storage memory has one database (db 0): databases must be 1"),
         };
+        let replicaof = match pick(f.replicaof, "replicaof").or_else(|| file.get("slaveof").cloned()) {
+            None => None,
+            Some(v) if v.trim().eq_ignore_ascii_case("no one") => None,
+            Some(v) => {
+                let mut it = v.split_whitespace();
+                let (Some(host), Some(port), None) = (it.next(), it.next(), it.next()) else {
+                    bail!("replicaof takes a host and a port, not '{v}'");
+                };
+                let port: u16 = port.parse().map_err(|_| anyhow!("replicaof: bad port {port}"))?;
+                Some((host.to_string(), port))
+            }
+        };
+        let masterauth = pick(f.masterauth, "masterauth").filter(|p| !p.is_empty());
+        let masteruser = pick(f.masteruser, "masteruser").filter(|p| !p.is_empty());
+        let read_only = pick(f.replica_read_only, "replica-read-only").or_else(|| file.get("slave-read-only").cloned());
+        let replica_read_only = match read_only.as_deref().map(str::to_ascii_lowercase).as_deref() {
+            None | Some("yes") => true,
+            Some("no") => false,
+            Some(other) => bail!("replica-read-only must be yes or no, not {other}"),
+        };
         let mut limits = Limits::default();
         if let Some(b) = bytes(pick(f.proto_max_bulk_len, "proto-max-bulk-len"), "proto-max-bulk-len")? {
             limits.max_bulk_len = b as usize;
@@ -654,6 +700,10 @@ impl Config {
             startup_tuning,
             notify_keyspace_events,
             ignored,
+            replicaof,
+            masterauth,
+            masteruser,
+            replica_read_only,
         })
     }
 

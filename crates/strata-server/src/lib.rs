@@ -6,7 +6,8 @@
 //! (accepting), [`cmd`] (commands by type), [`keyspace`] (types and expiry
 //! on the ordered keyspace), [`store`] (engine, or memory with command log
 //! or snapshots), [`expiry`] (background sweep), [`pubsub`] (subscriptions
-//! and delivery), [`tls`] (the TLS port's settings), [`config`], [`shutdown`].
+//! and delivery), [`tls`] (the TLS port's settings), [`replication`] (following a
+//! Redis primary), [`config`], [`shutdown`].
 
 pub mod cmd;
 pub mod config;
@@ -18,6 +19,7 @@ pub mod net;
 pub mod numbers;
 pub mod pubsub;
 pub mod rdb;
+pub mod replication;
 pub mod resp;
 pub mod server;
 pub mod shutdown;

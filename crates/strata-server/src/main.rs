@@ -103,6 +103,10 @@ fn run() -> anyhow::Result<()> {
         if cfg.durability_sync { "sync" } else { "default" },
         cfg.dir.display()
     );
+    strata_server::cmd::install_replication(&shared);
+    if let Some((host, port)) = &cfg.replicaof {
+        shared.replication.follow(host.clone(), *port).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
     let mut loops = Loops::start(&shared, cfg.event_loops).context("starting the event loops")?;
     rt.spawn(shutdown::on_signals(shared.clone()));
     rt.block_on(server::run(shared.clone(), plain, tls, &mut loops));
@@ -112,6 +116,8 @@ fn run() -> anyhow::Result<()> {
     // a busy script) is stopped and its writes dropped before the store
     // shuts down.
     shared.scripts.stop_all(std::time::Duration::from_secs(10));
+    // The replication thread stops applying before the store shuts down.
+    shared.replication.stop();
     eprintln!("strata-server shutting down: making data durable");
     stop_sweeper.store(true, Ordering::Release);
     let _ = sweeper.join();

@@ -22,6 +22,7 @@ mod propagate;
 mod pubsub;
 mod random;
 mod rename;
+mod replication;
 mod script;
 mod server;
 mod session;
@@ -52,6 +53,7 @@ pub use blocking::{Unblock, Waiting};
 pub use cmdstats::CommandStats;
 pub use propagate::ReplStream;
 pub use pubsub::{leave_all, Subscriptions};
+pub use replication::install_replication;
 pub use script::{
     collect as collect_script, lua_time_limit, run_all as run_scripts, script_done, ScriptHost, ScriptJob, ScriptWait,
     Scripts,
@@ -273,6 +275,9 @@ fn validate(args: &[Bytes]) -> Result<(usize, &'static Spec), (Option<usize>, Re
     Ok((id, spec))
 }
 
+/// The error of a write sent to a read-only replica.
+pub(crate) const READONLY: &str = "READONLY You can't write against a read only replica.";
+
 /// Runs one request and returns its reply (`None`: no reply, for an
 /// empty request). Error replies are counted (INFO errorstats).
 pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
@@ -302,6 +307,13 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         let e = Reply::err("NOAUTH Authentication required.");
         shared.cmdstats.rejected(Some(id));
         return Some(e);
+    }
+    if spec.has(flag::WRITE) && !sess.master && shared.replication.refuses_writes() {
+        if sess.multi.is_some() {
+            sess.multi_failed = true;
+        }
+        shared.cmdstats.rejected(Some(id));
+        return Some(Reply::err(READONLY));
     }
     if sess.proto == 2 && sess.subs.active() && !spec.has(flag::SUBSCRIBED_OK) {
         return Some(pubsub::not_allowed(spec, args));
@@ -363,6 +375,10 @@ pub(crate) fn groupable(
         return None;
     }
     let (id, spec) = validate(args).ok()?;
+    // A write on a read-only replica is refused by `execute`.
+    if spec.has(flag::WRITE) && shared.replication.refuses_writes() {
+        return None;
+    }
     match spec.run {
         Run::Data(f) if !spec.has(flag::LOCK_ALL) && !spec.has(flag::BLOCKING) => Some((id, spec, f)),
         _ => None,

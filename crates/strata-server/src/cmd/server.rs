@@ -28,6 +28,18 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
         params.push(("requirepass", shared.requirepass.read().clone().unwrap_or_default()));
         let protected = if shared.protected_mode.load(Ordering::Relaxed) { "yes" } else { "no" };
         params.push(("protected-mode", Bytes::from_static(protected.as_bytes())));
+        let read_only = if shared.replication.read_only() { "yes" } else { "no" };
+        params.push(("replica-read-only", Bytes::from_static(read_only.as_bytes())));
+        params.push(("slave-read-only", Bytes::from_static(read_only.as_bytes())));
+        let (user, pass) = shared.replication.auth();
+        params.push(("masteruser", Bytes::from(user.unwrap_or_default())));
+        params.push(("masterauth", Bytes::from(pass.unwrap_or_default())));
+        let of = shared.replication.role();
+        let of = match of {
+            crate::replication::RoleView::Replica { host, port, .. } => format!("{host} {port}"),
+            crate::replication::RoleView::Primary { .. } => String::new(),
+        };
+        params.push(("replicaof", Bytes::from(of)));
         for (name, value) in params {
             if args.iter().skip(2).any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes())) {
                 out.push((Reply::bulk(name), Reply::Bulk(value)));
@@ -60,6 +72,8 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
     let mut notify = None;
     let mut password: Option<Bytes> = None;
     let mut protected: Option<bool> = None;
+    let mut replica_ro: Option<bool> = None;
+    let mut master_auth: Vec<(bool, String)> = Vec::new();
     // Duplicates first, before any value is looked at, as Redis checks.
     let mut seen: Vec<String> = Vec::new();
     for pair in pairs.chunks(2) {
@@ -91,6 +105,24 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
                     )
                 }
             });
+            continue;
+        }
+        if name == "replica-read-only" || name == "slave-read-only" {
+            let v = arg(pair, 1);
+            replica_ro = Some(match () {
+                _ if v.eq_ignore_ascii_case(b"yes") => true,
+                _ if v.eq_ignore_ascii_case(b"no") => false,
+                _ => {
+                    return Reply::err(format!(
+                        "ERR CONFIG SET failed (possibly related to argument '{name}') - argument must be 'yes' or \
+                         'no'"
+                    ))
+                }
+            });
+            continue;
+        }
+        if name == "masterauth" || name == "masteruser" {
+            master_auth.push((name == "masteruser", String::from_utf8_lossy(arg(pair, 1)).into_owned()));
             continue;
         }
         if name == "notify-keyspace-events" {
@@ -131,6 +163,12 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
     }
     if let Some(f) = notify {
         shared.pubsub.notify.store(f, Ordering::Relaxed);
+    }
+    if let Some(on) = replica_ro {
+        shared.replication.set_read_only(on);
+    }
+    for (user, v) in master_auth {
+        shared.replication.set_auth(user, &v);
     }
     Reply::ok()
 }
@@ -248,16 +286,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
         );
     }
     if want("replication") {
-        section(
-            &mut out,
-            "Replication",
-            &[
-                kv("role", "master".into()),
-                kv("connected_slaves", "0".into()),
-                kv("master_repl_offset", "0".into()),
-                kv("repl_backlog_active", "0".into()),
-            ],
-        );
+        section(&mut out, "Replication", &shared.replication.info());
     }
     if want("cpu") {
         section(&mut out, "CPU", &cpu_fields());

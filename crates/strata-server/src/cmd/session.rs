@@ -92,6 +92,9 @@ pub struct Session {
     /// CLIENT REPLY SKIP: how many more replies are not sent (the SKIP's
     /// own and the next command's).
     pub reply_skip: u8,
+    /// The replication thread's session (the "master client"): it writes
+    /// on a read-only replica.
+    pub master: bool,
 }
 
 impl Session {
@@ -120,6 +123,7 @@ impl Session {
             subs: Default::default(),
             reply_off: false,
             reply_skip: 0,
+            master: false,
         }
     }
 

@@ -111,6 +111,8 @@ pub struct Shared {
     /// Protected mode (`protected-mode`; CONFIG SET changes it): while no
     /// password is set, clients from other than loopback are refused.
     pub protected_mode: AtomicBool,
+    /// The replication role and link (REPLICAOF, ROLE, INFO replication).
+    pub replication: Arc<crate::replication::State>,
 }
 
 impl Shared {
@@ -125,6 +127,11 @@ impl Shared {
         dbs.extend(store.databases(config.databases)?.into_iter().map(db));
         let requirepass = parking_lot::RwLock::new(config.requirepass.clone().map(Bytes::from));
         let protected_mode = AtomicBool::new(config.protected_mode);
+        let replication = Arc::new(crate::replication::State::new(
+            config.port,
+            (config.masteruser.clone(), config.masterauth.clone()),
+        ));
+        replication.set_read_only(config.replica_read_only);
         let shared = Shared {
             store,
             dbs,
@@ -144,6 +151,7 @@ impl Shared {
             scripts: super::script::Scripts::new(),
             requirepass,
             protected_mode,
+            replication,
         };
         // Tuning parameters and keyspace events set by the config file.
         shared.tuning.set(shared.config.startup_tuning.clone());

@@ -175,8 +175,7 @@ struct Call<'c, 'a> {
 /// Redis 7.0 commands this server does not have yet, all flagged
 /// `noscript` there: a script calling one gets Redis's answer. Each leaves
 /// this list when it joins the command table (a test checks).
-const ABSENT_NOSCRIPT: &[&str] =
-    &["cluster", "monitor", "sync", "psync", "replicaof", "slaveof", "debug", "wait", "acl"];
+const ABSENT_NOSCRIPT: &[&str] = &["cluster", "monitor", "sync", "psync", "debug", "wait", "acl"];
 
 impl Call<'_, '_> {
     fn call(&mut self, args: &[Bytes], resp: u8) -> Reply {
@@ -194,6 +193,9 @@ impl Call<'_, '_> {
             return Reply::err("ERR This Redis command is not allowed from script");
         }
         if spec.has(flag::WRITE) {
+            if self.ctx.shared.replication.refuses_writes() {
+                return Reply::err(crate::cmd::READONLY);
+            }
             if self.read_only {
                 return Reply::err("ERR Write commands are not allowed from read-only scripts.");
             }

@@ -1,0 +1,129 @@
+//! REPLICAOF / SLAVEOF and ROLE, and the "master client" through which the
+//! replication thread ([`crate::replication`]) writes: a session that may
+//! write on a read-only replica and whose replies are dropped.
+
+use std::sync::{Arc, Weak};
+
+use bytes::Bytes;
+
+use super::{arg, execute, is, Session, Shared};
+use crate::rdb::read::Entry;
+use crate::replication::{Applier, RoleView};
+use crate::resp::Reply;
+
+/// REPLICAOF host port | REPLICAOF NO ONE (and SLAVEOF, the same).
+pub(crate) fn replicaof(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    let (host, port) = (arg(args, 1), arg(args, 2));
+    if is(host, "no") && is(port, "one") {
+        shared.replication.promote();
+        return Reply::ok();
+    }
+    if sess.master {
+        return Reply::err("ERR Command is not valid when client is a replica.");
+    }
+    let port = match crate::numbers::parse_i64(port) {
+        Some(p) => match u16::try_from(p) {
+            Ok(p) if p > 0 => p,
+            _ => return Reply::err("ERR Invalid master port"),
+        },
+        None => return Reply::err("ERR value is not an integer or out of range"),
+    };
+    let host = String::from_utf8_lossy(host).into_owned();
+    match shared.replication.follow(host, port) {
+        Ok(()) => Reply::Simple("OK"),
+        Err(e) => Reply::err(format!("ERR {e}")),
+    }
+}
+
+/// ROLE: `["master", offset, []]` or `["slave", host, port, state, offset]`.
+pub(crate) fn role(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
+    match shared.replication.role() {
+        RoleView::Primary { offset } => {
+            Reply::Array(vec![Reply::bulk("master"), Reply::Int(offset as i64), Reply::Array(Vec::new())])
+        }
+        RoleView::Replica { host, port, state, offset } => Reply::Array(vec![
+            Reply::bulk("slave"),
+            Reply::bulk(host),
+            Reply::Int(i64::from(port)),
+            Reply::bulk(state),
+            Reply::Int(offset),
+        ]),
+    }
+}
+
+/// The master client: runs what the primary sends through the normal
+/// dispatch, in a session of its own.
+struct MasterClient {
+    shared: Weak<Shared>,
+    sess: Option<Session>,
+}
+
+impl MasterClient {
+    /// Runs `args` in the master session; an error reply becomes `Err`.
+    fn run(&mut self, args: &[Bytes]) -> Result<(), String> {
+        let shared = self.shared.upgrade().ok_or("the server is gone")?;
+        let sess = match self.sess.as_mut() {
+            Some(s) => s,
+            None => {
+                let mut s = Session::new(&shared, "master".into());
+                s.master = true;
+                s.authed = true;
+                self.sess.insert(s)
+            }
+        };
+        match execute(&shared, sess, args) {
+            Some(Reply::Error(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn bytes(s: &[u8]) -> Bytes {
+    Bytes::copy_from_slice(s)
+}
+
+impl Applier for MasterClient {
+    fn flush_all(&mut self) -> Result<(), String> {
+        self.run(&[bytes(b"FLUSHALL")])?;
+        // Functions go too, as a Redis replica drops them at a full sync.
+        self.run(&[bytes(b"FUNCTION"), bytes(b"FLUSH")])
+    }
+
+    fn load(&mut self, e: Entry) -> Result<(), String> {
+        let db = e.db.to_string();
+        self.run(&[bytes(b"SELECT"), Bytes::from(db)])?;
+        let payload = crate::rdb::dump(&e.value);
+        let ttl = e.expire_ms.unwrap_or(0).to_string();
+        self.run(&[
+            bytes(b"RESTORE"),
+            Bytes::from(e.key),
+            Bytes::from(ttl),
+            Bytes::from(payload),
+            bytes(b"REPLACE"),
+            bytes(b"ABSTTL"),
+        ])?;
+        self.run(&[bytes(b"SELECT"), bytes(b"0")])
+    }
+
+    fn load_function(&mut self, code: Vec<u8>) -> Result<(), String> {
+        self.run(&[bytes(b"FUNCTION"), bytes(b"LOAD"), bytes(b"REPLACE"), Bytes::from(code)])
+    }
+
+    fn apply(&mut self, args: &[Bytes]) -> Result<(), String> {
+        self.run(args)
+    }
+
+    fn stopping(&self) -> bool {
+        self.shared.upgrade().is_none_or(|s| s.is_shutting_down())
+    }
+}
+
+/// Lets the replication thread write through the dispatch (call once at
+/// start, before any REPLICAOF).
+pub fn install_replication(shared: &Arc<Shared>) {
+    let weak = Arc::downgrade(shared);
+    shared.replication.install(Arc::new(move || {
+        weak.upgrade()?;
+        Some(Box::new(MasterClient { shared: weak.clone(), sess: None }) as Box<dyn Applier>)
+    }));
+}

@@ -1,0 +1,362 @@
+//! Replication, replica side: following a Redis primary (`REPLICAOF host
+//! port`). [`State`] is the server's role and link as ROLE and INFO show
+//! them; [`replica`] is the thread that syncs from the primary and applies
+//! its command stream.
+//!
+//! This module knows nothing of command dispatch: the server installs an
+//! [`ApplierFactory`] at start (see `cmd::install_replication`), through
+//! which the thread flushes, loads keys and runs the primary's commands as
+//! its "master client".
+
+pub mod replica;
+mod resp;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::rdb::read::Entry;
+
+/// What the replication thread writes through: one per sync, so the
+/// master client's session (SELECT, MULTI) starts afresh each time.
+pub trait Applier: Send {
+    /// Empties every database (a full sync starts from nothing).
+    fn flush_all(&mut self) -> Result<(), String>;
+    /// Writes one key of the primary's RDB image (not yet expired).
+    fn load(&mut self, entry: Entry) -> Result<(), String>;
+    /// Loads a function library of the image.
+    fn load_function(&mut self, code: Vec<u8>) -> Result<(), String>;
+    /// Runs one command of the primary's stream (its reply is dropped;
+    /// an error is returned as text).
+    fn apply(&mut self, args: &[Bytes]) -> Result<(), String>;
+    /// Whether the server is stopping.
+    fn stopping(&self) -> bool;
+}
+
+/// Makes an [`Applier`]; `None` once the server is gone.
+pub type ApplierFactory = Arc<dyn Fn() -> Option<Box<dyn Applier>> + Send + Sync>;
+
+/// The link to the primary, as ROLE names its states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Must connect (Redis's `connect`).
+    Connect,
+    /// Connecting and handshaking.
+    Connecting,
+    /// Receiving the RDB image.
+    Sync,
+    /// Applying the command stream.
+    Connected,
+}
+
+impl Link {
+    /// ROLE's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Link::Connect => "connect",
+            Link::Connecting => "connecting",
+            Link::Sync => "sync",
+            Link::Connected => "connected",
+        }
+    }
+}
+
+/// What changes with REPLICAOF, under one lock.
+struct Role {
+    /// The primary followed, if a replica.
+    master: Option<(String, u16)>,
+    /// The link's state.
+    link: Link,
+    /// Bumped by each REPLICAOF: a thread of an older one stops.
+    generation: u64,
+    /// The running thread.
+    thread: Option<JoinHandle<()>>,
+    /// Replication ids: ours (or the primary's, while following), and
+    /// the previous one.
+    replid: String,
+    /// See `replid`.
+    replid2: String,
+    /// The offset up to which `replid2` is valid (-1: none).
+    second_offset: i64,
+    /// Unix seconds the link went down (INFO), 0: never up.
+    down_since: u64,
+}
+
+/// The server's replication role and link (shared by every connection).
+pub struct State {
+    role: Mutex<Role>,
+    /// Bytes of the primary's stream applied (with the sync's start offset).
+    offset: AtomicU64,
+    /// Bytes of the stream read.
+    read_offset: AtomicU64,
+    /// Unix seconds of the last byte from the primary.
+    last_io: AtomicU64,
+    /// `replica-read-only`.
+    read_only: AtomicBool,
+    /// `masteruser` and `masterauth`.
+    auth: Mutex<(Option<String>, Option<String>)>,
+    /// Our listening port (REPLCONF listening-port).
+    port: u16,
+    /// What the thread writes through (installed at start).
+    applier: OnceLock<ApplierFactory>,
+}
+
+/// A fresh 40-hex-digit replication id.
+fn new_replid() -> String {
+    let bytes: [u8; 20] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+const NO_REPLID: &str = "0000000000000000000000000000000000000000";
+
+/// Unix seconds now.
+fn unix_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl State {
+    /// A primary's state: `port` is ours, `auth` the `masteruser` and
+    /// `masterauth` settings.
+    pub fn new(port: u16, auth: (Option<String>, Option<String>)) -> State {
+        State {
+            role: Mutex::new(Role {
+                master: None,
+                link: Link::Connect,
+                generation: 0,
+                thread: None,
+                replid: new_replid(),
+                replid2: NO_REPLID.into(),
+                second_offset: -1,
+                down_since: 0,
+            }),
+            offset: AtomicU64::new(0),
+            read_offset: AtomicU64::new(0),
+            last_io: AtomicU64::new(0),
+            read_only: AtomicBool::new(true),
+            auth: Mutex::new(auth),
+            port,
+            applier: OnceLock::new(),
+        }
+    }
+
+    /// Installs what the replication thread writes through (once, at start).
+    pub fn install(&self, f: ApplierFactory) {
+        let _ = self.applier.set(f);
+    }
+
+    /// Whether this server follows a primary.
+    pub fn is_replica(&self) -> bool {
+        self.role.lock().master.is_some()
+    }
+
+    /// Whether normal clients' writes are refused (a read-only replica).
+    pub fn refuses_writes(&self) -> bool {
+        self.read_only.load(Ordering::Relaxed) && self.is_replica()
+    }
+
+    /// `replica-read-only`.
+    pub fn read_only(&self) -> bool {
+        self.read_only.load(Ordering::Relaxed)
+    }
+
+    /// Sets `replica-read-only`.
+    pub fn set_read_only(&self, on: bool) {
+        self.read_only.store(on, Ordering::Relaxed);
+    }
+
+    /// `masteruser` and `masterauth`.
+    pub fn auth(&self) -> (Option<String>, Option<String>) {
+        self.auth.lock().clone()
+    }
+
+    /// Sets `masteruser` (`user`) or `masterauth`; empty: none.
+    pub fn set_auth(&self, user: bool, value: &str) {
+        let v = (!value.is_empty()).then(|| value.to_string());
+        let mut a = self.auth.lock();
+        if user {
+            a.0 = v;
+        } else {
+            a.1 = v;
+        }
+    }
+
+    /// Follows `host:port` (REPLICAOF host port): stops any sync running
+    /// and starts the replication thread. Following the primary already
+    /// followed changes nothing, as in Redis.
+    pub fn follow(self: &Arc<Self>, host: String, port: u16) -> Result<(), String> {
+        let Some(factory) = self.applier.get().cloned() else { return Err("replication is not available".into()) };
+        let old = {
+            let mut r = self.role.lock();
+            if r.master.as_ref().is_some_and(|(h, p)| *h == host && *p == port) {
+                return Ok(());
+            }
+            r.generation += 1;
+            r.thread.take()
+        };
+        if let Some(t) = old {
+            let _ = t.join();
+        }
+        let mut r = self.role.lock();
+        r.master = Some((host.clone(), port));
+        r.link = Link::Connect;
+        r.down_since = unix_secs();
+        let generation = r.generation;
+        let me = self.clone();
+        let t = std::thread::Builder::new()
+            .name("strata-replica".into())
+            .spawn(move || replica::run(&me, factory, host, port, generation))
+            .map_err(|e| format!("starting the replication thread: {e}"))?;
+        r.thread = Some(t);
+        Ok(())
+    }
+
+    /// Stops following (REPLICAOF NO ONE, shutdown): the server keeps its
+    /// data and becomes a primary with a new replication id; the old one
+    /// stays valid up to the offset reached (`master_replid2`).
+    pub fn promote(&self) {
+        let old = {
+            let mut r = self.role.lock();
+            r.generation += 1;
+            if r.master.take().is_some() {
+                r.replid2 = std::mem::replace(&mut r.replid, new_replid());
+                r.second_offset = self.offset.load(Ordering::Acquire) as i64 + 1;
+            }
+            r.link = Link::Connect;
+            r.thread.take()
+        };
+        if let Some(t) = old {
+            let _ = t.join();
+        }
+    }
+
+    /// Stops the replication thread, if any, keeping the role (shutdown).
+    pub fn stop(&self) {
+        let old = {
+            let mut r = self.role.lock();
+            r.generation += 1;
+            r.thread.take()
+        };
+        if let Some(t) = old {
+            let _ = t.join();
+        }
+    }
+
+    /// Whether the thread of `generation` must stop.
+    fn stale(&self, generation: u64) -> bool {
+        self.role.lock().generation != generation
+    }
+
+    /// Sets the link's state (for the thread of `generation` only).
+    fn set_link(&self, generation: u64, link: Link) {
+        let mut r = self.role.lock();
+        if r.generation == generation {
+            if link != Link::Connected && r.link == Link::Connected {
+                r.down_since = unix_secs();
+            }
+            r.link = link;
+        }
+    }
+
+    /// A full sync began: the primary's id and offset.
+    fn start_sync(&self, generation: u64, replid: &str, offset: u64) {
+        let mut r = self.role.lock();
+        if r.generation == generation {
+            r.replid = replid.to_string();
+            r.replid2 = NO_REPLID.into();
+            r.second_offset = -1;
+            r.link = Link::Sync;
+        }
+        self.offset.store(offset, Ordering::Release);
+        self.read_offset.store(offset, Ordering::Release);
+    }
+
+    /// Bytes arrived from the primary.
+    fn touched(&self) {
+        self.last_io.store(unix_secs(), Ordering::Relaxed);
+    }
+
+    /// The replication offset (bytes of the stream applied; ours as a primary).
+    pub fn offset(&self) -> u64 {
+        self.offset.load(Ordering::Acquire)
+    }
+
+    /// ROLE's reply elements: for a replica `["slave", host, port, state,
+    /// offset]`, for a primary `["master", offset, []]` (as strings and
+    /// integers: the caller shapes them).
+    pub fn role(&self) -> RoleView {
+        let r = self.role.lock();
+        match &r.master {
+            Some((h, p)) => RoleView::Replica {
+                host: h.clone(),
+                port: *p,
+                state: r.link.name(),
+                offset: if r.link == Link::Connected { self.offset() as i64 } else { -1 },
+            },
+            None => RoleView::Primary { offset: self.offset() },
+        }
+    }
+
+    /// INFO replication's fields, Redis's names and order.
+    pub fn info(&self) -> Vec<(String, String)> {
+        let r = self.role.lock();
+        let mut f: Vec<(&str, String)> = Vec::new();
+        let offset = self.offset();
+        match &r.master {
+            Some((h, p)) => {
+                let up = r.link == Link::Connected;
+                f.push(("role", "slave".into()));
+                f.push(("master_host", h.clone()));
+                f.push(("master_port", p.to_string()));
+                f.push(("master_link_status", if up { "up" } else { "down" }.into()));
+                let last = self.last_io.load(Ordering::Relaxed);
+                let ago = if last == 0 { -1 } else { unix_secs().saturating_sub(last) as i64 };
+                f.push(("master_last_io_seconds_ago", ago.to_string()));
+                f.push(("master_sync_in_progress", u8::from(r.link == Link::Sync).to_string()));
+                f.push(("slave_read_repl_offset", self.read_offset.load(Ordering::Acquire).to_string()));
+                f.push(("slave_repl_offset", offset.to_string()));
+                if !up {
+                    f.push(("master_link_down_since_seconds", unix_secs().saturating_sub(r.down_since).to_string()));
+                }
+                f.push(("slave_priority", "100".into()));
+                f.push(("slave_read_only", u8::from(self.read_only()).to_string()));
+                f.push(("replica_announced", "1".into()));
+            }
+            None => f.push(("role", "master".into())),
+        }
+        f.push(("connected_slaves", "0".into()));
+        f.push(("master_failover_state", "no-failover".into()));
+        f.push(("master_replid", r.replid.clone()));
+        f.push(("master_replid2", r.replid2.clone()));
+        f.push(("master_repl_offset", offset.to_string()));
+        f.push(("second_repl_offset", r.second_offset.to_string()));
+        f.push(("repl_backlog_active", "0".into()));
+        f.push(("repl_backlog_size", "1048576".into()));
+        f.push(("repl_backlog_first_byte_offset", "0".into()));
+        f.push(("repl_backlog_histlen", "0".into()));
+        f.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+    }
+}
+
+/// What ROLE answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RoleView {
+    /// A primary and its offset.
+    Primary {
+        /// The replication offset.
+        offset: u64,
+    },
+    /// A replica, its primary, link state and offset.
+    Replica {
+        /// The primary's host.
+        host: String,
+        /// The primary's port.
+        port: u16,
+        /// The link's state (`connect`, `connecting`, `sync`, `connected`).
+        state: &'static str,
+        /// The offset applied (-1 while not connected).
+        offset: i64,
+    },
+}

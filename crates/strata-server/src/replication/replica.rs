@@ -1,0 +1,311 @@
+//! The replication thread: connects to the primary, does Redis's
+//! handshake (PING, AUTH, REPLCONF, PSYNC), loads the RDB image it sends
+//! (disk-backed `$<len>` or diskless `$EOF:<mark>`) key by key, then
+//! applies its command stream, acknowledging the offset every second. On
+//! any failure it reconnects, with backoff, and syncs in full again
+//! (partial resync is not done yet).
+
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::resp::{encode, parse, Parsed};
+use super::{Applier, ApplierFactory, Link, State};
+use crate::rdb::read::{read_rdb, Item, ReadOptions};
+
+/// How long the handshake and the RDB transfer may stall (Redis's
+/// `repl-timeout`).
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// How often the stream loop wakes without data (ACKs, stop checks).
+const TICK: Duration = Duration::from_millis(100);
+/// Longest wait between reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// Errors of applied commands logged per sync (the rest are counted).
+const LOGGED_ERRORS: u32 = 10;
+
+/// Why a session with the primary ended.
+enum End {
+    /// REPLICAOF changed or the server stops: do not reconnect.
+    Stopped,
+    /// The link failed: reconnect.
+    Failed(String),
+}
+
+impl From<io::Error> for End {
+    fn from(e: io::Error) -> End {
+        End::Failed(e.to_string())
+    }
+}
+
+impl From<String> for End {
+    fn from(e: String) -> End {
+        End::Failed(e)
+    }
+}
+
+/// The thread's body: sessions with `host:port` until REPLICAOF changes
+/// (`generation` is no longer the current one) or the server stops.
+pub(super) fn run(state: &Arc<State>, factory: ApplierFactory, host: String, port: u16, generation: u64) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        if state.stale(generation) {
+            return;
+        }
+        let Some(mut applier) = factory() else { return };
+        if applier.stopping() {
+            return;
+        }
+        state.set_link(generation, Link::Connecting);
+        let mut synced = false;
+        match session(state, applier.as_mut(), &host, port, generation, &mut synced) {
+            End::Stopped => return,
+            End::Failed(e) => eprintln!("strata-server: replication from {host}:{port}: {e}; reconnecting"),
+        }
+        state.set_link(generation, Link::Connect);
+        if synced {
+            backoff = Duration::from_millis(100);
+        }
+        let until = Instant::now() + backoff;
+        while Instant::now() < until {
+            if state.stale(generation) || applier.stopping() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Reads one reply line (without its CRLF).
+fn line(r: &mut impl BufRead) -> Result<String, End> {
+    let mut v = Vec::new();
+    r.read_until(b'\n', &mut v)?;
+    if v.last() != Some(&b'\n') {
+        return Err(End::Failed("the primary closed the connection".into()));
+    }
+    while matches!(v.last(), Some(b'\n' | b'\r')) {
+        v.pop();
+    }
+    Ok(String::from_utf8_lossy(&v).into_owned())
+}
+
+/// Sends a command and reads its one-line reply.
+fn call(w: &mut TcpStream, r: &mut impl BufRead, args: &[&[u8]]) -> Result<String, End> {
+    w.write_all(&encode(args))?;
+    line(r)
+}
+
+/// One connection to the primary: handshake, full sync, stream.
+fn session(state: &State, applier: &mut dyn Applier, host: &str, port: u16, generation: u64, synced: &mut bool) -> End {
+    match sync(state, applier, host, port, generation, synced) {
+        Ok(()) => End::Stopped,
+        Err(e) => e,
+    }
+}
+
+fn sync(
+    state: &State,
+    applier: &mut dyn Applier,
+    host: &str,
+    port: u16,
+    generation: u64,
+    synced: &mut bool,
+) -> Result<(), End> {
+    let addr =
+        (host, port).to_socket_addrs()?.next().ok_or_else(|| End::Failed(format!("{host} resolves to no address")))?;
+    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    stream.set_nodelay(true)?;
+    stream.set_read_timeout(Some(TIMEOUT))?;
+    let mut w = stream.try_clone()?;
+    let mut r = BufReader::with_capacity(64 << 10, stream);
+    let pong = call(&mut w, &mut r, &[b"PING"])?;
+    // Redis goes on after these: AUTH follows.
+    if pong.starts_with('-') && !pong.starts_with("-NOAUTH") && !pong.starts_with("-NOPERM") {
+        return Err(End::Failed(format!("the primary answered PING with {pong}")));
+    }
+    let (user, pass) = state.auth();
+    if let Some(pass) = pass {
+        let reply = match &user {
+            Some(u) => call(&mut w, &mut r, &[b"AUTH", u.as_bytes(), pass.as_bytes()])?,
+            None => call(&mut w, &mut r, &[b"AUTH", pass.as_bytes()])?,
+        };
+        if reply.starts_with('-') {
+            return Err(End::Failed(format!("AUTH refused by the primary: {reply}")));
+        }
+    }
+    let me = state.port.to_string();
+    // Errors of REPLCONF are not fatal (older primaries), as in Redis.
+    call(&mut w, &mut r, &[b"REPLCONF", b"listening-port", me.as_bytes()])?;
+    call(&mut w, &mut r, &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
+    let reply = call(&mut w, &mut r, &[b"PSYNC", b"?", b"-1"])?;
+    let mut words = reply.split(' ');
+    let (Some("+FULLRESYNC"), Some(replid), Some(offset)) = (words.next(), words.next(), words.next()) else {
+        return Err(End::Failed(format!("the primary answered PSYNC with {reply}")));
+    };
+    let offset: u64 = offset.parse().map_err(|_| End::Failed(format!("bad offset in {reply}")))?;
+    state.start_sync(generation, replid, offset);
+    state.touched();
+    // The primary sends newlines while it prepares the image.
+    let header = loop {
+        let l = line(&mut r)?;
+        if !l.is_empty() {
+            break l;
+        }
+        state.touched();
+    };
+    load_image(state, applier, &mut r, &header, generation)?;
+    *synced = true;
+    let leftover = r.buffer().to_vec();
+    let stream = r.into_inner();
+    stream.set_read_timeout(Some(TICK))?;
+    state.set_link(generation, Link::Connected);
+    state.touched();
+    follow(state, applier, stream, w, leftover, generation)
+}
+
+/// Loads the RDB image announced by `header` (`$<len>` or `$EOF:<mark>`)
+/// into the emptied keyspace, key by key; keys already expired are skipped.
+fn load_image(
+    state: &State,
+    applier: &mut dyn Applier,
+    r: &mut BufReader<TcpStream>,
+    header: &str,
+    generation: u64,
+) -> Result<(), End> {
+    enum Size {
+        Len(u64),
+        Eof([u8; 40]),
+    }
+    let size = match header.strip_prefix("$EOF:") {
+        Some(mark) => {
+            let mark: [u8; 40] =
+                mark.as_bytes().try_into().map_err(|_| End::Failed(format!("bad EOF mark in {header:?}")))?;
+            Size::Eof(mark)
+        }
+        None => {
+            let len = header.strip_prefix('$').and_then(|n| n.parse::<u64>().ok());
+            Size::Len(len.ok_or_else(|| End::Failed(format!("expected the RDB image, got {header:?}")))?)
+        }
+    };
+    applier.flush_all()?;
+    let mut stopped = false;
+    let mut on = |item: Item| -> Result<(), String> {
+        if state.stale(generation) || applier.stopping() {
+            stopped = true;
+            return Err("stopped".into());
+        }
+        state.touched();
+        match item {
+            Item::Key(e) => {
+                if e.expire_ms.is_some_and(|at| at <= crate::keyspace::now_ms()) {
+                    return Ok(());
+                }
+                applier.load(e)
+            }
+            Item::Function { code } => applier.load_function(code),
+            Item::Aux { .. } => Ok(()),
+        }
+    };
+    let opts = ReadOptions::default();
+    let read = match size {
+        Size::Len(len) => {
+            let mut part = r.take(len);
+            let read = read_rdb(&mut part, &opts, &mut on);
+            // Whatever follows the image's checksum within its length.
+            if read.is_ok() {
+                io::copy(&mut part, &mut io::sink())?;
+            }
+            read
+        }
+        Size::Eof(mark) => {
+            let read = read_rdb(&mut *r, &opts, &mut on);
+            if read.is_ok() {
+                let mut end = [0u8; 40];
+                r.read_exact(&mut end)?;
+                if end != mark {
+                    return Err(End::Failed("the diskless image did not end with its EOF mark".into()));
+                }
+            }
+            read
+        }
+    };
+    if stopped {
+        return Err(End::Stopped);
+    }
+    read.map_err(|e| End::Failed(format!("loading the primary's image: {e}")))?;
+    Ok(())
+}
+
+/// Sends `REPLCONF ACK <offset>`.
+fn ack(w: &mut TcpStream, offset: u64) -> io::Result<()> {
+    w.write_all(&encode(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()]))
+}
+
+/// Whether `args` is `REPLCONF GETACK ...`.
+fn is_getack(args: &[Bytes]) -> bool {
+    matches!(args, [a, b, ..] if a.eq_ignore_ascii_case(b"replconf") && b.eq_ignore_ascii_case(b"getack"))
+}
+
+/// Applies the command stream until the link fails or the thread must stop.
+fn follow(
+    state: &State,
+    applier: &mut dyn Applier,
+    mut stream: TcpStream,
+    mut w: TcpStream,
+    mut buf: Vec<u8>,
+    generation: u64,
+) -> Result<(), End> {
+    state.read_offset.fetch_add(buf.len() as u64, Ordering::AcqRel);
+    let mut chunk = vec![0u8; 64 << 10];
+    let mut last_ack: Option<Instant> = None;
+    let mut last_io = Instant::now();
+    let mut errors = 0u32;
+    loop {
+        if state.stale(generation) || applier.stopping() {
+            return Err(End::Stopped);
+        }
+        let mut used = 0;
+        while let Parsed::Command(args, n) = parse(buf.get(used..).unwrap_or_default())? {
+            if is_getack(&args) {
+                // Redis acknowledges the offset before the GETACK itself.
+                ack(&mut w, state.offset())?;
+            } else if !args.is_empty() {
+                if let Err(e) = applier.apply(&args) {
+                    errors += 1;
+                    if errors <= LOGGED_ERRORS {
+                        let name =
+                            String::from_utf8_lossy(args.first().map(|a| a.as_ref()).unwrap_or_default()).into_owned();
+                        eprintln!("strata-server: replication: the primary's {name} failed here: {e}");
+                    }
+                }
+            }
+            used += n;
+            state.offset.fetch_add(n as u64, Ordering::AcqRel);
+        }
+        buf.drain(..used);
+        if last_ack.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            ack(&mut w, state.offset())?;
+            last_ack = Some(Instant::now());
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return Err(End::Failed("the primary closed the connection".into())),
+            Ok(n) => {
+                buf.extend_from_slice(chunk.get(..n).unwrap_or_default());
+                state.read_offset.fetch_add(n as u64, Ordering::AcqRel);
+                state.touched();
+                last_io = Instant::now();
+            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                if last_io.elapsed() > TIMEOUT {
+                    return Err(End::Failed("no data from the primary for 60 seconds".into()));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
