@@ -772,6 +772,23 @@ mod tests {
     }
 
     #[test]
+    fn replicaof_and_masterauth_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("redis.conf");
+        let text = "replicaof 10.0.0.5 6380\nmasterauth s3\nmasteruser u\nreplica-read-only no\n";
+        std::fs::write(&p, text).unwrap();
+        let c = Config::from_flags(Flags { config: Some(p.clone()), ..Flags::default() }).unwrap();
+        assert_eq!(c.replicaof, Some(("10.0.0.5".into(), 6380)));
+        assert_eq!((c.masterauth.as_deref(), c.masteruser.as_deref()), (Some("s3"), Some("u")));
+        assert!(!c.replica_read_only);
+        let none = Config::from_flags(Flags::default()).unwrap();
+        assert_eq!(none.replicaof, None);
+        assert!(none.replica_read_only);
+        std::fs::write(&p, "replicaof 10.0.0.5\n").unwrap();
+        assert!(Config::from_flags(Flags { config: Some(p), ..Flags::default() }).is_err());
+    }
+
+    #[test]
     fn background_nice_defaults_to_10_and_stays_in_range() {
         assert_eq!(Config::from_flags(Flags::default()).unwrap().background_nice, DEFAULT_BACKGROUND_NICE);
         let f = Flags { background_nice: Some(0), ..Flags::default() };

@@ -188,6 +188,11 @@ def test_strata_follows_a_redis_primary(primary, replica):
     wait_equal(primary, replica, "the full sync")
     assert info(primary.client())["connected_slaves"] == 1
 
+    # WAIT on the primary counts the replica (it answers REPLCONF GETACK).
+    pc = primary.client()
+    pc.set("waited", "1")
+    assert pc.wait(1, 5000) == 1
+    wait_for(lambda: r.get("waited") == b"1", "the waited write")
     workload(primary, rng, 10_000)
     data = wait_equal(primary, replica, "the command stream")
     assert r.execute_command("ROLE")[3] == b"connected"
