@@ -298,7 +298,6 @@ pub(crate) fn bmove(args: &[Bytes], _: u64) -> Vec<Command> {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use bytes::{Bytes, BytesMut};
@@ -327,7 +326,7 @@ mod tests {
         let hour = |rng: &mut rand::rngs::StdRng| (3600 + rng.gen_range(0..100)).to_string();
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let (a, b, v) = (k(rng), k(rng), n(rng));
-        let w = match rng.gen_range(0..34) {
+        match rng.gen_range(0..34) {
             0 => s(&["SET", &a, &v]),
             1 => s(&["SET", &a, &v, "EX", &hour(rng), "GET"]),
             2 => s(&["SET", &a, &v, "PX", &(hour(rng) + "000"), "NX"]),
@@ -362,8 +361,7 @@ mod tests {
             31 => s(&["EVAL", "redis.call('incr', KEYS[1]) redis.call('expire', KEYS[1], 7200) return 1", "1", &a]),
             32 => s(&["SORT", &a, "ALPHA", "STORE", &b]),
             _ => s(&["RPUSH", &a, &v]),
-        };
-        w
+        }
     }
 
     /// Every key of databases 0..3 with its DUMP and absolute expiry.
