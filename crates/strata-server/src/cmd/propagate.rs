@@ -15,9 +15,10 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::{arg, is, Ctx, Spec};
 
@@ -34,6 +35,8 @@ pub struct ReplStream {
     /// Whether writes are recorded (a replica attached, or a backlog kept).
     recording: AtomicBool,
     inner: Mutex<Backlog>,
+    /// Notified whenever the stream grows (replicas' threads wait on it).
+    grew: Condvar,
 }
 
 #[derive(Default)]
@@ -46,6 +49,8 @@ struct Backlog {
     offset: u64,
     /// The database the stream last selected.
     db: Option<usize>,
+    /// When bytes were last appended.
+    last: Option<Instant>,
 }
 
 impl ReplStream {
@@ -79,6 +84,23 @@ impl ReplStream {
         Some(b.bytes.iter().skip((from - first) as usize).copied().collect())
     }
 
+    /// Makes the next write select its database again: a full sync's
+    /// image starts the replica in database 0 (call under every key lock,
+    /// where the image is taken).
+    pub(crate) fn reselect(&self) {
+        self.inner.lock().db = None;
+    }
+
+    /// Appends raw bytes (a PING) and wakes the replicas' threads.
+    fn append(&self, b: &mut Backlog, out: &[u8]) {
+        b.offset += out.len() as u64;
+        b.bytes.extend(out);
+        let excess = b.bytes.len().saturating_sub(b.size);
+        b.bytes.drain(..excess);
+        b.last = Some(Instant::now());
+        self.grew.notify_all();
+    }
+
     /// Appends the writes of one commit: `(database, command)` in order.
     pub(crate) fn feed(&self, cmds: Vec<(usize, Command)>) {
         if cmds.is_empty() {
@@ -107,10 +129,43 @@ impl ReplStream {
             encode(&mut out, &[Bytes::from_static(b"EXEC")]);
         }
         b.db = db;
-        b.offset += out.len() as u64;
-        b.bytes.extend(out);
-        let excess = b.bytes.len().saturating_sub(b.size);
-        b.bytes.drain(..excess);
+        self.append(&mut b, &out);
+    }
+}
+
+impl crate::replication::primary::Stream for ReplStream {
+    fn offset(&self) -> u64 {
+        ReplStream::offset(self)
+    }
+
+    fn since(&self, from: u64) -> Option<Vec<u8>> {
+        ReplStream::since(self, from)
+    }
+
+    fn wait_past(&self, from: u64, timeout: Duration) {
+        let mut b = self.inner.lock();
+        if b.offset <= from {
+            let _ = self.grew.wait_for(&mut b, timeout);
+        }
+    }
+
+    fn ping_if_idle(&self, idle: Duration) {
+        let mut b = self.inner.lock();
+        match b.last {
+            Some(t) if t.elapsed() < idle => {}
+            None => b.last = Some(Instant::now()),
+            Some(_) => {
+                let mut out = Vec::new();
+                encode(&mut out, &[Bytes::from_static(b"PING")]);
+                self.append(&mut b, &out);
+            }
+        }
+    }
+
+    fn backlog(&self) -> (bool, u64, u64, u64) {
+        let b = self.inner.lock();
+        let held = b.bytes.len() as u64;
+        (self.recording(), b.size.max(1) as u64, b.offset - held + 1, held)
     }
 }
 
@@ -472,5 +527,35 @@ mod tests {
         assert_eq!(s.since(off).as_deref(), Some(&b""[..]));
         assert!(s.since(off - 20).is_some_and(|b| b.len() == 20));
         assert!(s.since(off + 1).is_none());
+    }
+
+    /// What a replica's thread reads: a PING only after the stream was
+    /// idle, counted in the offset; a wait that ends when the stream grows.
+    #[test]
+    fn replicas_see_pings_and_are_woken() {
+        use crate::replication::primary::Stream;
+        use std::time::Duration;
+        let s = std::sync::Arc::new(super::ReplStream::default());
+        s.start(1 << 20);
+        s.ping_if_idle(Duration::ZERO);
+        assert_eq!(Stream::offset(&*s), 0, "the first look only starts the clock");
+        s.ping_if_idle(Duration::ZERO);
+        assert_eq!(s.since(0).as_deref(), Some(&b"*1\r\n$4\r\nPING\r\n"[..]));
+        s.ping_if_idle(Duration::from_secs(60));
+        assert_eq!(Stream::offset(&*s), 14);
+        let t = {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                s.feed(vec![(0, cmd(&["SET", "k", "v"]))]);
+            })
+        };
+        let start = std::time::Instant::now();
+        s.wait_past(14, Duration::from_secs(10));
+        assert!(start.elapsed() < Duration::from_secs(5));
+        t.join().unwrap();
+        assert!(Stream::offset(&*s) > 14);
+        let (active, size, first, held) = s.backlog();
+        assert!(active && size == 1 << 20 && first == 1 && held == Stream::offset(&*s));
     }
 }

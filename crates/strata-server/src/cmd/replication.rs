@@ -38,8 +38,14 @@ pub(crate) fn replicaof(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> 
 /// ROLE: `["master", offset, []]` or `["slave", host, port, state, offset]`.
 pub(crate) fn role(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
     match shared.replication.role() {
-        RoleView::Primary { offset } => {
-            Reply::Array(vec![Reply::bulk("master"), Reply::Int(offset as i64), Reply::Array(Vec::new())])
+        RoleView::Primary { offset, replicas } => {
+            let replicas = replicas
+                .into_iter()
+                .map(|(ip, port, ack)| {
+                    Reply::Array(vec![Reply::bulk(ip), Reply::bulk(port.to_string()), Reply::bulk(ack.to_string())])
+                })
+                .collect();
+            Reply::Array(vec![Reply::bulk("master"), Reply::Int(offset as i64), Reply::Array(replicas)])
         }
         RoleView::Replica { host, port, state, offset } => Reply::Array(vec![
             Reply::bulk("slave"),
@@ -49,6 +55,87 @@ pub(crate) fn role(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
             Reply::Int(offset),
         ]),
     }
+}
+
+/// The replication backlog's size (Redis's `repl-backlog-size` default).
+const BACKLOG: usize = 1 << 20;
+
+/// REPLCONF listening-port <port> | capa <..> | ack <offset> | getack
+/// <..> | ...: +OK (acks from a replica's link are read by its thread;
+/// here they are ignored, as Redis ignores them from a normal client).
+pub(crate) fn replconf(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    if args.len().is_multiple_of(2) {
+        return Reply::err("ERR syntax error");
+    }
+    let mut i = 1;
+    while i + 1 < args.len() {
+        let (opt, val) = (arg(args, i), arg(args, i + 1));
+        if is(opt, "listening-port") {
+            match crate::numbers::parse_i64(val).and_then(|p| u16::try_from(p).ok()) {
+                Some(p) => sess.repl_port = p,
+                None => return Reply::err("ERR value is not an integer or out of range"),
+            }
+        } else if is(opt, "ack") || is(opt, "getack") {
+            // No reply to these, as in Redis.
+            sess.reply_skip = 1;
+            return Reply::ok();
+        }
+        i += 2;
+    }
+    Reply::ok()
+}
+
+/// PSYNC replid offset, SYNC: a partial resync (`+CONTINUE`) when the
+/// replication id is ours and the backlog holds the stream from `offset`
+/// (the first byte the replica lacks, counted from 1, as Redis sends it),
+/// else a full one (`+FULLRESYNC replid offset`, then the RDB image); the
+/// connection then goes to a replica's thread ([`crate::replication::primary`]).
+pub(crate) fn psync(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    if sess.tls {
+        return Reply::err("ERR replication over TLS is not supported yet");
+    }
+    if sess.master {
+        return Reply::err("ERR Command is not valid when client is a replica.");
+    }
+    let sync = is(arg(args, 0), "sync");
+    let replid = shared.replication.replid();
+    shared.repl_stream.start(BACKLOG);
+    // Redis asks for the first byte it lacks, counting from 1.
+    let asked = crate::numbers::parse_i64(arg(args, 2)).and_then(|o| u64::try_from(o).ok()?.checked_sub(1));
+    let partial = match asked {
+        Some(o) if !sync && arg(args, 1) == replid.as_bytes() && shared.repl_stream.since(o).is_some() => Some(o),
+        _ => None,
+    };
+    let (views, offset, preamble) = match partial {
+        Some(o) => (None, o, format!("+CONTINUE {replid}\r\n")),
+        None => {
+            let taken = {
+                // No write commits between the views and the offset.
+                let _all = shared.locks.lock_all();
+                shared.repl_stream.reselect();
+                shared.store.snapshot_databases(shared.dbs.len()).map(|v| (v, shared.repl_stream.offset()))
+            };
+            let (views, offset) = match taken {
+                Ok(t) => t,
+                Err(e) => return Reply::err(format!("ERR taking the image: {e}")),
+            };
+            let line = if sync { String::new() } else { format!("+FULLRESYNC {replid} {offset}\r\n") };
+            (Some(views), offset, line)
+        }
+    };
+    sess.handover = Some(Box::new(crate::replication::primary::Handover {
+        preamble: preamble.into_bytes(),
+        views,
+        offset,
+        replid,
+        stream: shared.repl_stream.clone(),
+        dir: shared.config.dir.clone(),
+        listening_port: sess.repl_port,
+        redis_ver: super::connection::REDIS_VERSION,
+    }));
+    // The thread sends the reply (SYNC has none).
+    sess.reply_skip = 1;
+    Reply::ok()
 }
 
 /// The master client: runs what the primary sends through the normal

@@ -95,6 +95,13 @@ pub struct Session {
     /// The replication thread's session (the "master client"): it writes
     /// on a read-only replica.
     pub master: bool,
+    /// The connection runs over TLS (PSYNC is refused there for now).
+    pub tls: bool,
+    /// The port the peer said it listens on (REPLCONF listening-port).
+    pub repl_port: u16,
+    /// Set by PSYNC/SYNC: the connection goes to a replica's thread once
+    /// this pass's replies are out.
+    pub handover: Option<Box<crate::replication::primary::Handover>>,
 }
 
 impl Session {
@@ -124,6 +131,9 @@ impl Session {
             reply_off: false,
             reply_skip: 0,
             master: false,
+            tls: false,
+            repl_port: 0,
+            handover: None,
         }
     }
 

@@ -98,7 +98,7 @@ pub struct Shared {
     /// Per-command counters (INFO commandstats, errorstats).
     pub cmdstats: super::CommandStats,
     /// The replication stream: what writes send to replicas, and its backlog.
-    pub repl_stream: super::ReplStream,
+    pub repl_stream: Arc<super::ReplStream>,
     /// Clients waiting in blocking commands (CLIENT UNBLOCK).
     pub waiting: super::Waiting,
     /// Pub/sub subscriptions and keyspace notification settings.
@@ -132,6 +132,8 @@ impl Shared {
             (config.masteruser.clone(), config.masterauth.clone()),
         ));
         replication.set_read_only(config.replica_read_only);
+        let repl_stream = Arc::new(super::ReplStream::default());
+        replication.install_stream(repl_stream.clone());
         let shared = Shared {
             store,
             dbs,
@@ -145,7 +147,7 @@ impl Shared {
             bgsave_running: Arc::new(AtomicBool::new(false)),
             tuning: crate::tuning::Tuning::default(),
             cmdstats: super::CommandStats::default(),
-            repl_stream: super::ReplStream::default(),
+            repl_stream,
             waiting: super::Waiting::default(),
             pubsub: crate::pubsub::Registry::default(),
             scripts: super::script::Scripts::new(),

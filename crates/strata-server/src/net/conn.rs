@@ -5,6 +5,7 @@
 //! in the output and go out, in order, once the loop's sync is done.
 //! Malformed protocol closes only this connection.
 
+use crate::replication::primary::Handover;
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::Ordering;
@@ -138,6 +139,7 @@ impl Conn {
         let session = tls.map(super::tls::session);
         let broken = matches!(session, Some(None));
         let mut sess = Session::new(shared, addr);
+        sess.tls = session.is_some();
         sess.script_host = Some(ScriptHost(guard.0.clone()));
         Conn {
             stream,
@@ -352,6 +354,10 @@ impl Conn {
             ran += n;
             let done = execute_batch(shared, &mut self.sess, chunk, &mut self.out);
             self.pass_replies += done.replies;
+            if self.sess.handover.is_some() {
+                // PSYNC/SYNC: the connection goes to a replica's thread.
+                return Leftover::Idle;
+            }
             if !done.keep_open {
                 self.closing = true;
                 return Leftover::Idle;
@@ -660,6 +666,24 @@ impl Conn {
             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => self.compact(),
             Err(_) => self.broken = true,
         }
+    }
+
+    /// After PSYNC/SYNC, once no reply waits for a sync: what the
+    /// replica's thread takes over (the handover, the output not yet
+    /// sent, the bytes read and not yet parsed).
+    pub(crate) fn take_handover(&mut self) -> Option<(Box<Handover>, Vec<u8>, Vec<u8>)> {
+        if !self.holds.is_empty() || self.broken {
+            return None;
+        }
+        let h = self.sess.handover.take()?;
+        let out = self.out.get(self.sent..).unwrap_or_default().to_vec();
+        Some((h, out, self.rbuf.split().to_vec()))
+    }
+
+    /// The peer's IP address (of `ip:port`).
+    pub(crate) fn peer_ip(&self) -> String {
+        let a = self.sess.addr.rsplit_once(':').map_or(self.sess.addr.as_str(), |(ip, _)| ip);
+        a.trim_start_matches('[').trim_end_matches(']').to_string()
     }
 
     /// Whether the loop should close this connection now.

@@ -26,6 +26,7 @@ use super::conn::{Conn, Leftover};
 use super::Incoming;
 use crate::cmd::Shared;
 use crate::pubsub::{LoopMail, Mailbox};
+use crate::replication::primary::Handover;
 use crate::store::Pending;
 
 /// The token of the loop's waker (new connections, shutdown).
@@ -447,6 +448,10 @@ impl EventLoop {
             self.close(idx);
             return;
         }
+        if let Some((h, out, input)) = c.take_handover() {
+            self.hand_over(idx, *h, out, input);
+            return;
+        }
         let want = c.wants_write();
         if want != c.want_write {
             let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
@@ -455,6 +460,23 @@ impl EventLoop {
                 return;
             }
             c.want_write = want;
+        }
+    }
+
+    /// Gives a connection that ran PSYNC/SYNC to a replica's thread: a
+    /// blocking duplicate of its socket goes there, the loop forgets it.
+    fn hand_over(&mut self, idx: usize, h: Handover, out: Vec<u8>, input: Vec<u8>) {
+        use std::os::fd::AsFd;
+        let Some(c) = self.conn(idx) else { return };
+        let ip = c.peer_ip();
+        let dup = c.stream.as_fd().try_clone_to_owned();
+        self.close(idx);
+        match dup {
+            Ok(fd) => {
+                let sock = std::net::TcpStream::from(fd);
+                crate::replication::primary::serve(self.shared.replication.clone(), h, sock, out, input, ip);
+            }
+            Err(e) => eprintln!("strata-server: handing a replica's connection over: {e}"),
         }
     }
 

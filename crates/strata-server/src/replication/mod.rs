@@ -1,13 +1,15 @@
-//! Replication, replica side: following a Redis primary (`REPLICAOF host
-//! port`). [`State`] is the server's role and link as ROLE and INFO show
-//! them; [`replica`] is the thread that syncs from the primary and applies
-//! its command stream.
+//! Replication: following a Redis primary (`REPLICAOF host port`), and
+//! serving replicas. [`State`] is the server's role, link and attached
+//! replicas as ROLE and INFO show them; [`replica`] is the thread that
+//! syncs from the primary and applies its command stream; [`primary`]
+//! serves one replica (image, then stream).
 //!
 //! This module knows nothing of command dispatch: the server installs an
 //! [`ApplierFactory`] at start (see `cmd::install_replication`), through
 //! which the thread flushes, loads keys and runs the primary's commands as
 //! its "master client".
 
+pub mod primary;
 pub mod replica;
 mod resp;
 
@@ -102,6 +104,12 @@ pub struct State {
     port: u16,
     /// What the thread writes through (installed at start).
     applier: OnceLock<ApplierFactory>,
+    /// The replication stream replicas are fed from (installed at start).
+    stream: OnceLock<Arc<dyn primary::Stream>>,
+    /// Replicas attached to this server.
+    replicas: Mutex<Vec<Arc<primary::Attached>>>,
+    /// The server stops: replicas' threads end.
+    stopping: AtomicBool,
 }
 
 /// A fresh 40-hex-digit replication id.
@@ -139,7 +147,60 @@ impl State {
             auth: Mutex::new(auth),
             port,
             applier: OnceLock::new(),
+            stream: OnceLock::new(),
+            replicas: Mutex::new(Vec::new()),
+            stopping: AtomicBool::new(false),
         }
+    }
+
+    /// Installs the stream replicas are fed from (once, at start).
+    pub fn install_stream(&self, s: Arc<dyn primary::Stream>) {
+        let _ = self.stream.set(s);
+    }
+
+    /// The replication id (ours, or the primary's while following).
+    pub fn replid(&self) -> String {
+        self.role.lock().replid.clone()
+    }
+
+    /// Whether the server stops (replicas' threads end).
+    pub fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::Acquire)
+    }
+
+    /// Counts a replica in (its thread started).
+    fn attach(&self, r: Arc<primary::Attached>) {
+        self.replicas.lock().push(r);
+    }
+
+    /// Counts a replica out (its thread ends).
+    fn detach(&self, r: &Arc<primary::Attached>) {
+        self.replicas.lock().retain(|x| !Arc::ptr_eq(x, r));
+    }
+
+    /// The attached replicas that follow the stream: ip, port, acked
+    /// offset, seconds since their last ack.
+    pub fn replicas(&self) -> Vec<(String, u16, u64, u64)> {
+        let now = unix_secs();
+        self.replicas
+            .lock()
+            .iter()
+            .filter(|r| r.online.load(Ordering::Acquire))
+            .map(|r| {
+                let last = r.last_ack.load(Ordering::Acquire);
+                (r.ip.clone(), r.port, r.ack.load(Ordering::Acquire), now.saturating_sub(last))
+            })
+            .collect()
+    }
+
+    /// How many attached replicas acknowledged `offset` or more.
+    pub fn acked(&self, offset: u64) -> usize {
+        self.replicas.lock().iter().filter(|r| r.ack.load(Ordering::Acquire) >= offset).count()
+    }
+
+    /// The stream's offset (ours as a primary), if installed.
+    fn stream_offset(&self) -> Option<u64> {
+        self.stream.get().map(|s| s.offset())
     }
 
     /// Installs what the replication thread writes through (once, at start).
@@ -234,6 +295,7 @@ impl State {
 
     /// Stops the replication thread, if any, keeping the role (shutdown).
     pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Release);
         let old = {
             let mut r = self.role.lock();
             r.generation += 1;
@@ -295,7 +357,10 @@ impl State {
                 state: r.link.name(),
                 offset: if r.link == Link::Connected { self.offset() as i64 } else { -1 },
             },
-            None => RoleView::Primary { offset: self.offset() },
+            None => RoleView::Primary {
+                offset: self.stream_offset().unwrap_or_else(|| self.offset()),
+                replicas: self.replicas().into_iter().map(|(ip, port, ack, _)| (ip, port, ack)).collect(),
+            },
         }
     }
 
@@ -303,7 +368,10 @@ impl State {
     pub fn info(&self) -> Vec<(String, String)> {
         let r = self.role.lock();
         let mut f: Vec<(&str, String)> = Vec::new();
-        let offset = self.offset();
+        let offset = match &r.master {
+            Some(_) => self.offset(),
+            None => self.stream_offset().unwrap_or_else(|| self.offset()),
+        };
         match &r.master {
             Some((h, p)) => {
                 let up = r.link == Link::Connected;
@@ -326,27 +394,39 @@ impl State {
             }
             None => f.push(("role", "master".into())),
         }
-        f.push(("connected_slaves", "0".into()));
+        let replicas = self.replicas();
+        f.push(("connected_slaves", replicas.len().to_string()));
+        let mut slaves = Vec::new();
+        for (i, (ip, port, ack, lag)) in replicas.into_iter().enumerate() {
+            slaves.push((format!("slave{i}"), format!("ip={ip},port={port},state=online,offset={ack},lag={lag}")));
+        }
         f.push(("master_failover_state", "no-failover".into()));
         f.push(("master_replid", r.replid.clone()));
         f.push(("master_replid2", r.replid2.clone()));
         f.push(("master_repl_offset", offset.to_string()));
         f.push(("second_repl_offset", r.second_offset.to_string()));
-        f.push(("repl_backlog_active", "0".into()));
-        f.push(("repl_backlog_size", "1048576".into()));
-        f.push(("repl_backlog_first_byte_offset", "0".into()));
-        f.push(("repl_backlog_histlen", "0".into()));
-        f.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+        let (active, size, first, held) = self.stream.get().map(|s| s.backlog()).unwrap_or((false, 1 << 20, 0, 0));
+        f.push(("repl_backlog_active", u8::from(active).to_string()));
+        f.push(("repl_backlog_size", size.to_string()));
+        f.push(("repl_backlog_first_byte_offset", first.to_string()));
+        f.push(("repl_backlog_histlen", held.to_string()));
+        let mut out: Vec<(String, String)> = f.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        // The replicas' lines follow `connected_slaves`, as in Redis.
+        let at = out.iter().position(|(k, _)| k == "connected_slaves").map_or(out.len(), |i| i + 1);
+        out.splice(at..at, slaves);
+        out
     }
 }
 
 /// What ROLE answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RoleView {
-    /// A primary and its offset.
+    /// A primary, its offset and its replicas.
     Primary {
         /// The replication offset.
         offset: u64,
+        /// The replicas following: ip, port, acknowledged offset.
+        replicas: Vec<(String, u16, u64)>,
     },
     /// A replica, its primary, link state and offset.
     Replica {
