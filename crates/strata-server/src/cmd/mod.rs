@@ -336,6 +336,8 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
     }
     let started = std::time::Instant::now();
     let reply = match spec.run {
+        // WAIT may block the client (in EXEC it answers at once).
+        Run::Session(_) if spec.name == "wait" => replication::wait_blocking(shared, sess, args),
         Run::Session(f) => Some(f(shared, sess, args)),
         Run::Data(f) if spec.has(flag::BLOCKING) => blocking::run(shared, sess, spec, f, args),
         // A connection's script runs on the script thread, so that its

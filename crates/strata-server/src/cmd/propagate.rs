@@ -162,6 +162,13 @@ impl crate::replication::primary::Stream for ReplStream {
         }
     }
 
+    fn getack(&self) {
+        let mut out = Vec::new();
+        encode(&mut out, &[Bytes::from_static(b"REPLCONF"), Bytes::from_static(b"GETACK"), Bytes::from_static(b"*")]);
+        let mut b = self.inner.lock();
+        self.append(&mut b, &out);
+    }
+
     fn backlog(&self) -> (bool, u64, u64, u64) {
         let b = self.inner.lock();
         let held = b.bytes.len() as u64;

@@ -138,6 +138,72 @@ pub(crate) fn psync(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
     Reply::ok()
 }
 
+/// WAIT numreplicas timeout's arguments, or its error.
+fn wait_args(shared: &Shared, args: &[Bytes]) -> Result<(usize, i64), Reply> {
+    if shared.replication.is_replica() {
+        return Err(Reply::err(
+            "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is \
+             configured to be writable (which is not the default) writes to replicas are just local and are not \
+             propagated.",
+        ));
+    }
+    let int = |i| {
+        crate::numbers::parse_i64(arg(args, i)).ok_or_else(|| Reply::err("ERR value is not an integer or out of range"))
+    };
+    let (n, timeout) = (int(1)?, int(2)?);
+    if timeout < 0 {
+        return Err(Reply::err("ERR timeout is negative"));
+    }
+    Ok((usize::try_from(n).unwrap_or(0), timeout))
+}
+
+/// WAIT in a transaction: how many replicas acknowledged the stream so
+/// far (no waiting, as Redis answers there).
+pub(crate) fn wait(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply {
+    match wait_args(shared, args) {
+        Ok(_) => Reply::Int(shared.replication.acked(shared.repl_stream.offset()) as i64),
+        Err(e) => e,
+    }
+}
+
+/// WAIT numreplicas timeout: blocks the client until `numreplicas`
+/// replicas acknowledged the stream up to where it was when WAIT came (at
+/// least this client's last write) or `timeout` ms passed (0: forever);
+/// answers how many did. Run again on every poll of blocked clients.
+pub(crate) fn wait_blocking(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
+    let (n, timeout) = match wait_args(shared, args) {
+        Ok(a) => a,
+        Err(e) => return Some(e),
+    };
+    let waiting = sess.blocked.as_ref().and_then(|b| b.wait.map(|w| (w, b.timed_out())));
+    let target = waiting.map_or_else(|| shared.repl_stream.offset(), |((t, _), _)| t);
+    let acked = shared.replication.acked(target);
+    if acked >= n || waiting.is_some_and(|(_, out)| out) {
+        if sess.blocked.take().is_some() {
+            shared.stats.blocked_clients.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+            shared.waiting.leave(sess.id);
+        }
+        return Some(Reply::Int(acked as i64));
+    }
+    if waiting.is_none() {
+        shared.stats.blocked_clients.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        shared.waiting.enter(sess.id);
+        let deadline =
+            (timeout > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
+        let seq = shared.stats.block_seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        sess.blocked = Some(super::Blocked {
+            args: args.to_vec(),
+            deadline,
+            versions: Vec::new(),
+            nil: Reply::Int(acked as i64),
+            seq,
+            wait: Some((target, n)),
+        });
+        shared.replication.request_acks();
+    }
+    None
+}
+
 /// The master client: runs what the primary sends through the normal
 /// dispatch, in a session of its own.
 struct MasterClient {

@@ -21,12 +21,15 @@ pub struct Blocked {
     /// Order of blocking: clients blocked earlier are run first (Redis
     /// serves the longest-waiting client first).
     pub seq: u64,
+    /// WAIT: the offset replicas must acknowledge and how many (looked at
+    /// on every poll of blocked clients).
+    pub wait: Option<(u64, usize)>,
 }
 
 impl Blocked {
     /// Whether a key it waits on may have changed since it last ran.
     pub fn may_run(&self, shared: &Shared) -> bool {
-        self.versions.iter().any(|&(s, v)| shared.locks.version(s) != v)
+        self.wait.is_some() || self.versions.iter().any(|&(s, v)| shared.locks.version(s) != v)
     }
 
     /// Whether its timeout has passed.

@@ -193,6 +193,13 @@ impl State {
             .collect()
     }
 
+    /// Asks the attached replicas to acknowledge at once (WAIT).
+    pub fn request_acks(&self) {
+        if let Some(s) = self.stream.get().filter(|_| !self.replicas.lock().is_empty()) {
+            s.getack();
+        }
+    }
+
     /// How many attached replicas acknowledged `offset` or more.
     pub fn acked(&self, offset: u64) -> usize {
         self.replicas.lock().iter().filter(|r| r.ack.load(Ordering::Acquire) >= offset).count()

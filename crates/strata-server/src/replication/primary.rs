@@ -51,6 +51,8 @@ pub trait Stream: Send + Sync {
     fn ping_if_idle(&self, idle: Duration);
     /// The backlog: (active, size, first byte's offset, bytes held).
     fn backlog(&self) -> (bool, u64, u64, u64);
+    /// Appends `REPLCONF GETACK *`: replicas acknowledge at once (WAIT).
+    fn getack(&self);
 }
 
 /// What PSYNC/SYNC hands to the replica's thread.

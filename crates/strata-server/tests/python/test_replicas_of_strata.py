@@ -8,6 +8,7 @@ replica's offset reaches the primary's. The Redis replica also reconnects
 """
 import random
 import threading
+import time
 
 import pytest
 
@@ -47,6 +48,26 @@ def blocking_pops(primary, rng, n):
     pusher.close()
 
 
+def check_wait(primary):
+    """WAIT 1 returns once the one replica acknowledged the write (well
+    before its timeout: the primary asks for an ack); WAIT 2 waits for its
+    timeout and counts the one; in MULTI, WAIT answers at once."""
+    c = primary.client()
+    c.set("waited", "1")
+    t = time.monotonic()
+    assert c.wait(1, 10000) == 1
+    assert time.monotonic() - t < 5
+    c.set("waited", "2")
+    t = time.monotonic()
+    assert c.wait(2, 400) == 1
+    assert time.monotonic() - t >= 0.35
+    p = c.pipeline(transaction=True)
+    p.set("waited", "3")
+    p.wait(5, 0)
+    assert p.execute()[1] in (0, 1)
+    c.close()
+
+
 def exercise(primary, replica, rng):
     """Writes on the primary, then the replica must hold the same keys."""
     workload(primary, rng, 10_000)
@@ -70,6 +91,11 @@ def test_a_redis_replica_follows_a_strata_primary(primary):
     seed(primary, rng)
     p = primary.client()
     assert p.execute_command("ROLE") == [b"master", 0, []]
+    # No replica: WAIT 0 answers at once, WAIT 1 at its timeout.
+    assert p.wait(0, 0) == 0
+    t = time.monotonic()
+    assert p.wait(1, 300) == 0
+    assert time.monotonic() - t >= 0.25
     replica = RedisServer("--replicaof", "127.0.0.1", str(primary.port)).start()
     try:
         r = replica.client()
@@ -83,7 +109,9 @@ def test_a_redis_replica_follows_a_strata_primary(primary):
         role = p.execute_command("ROLE")
         assert role[0] == b"master" and role[2][0][:2] == [b"127.0.0.1", str(replica.port).encode()]
 
+        check_wait(primary)
         data = exercise(primary, replica, rng)
+        check_wait(primary)
         assert any(db == 2 and k == b"bq:moved" for db, k in data)
         assert {db for db, _ in data} == set(range(DBS))
         wait_for(lambda: info(p)["slave0"]["offset"] == info(p)["master_repl_offset"], "the replica's ack")
@@ -108,7 +136,9 @@ def test_a_strata_replica_follows_a_strata_primary(primary):
         wait_for(lambda: info(r).get("master_link_status") == "up", "master_link_status:up")
         wait_equal(primary, replica, "the full sync")
         assert info(primary.client())["connected_slaves"] == 1
+        check_wait(primary)
         exercise(primary, replica, rng)
+        check_wait(primary)
         assert replica.client().execute_command("ROLE")[3] == b"connected"
     finally:
         replica.stop()
