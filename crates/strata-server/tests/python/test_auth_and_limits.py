@@ -292,7 +292,8 @@ busy-reply-threshold 200
 
 @pytest.mark.parametrize("line,why", [
     ("daemonize yes", "not supported"),
-    ("replicaof 127.0.0.1 6379", "unknown configuration setting 'replicaof'"),
+    ("replicaof 127.0.0.1", "replicaof takes a host and a port"),
+    ("replicaof 127.0.0.1 notaport", "replicaof: bad port notaport"),
     ("no-such-setting 1", "unknown configuration setting 'no-such-setting'"),
     ("hash-max-listpack-entries lots", "hash-max-listpack-entries"),
     ("notify-keyspace-events Q", "notify-keyspace-events"),
