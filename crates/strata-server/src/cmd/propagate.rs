@@ -172,7 +172,9 @@ impl crate::replication::primary::Stream for ReplStream {
     fn backlog(&self) -> (bool, u64, u64, u64) {
         let b = self.inner.lock();
         let held = b.bytes.len() as u64;
-        (self.recording(), b.size.max(1) as u64, b.offset - held + 1, held)
+        // Before the first replica: Redis's default size.
+        let size = if b.size == 0 { 1 << 20 } else { b.size as u64 };
+        (self.recording(), size, b.offset - held + 1, held)
     }
 }
 
