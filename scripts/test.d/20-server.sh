@@ -4,7 +4,8 @@
 # the kill -9 durability loop, sharding behind twemproxy, and keyspace
 # notifications command by command against redis-server 7.0.
 #
-# Installs what it needs: redis-tools, redis-server and nutcracker (Debian),
+# Installs what it needs: redis-tools, redis-server, redis-sentinel (the
+# failover test runs three) and nutcracker (Debian),
 # redis and pytest (pip, into a venv under the cargo target directory).
 # redis-server is the reference the keyspace-event tests compare against;
 # they start their own instances, so the package's service is kept from
@@ -21,10 +22,11 @@ missing=()
 command -v redis-benchmark >/dev/null 2>&1 || missing+=(redis-tools)
 command -v nutcracker >/dev/null 2>&1 || missing+=(nutcracker)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "installing ${missing[*]}"
     # No service start from the packages' scripts (redis-server's would
-    # take port 6379): invoke-rc.d asks policy-rc.d, and 101 means "no".
+    # take port 6379, redis-sentinel's 26379): invoke-rc.d asks policy-rc.d, and 101 means "no".
     POLICY=/usr/sbin/policy-rc.d
     own_policy=""
     if [ ! -e "$POLICY" ]; then

@@ -293,6 +293,8 @@ pub struct Config {
     pub masteruser: Option<String>,
     /// `replica-read-only`.
     pub replica_read_only: bool,
+    /// The `--config` file, which CONFIG REWRITE writes back.
+    pub config_file: Option<PathBuf>,
 }
 
 /// redis.conf settings with no meaning here (logging, RDB/AOF files,
@@ -467,6 +469,7 @@ pub fn read_conf_file(text: &str) -> anyhow::Result<Vec<(String, String)>> {
 impl Config {
     /// Resolves flags (and the file they name) into a configuration.
     pub fn from_flags(f: Flags) -> anyhow::Result<Config> {
+        let config_file = f.config.clone();
         let lines = match &f.config {
             Some(p) => {
                 let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
@@ -704,6 +707,7 @@ impl Config {
             masterauth,
             masteruser,
             replica_read_only,
+            config_file,
         })
     }
 

@@ -189,6 +189,75 @@ fn client_line(sess: &Session) -> String {
     )
 }
 
+/// CLIENT KILL, both forms, with Redis's argument checks. There is no
+/// registry of the other connections yet, so only the calling connection
+/// can match (with `SKIPME no`, or the old `ip:port` form naming it): it is
+/// closed once the reply is written. Sentinel's `CLIENT KILL TYPE normal`
+/// at a failover is accepted and kills nothing (its own connection is
+/// skipped).
+fn client_kill(sess: &mut Session, args: &[Bytes]) -> Reply {
+    if args.len() == 3 {
+        // The old form: CLIENT KILL ip:port.
+        if arg(args, 2) == sess.addr.as_bytes() {
+            sess.quit = true;
+            return Reply::ok();
+        }
+        return Reply::err("ERR No such client");
+    }
+    let filters = args.get(2..).unwrap_or_default();
+    if filters.len() % 2 != 0 {
+        return Reply::err("ERR syntax error");
+    }
+    let mut skip_me = true;
+    let mut matches = true;
+    for pair in filters.chunks(2) {
+        let (name, value) = (arg(pair, 0), arg(pair, 1));
+        if is(name, "type") {
+            let pubsub = sess.subs.sizes() != (0, 0, 0);
+            matches &= if is(value, "normal") {
+                !pubsub
+            } else if is(value, "pubsub") {
+                pubsub
+            } else if is(value, "master") || is(value, "slave") || is(value, "replica") {
+                false
+            } else {
+                return Reply::err(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(value)));
+            };
+        } else if is(name, "id") {
+            match crate::numbers::parse_i64(value) {
+                Some(id) if id > 0 => matches &= u64::try_from(id).is_ok_and(|id| id == sess.id),
+                _ => return Reply::err("ERR client-id should be greater than 0"),
+            }
+        } else if is(name, "addr") {
+            matches &= value == sess.addr.as_bytes();
+        } else if is(name, "laddr") {
+            matches = false;
+        } else if is(name, "user") {
+            matches &= value == b"default";
+        } else if is(name, "skipme") {
+            skip_me = if is(value, "yes") {
+                true
+            } else if is(value, "no") {
+                false
+            } else {
+                return Reply::err("ERR syntax error");
+            };
+        } else if is(name, "maxage") {
+            if crate::numbers::parse_i64(value).is_none() {
+                return Reply::err("ERR value is not an integer or out of range");
+            }
+            matches = false;
+        } else {
+            return Reply::err("ERR syntax error");
+        }
+    }
+    if matches && !skip_me {
+        sess.quit = true;
+        return Reply::Int(1);
+    }
+    Reply::Int(0)
+}
+
 pub(crate) fn client(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
     let sub = String::from_utf8_lossy(arg(args, 1)).to_ascii_lowercase();
     let n = args.len();
@@ -229,6 +298,7 @@ pub(crate) fn client(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Rep
         "info" if n == 2 => Reply::bulk(client_line(sess)),
         "list" => Reply::bulk(client_line(sess)),
         "no-evict" | "no-touch" if n == 3 => Reply::ok(),
+        "kill" if n >= 3 => client_kill(sess, args),
         "unblock" if n == 3 || n == 4 => {
             let Some(id) = crate::numbers::parse_i64(arg(args, 2)) else {
                 return Reply::err("ERR value is not an integer or out of range");
@@ -257,7 +327,7 @@ pub(crate) fn client(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Rep
             }
             Reply::ok()
         }
-        "getname" | "id" | "info" | "no-evict" | "no-touch" | "reply" | "unblock" => wrong(&sub),
+        "getname" | "id" | "info" | "kill" | "no-evict" | "no-touch" | "reply" | "unblock" => wrong(&sub),
         _ => {
             Reply::err(format!("ERR unknown subcommand '{}'. Try CLIENT HELP.", String::from_utf8_lossy(arg(args, 1))))
         }

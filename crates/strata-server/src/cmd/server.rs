@@ -57,8 +57,51 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
         Reply::ok()
     } else if is(sub, "set") {
         config_set(shared, args)
+    } else if is(sub, "rewrite") {
+        if args.len() != 2 {
+            return wrong_args("config|rewrite");
+        }
+        config_rewrite(shared)
     } else {
         Reply::err(format!("ERR unknown subcommand '{}'. Try CONFIG HELP.", String::from_utf8_lossy(sub)))
+    }
+}
+
+/// CONFIG REWRITE: writes the `--config` file back with the replication
+/// setting as it is now (what Sentinel changes at a failover): every
+/// `replicaof`/`slaveof` line goes, and `replicaof host port` is appended
+/// while a replica; the other lines are kept as they are. Without a config
+/// file it is Redis's error.
+fn config_rewrite(shared: &Shared) -> Reply {
+    let Some(path) = shared.config.config_file.as_ref() else {
+        return Reply::err("ERR The server is running without a config file");
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => return Reply::err(format!("ERR Rewriting config file: {e}")),
+    };
+    let mut out = String::new();
+    for line in text.lines() {
+        let first = line.split_whitespace().next().unwrap_or("").to_ascii_lowercase();
+        if first == "replicaof" || first == "slaveof" {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if let crate::replication::RoleView::Replica { host, port, .. } = shared.replication.role() {
+        out.push_str(&format!("replicaof {host} {port}\n"));
+    }
+    let tmp = path.with_extension("rewrite.tmp");
+    let written = std::fs::write(&tmp, out.as_bytes())
+        .and_then(|()| std::fs::File::open(&tmp).and_then(|f| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    match written {
+        Ok(()) => Reply::ok(),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Reply::err(format!("ERR Rewriting config file: {e}"))
+        }
     }
 }
 
