@@ -706,7 +706,8 @@ mod tests {
     use super::*;
     use clap::Parser;
 
-    fn server(dir: &std::path::Path) -> Shared {
+    /// A server over an engine in `dir` (small PM and write buffer).
+    pub(crate) fn server(dir: &std::path::Path) -> Shared {
         let o = stratakv::Options { pm_size: 64 << 20, write_buffer_size: 256 << 10, ..Default::default() };
         let store = std::sync::Arc::new(crate::store::engine::EngineStore::open(dir, o).unwrap());
         let flags = crate::config::Flags::parse_from(["strata-server", "--dir", dir.to_str().unwrap()]);

@@ -365,18 +365,11 @@ pub(crate) fn bmove(args: &[Bytes], _: u64) -> Vec<Command> {
 #[cfg(test)]
 mod tests {
     use bytes::{Bytes, BytesMut};
-    use clap::Parser;
     use rand::{Rng, SeedableRng};
 
+    use crate::cmd::tests::server;
     use crate::cmd::{execute, execute_batch, Session, Shared};
     use crate::resp::{parse_request, Limits, Reply};
-
-    fn server(dir: &std::path::Path) -> Shared {
-        let o = stratakv::Options { pm_size: 64 << 20, write_buffer_size: 256 << 10, ..Default::default() };
-        let store = std::sync::Arc::new(crate::store::engine::EngineStore::open(dir, o).unwrap());
-        let flags = crate::config::Flags::parse_from(["strata-server", "--dir", dir.to_str().unwrap()]);
-        Shared::new(store, crate::config::Config::from_flags(flags).unwrap()).unwrap()
-    }
 
     fn cmd(words: &[&str]) -> Vec<Bytes> {
         words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()

@@ -24,8 +24,61 @@ def free_port():
         return s.getsockname()[1]
 
 
-class Server:
+class Process:
+    """A server process on 127.0.0.1 writing its output to `log_path`: how
+    the tests' servers (strata-server, redis-server, redis-sentinel) start,
+    wait until they answer PING, show their log and stop."""
+
+    name = "server"
+    # The first bytes of a PING reply that mean the process serves.
+    ready = (b"+PONG",)
+
+    def launch(self, argv):
+        """Starts `argv` without waiting for it to serve."""
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        return self
+
+    def wait_ready(self, timeout):
+        """Waits until the process answers PING on `port`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited early:\n" + self.log())
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(64).startswith(self.ready):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.name} did not start:\n" + self.log())
+
+    def log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def end(self, timeout=30):
+        """SIGTERM, then SIGKILL if it has not exited within `timeout`."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=timeout)
+
+
+class Server(Process):
     """A strata-server process on 127.0.0.1 with its own data directory."""
+
+    name = "server"
+    ready = (b"+PONG", b"-NOAUTH")
 
     def __init__(self, *args, dir=None, port=None):
         if not BIN or not os.path.exists(BIN):
@@ -39,37 +92,12 @@ class Server:
 
     def spawn(self):
         """Starts the process without waiting for it to serve."""
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [BIN, "--port", str(self.port), "--dir", os.path.join(self.dir, "data"),
-             "--pm-size", "256mb", *self.args],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
-        return self
+        return self.launch([BIN, "--port", str(self.port), "--dir", os.path.join(self.dir, "data"),
+                            "--pm-size", "256mb", *self.args])
 
     def start(self, timeout=60.0):
         """Starts the process and waits until it answers PING."""
-        self.spawn()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("server exited early:\n" + self.log())
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("server did not start:\n" + self.log())
-
-    def log(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-4000:]
-        except OSError:
-            return ""
+        return self.spawn().wait_ready(timeout)
 
     def client(self, protocol=2, **kw):
         return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol,
@@ -96,10 +124,12 @@ class Server:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class RedisServer:
+class RedisServer(Process):
     """A real redis-server (7.0 from Debian) on 127.0.0.1 and a free port with
     its data in a temporary directory, for tests that compare strata-server
     with it or make them talk to each other; `args` are extra settings."""
+
+    name = "redis-server"
 
     def __init__(self, *args):
         self.exe = shutil.which("redis-server") or (
@@ -114,45 +144,16 @@ class RedisServer:
 
     def start(self, timeout=30.0):
         """Starts the process and waits until it answers PING."""
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir, *self.args],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("redis-server exited early:\n" + self.log())
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith(b"+PONG"):
-                        return self
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("redis-server did not start:\n" + self.log())
-
-    def log(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-4000:]
-        except OSError:
-            return ""
+        self.launch([self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                     "--appendonly", "no", "--dir", self.dir, *self.args])
+        return self.wait_ready(timeout)
 
     def client(self, protocol=2, **kw):
         return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol,
                            socket_timeout=60, **kw)
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=30)
+        self.end()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -5,8 +5,6 @@ acknowledged with WAIT 1, take writes through redis-py's Sentinel client, and
 the old primary, restarted, must come back as a replica of the new one."""
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 
@@ -14,7 +12,7 @@ import pytest
 import redis
 import redis.sentinel
 
-from conftest import Server, free_port
+from conftest import Process, Server, free_port
 
 SENTINEL = shutil.which("redis-sentinel") or (
     "/usr/bin/redis-sentinel" if os.path.exists("/usr/bin/redis-sentinel") else None)
@@ -24,8 +22,10 @@ pytestmark = pytest.mark.skipif(
     SENTINEL is None, reason="redis-sentinel is not installed (scripts/test.d/20-server.sh installs it)")
 
 
-class Sentinel:
+class Sentinel(Process):
     """A redis-sentinel process on 127.0.0.1 monitoring master `m`."""
+
+    name = "redis-sentinel"
 
     def __init__(self, primary_port, quorum=2):
         self.dir = tempfile.mkdtemp(prefix="strata-test-sentinel-")
@@ -40,19 +40,7 @@ class Sentinel:
         self.proc = None
 
     def start(self, timeout=10.0):
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([SENTINEL, self.conf], stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if self.client().ping():
-                    return self
-            except redis.RedisError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("redis-sentinel did not start:\n" + self.log())
+        return self.launch([SENTINEL, self.conf]).wait_ready(timeout)
 
     def client(self):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2, decode_responses=True)
@@ -61,21 +49,8 @@ class Sentinel:
         host, port = self.client().execute_command("SENTINEL", "get-master-addr-by-name", "m")
         return host, int(port)
 
-    def log(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode(errors="replace")[-4000:]
-        except OSError:
-            return ""
-
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        self.end(timeout=5)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
