@@ -180,12 +180,7 @@ impl crate::replication::primary::Stream for ReplStream {
 
 /// RESP multi-bulk encoding of one command.
 fn encode(out: &mut Vec<u8>, cmd: &[Bytes]) {
-    out.extend_from_slice(format!("*{}\r\n", cmd.len()).as_bytes());
-    for a in cmd {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
+    crate::resp::write_request(out, cmd);
 }
 
 /// Records what a data command sends to replicas, once it ran: nothing if

@@ -11,12 +11,8 @@ const MAX_ARGS: usize = 1 << 24;
 
 /// `args` as a RESP array of bulk strings.
 pub(super) fn encode(args: &[&[u8]]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
+    let mut out = Vec::new();
+    crate::resp::write_request(&mut out, args);
     out
 }
 
