@@ -193,9 +193,12 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit_ms: i128, absolute: bo
         return Ok(Reply::Int(0));
     }
     if when <= now {
-        // An expiry in the past deletes the key: a `del` event, as Redis.
+        // An expiry in the past deletes the key: a `del` event, and a DEL
+        // to replicas, as Redis (a Redis replica would keep the key, its
+        // expiry passed, until the primary deletes it).
         ctx.txn.delete_key(key, &meta)?;
         ctx.txn.note("del", key);
+        ctx.propagate_as(vec![vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)]]);
         return Ok(Reply::Int(1));
     }
     let mut new = meta.clone();
@@ -266,5 +269,64 @@ pub(crate) fn persist(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
             Ok(Reply::Int(1))
         }
         _ => Ok(Reply::Int(0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{Bytes, BytesMut};
+
+    use crate::cmd::tests::server;
+    use crate::cmd::{execute, execute_batch, Session, Shared};
+    use crate::resp::{parse_request, Limits};
+
+    fn cmd(words: &[&str]) -> Vec<Bytes> {
+        words.iter().map(|w| Bytes::copy_from_slice(w.as_bytes())).collect()
+    }
+
+    /// The replication stream from offset `from`, as words.
+    fn stream(shared: &Shared, from: u64) -> Vec<Vec<String>> {
+        let mut bytes = BytesMut::from(&shared.repl_stream.since(from).unwrap()[..]);
+        let mut out = Vec::new();
+        while let Some(c) = parse_request(&mut bytes, &Limits::default()).unwrap() {
+            out.push(c.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect());
+        }
+        out
+    }
+
+    /// A key deleted because its time passed reaches replicas as DEL:
+    /// EXPIREAT and GETEX PXAT in the past, and a write that finds its key
+    /// expired (alone or in a pipelined group), which sends the DEL before
+    /// itself. A Redis replica keeps an expired key until its primary
+    /// deletes it, so without the DEL it would apply the write to the old
+    /// value.
+    #[test]
+    fn deletions_by_expiry_reach_replicas_as_del() {
+        let d = tempfile::tempdir().unwrap();
+        let a = server(d.path());
+        let mut sess = Session::new(&a, "client".into());
+        a.repl_stream.start(1 << 20);
+        execute(&a, &mut sess, &cmd(&["SET", "k", "v"]));
+        execute(&a, &mut sess, &cmd(&["SET", "g", "v"]));
+        let from = a.repl_stream.offset();
+        execute(&a, &mut sess, &cmd(&["EXPIREAT", "k", "1"]));
+        execute(&a, &mut sess, &cmd(&["GETEX", "g", "PXAT", "1"]));
+        assert_eq!(stream(&a, from), [["DEL", "k"], ["DEL", "g"]]);
+
+        execute(&a, &mut sess, &cmd(&["SET", "n", "5", "PX", "1"]));
+        execute(&a, &mut sess, &cmd(&["SET", "m", "5", "PX", "1"]));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let from = a.repl_stream.offset();
+        execute(&a, &mut sess, &cmd(&["INCR", "n"]));
+        let group = vec![cmd(&["INCR", "m"]), cmd(&["INCR", "m"])];
+        execute_batch(&a, &mut sess, group, &mut Vec::new());
+        let got = stream(&a, from);
+        let del = |k: &str| vec!["DEL".to_string(), k.to_string()];
+        let pos = |c: &Vec<String>| got.iter().position(|x| x == c);
+        let (del_n, del_m) = (pos(&del("n")).unwrap(), pos(&del("m")).unwrap());
+        let first_incr = |k: &str| got.iter().position(|c| c.len() > 1 && c[0].starts_with("INCR") && c[1] == k);
+        assert!(del_n < first_incr("n").unwrap(), "{got:?}");
+        assert!(del_m < first_incr("m").unwrap(), "{got:?}");
+        assert_eq!(got.iter().filter(|c| c[0] == "DEL").count(), 2, "{got:?}");
     }
 }

@@ -304,6 +304,11 @@ pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if let Some(at) = set {
         string::set_expiry(&mut ctx.txn, key, &old, at)?;
+        if at != 0 && at <= ctx.txn.now_ms {
+            // The key was deleted: replicas get a DEL, as from Redis, not
+            // an expiry in the past (which a Redis replica keeps).
+            ctx.propagate_as(vec![vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)]]);
+        }
     }
     Ok(Reply::bulk_vec(old.body))
 }

@@ -34,6 +34,10 @@ pub struct Txn<'a> {
     pub now_ms: u64,
     /// Keys this transaction removed because they had expired.
     pub expired: u64,
+    /// Keys a write found expired and removed ([`Txn::meta_for_write`]),
+    /// not yet sent to replicas: they get a DEL before the write, as Redis
+    /// sends one, because a replica does not expire keys of its own.
+    pub expired_keys: Vec<Vec<u8>>,
     /// Writes staged so far (a command that staged none changed nothing).
     pub ops: u64,
     /// With keyspace notifications on: events the writes imply (`new`,
@@ -76,6 +80,7 @@ impl<'a> Txn<'a> {
             scope: ClearScope::Database,
             now_ms,
             expired: 0,
+            expired_keys: Vec::new(),
             ops: 0,
             notes: None,
         }
@@ -266,6 +271,7 @@ impl<'a> Txn<'a> {
             Some(m) if m.expired(self.now_ms) => {
                 self.delete_key(key, &m)?;
                 self.expired += 1;
+                self.expired_keys.push(key.to_vec());
                 self.note("expired", key);
                 Ok(None)
             }
