@@ -26,19 +26,26 @@
 #    report gives the sync's duration, the primary's peak RSS and cgroup
 #    peak, its latency during the sync against before, errors and the
 #    longest stall. strata only: redis-server keeps its data set in memory,
-#    so it cannot hold 4x its limit.
+#    so it cannot hold 4x its limit. strata-server's engine block cache is
+#    256 MiB of DRAM and, in the build this was written against, has no
+#    flag: the limit must leave room for it (hence FS_LIMIT_MB 512 by
+#    default). A binary whose --help offers --block-cache-size gets
+#    FS_LIMIT_MB / 8 and the sizes the brief asked for (256 MB, 1 GB).
 #
 # usage: bench/server/repl.sh [--quick] [--skip-throughput] [--skip-lag] [--skip-fullsync]
 # env:   STRATA_SERVER_BIN (default: cargo build --release, target/release/strata-server),
 #        REPS (3), N (1000000), YCSB_RECORDS (100000), YCSB_OPS (1000000),
-#        YCSB_THREADS (8), FS_LIMIT_MB (256), FS_DATA_MB (1024),
+#        YCSB_THREADS (8), FS_LIMIT_MB (512; 256 with --block-cache-size),
+#        FS_DATA_MB (4 x FS_LIMIT_MB),
 #        FS_VALUE (1000: value bytes), FS_PM_MB (FS_LIMIT_MB / 4, at least 16:
 #        the PM region file, charged to the cgroup as page cache),
 #        FS_RATE (1000: probe operations per second during the sync),
 #        FS_BEFORE_S (10: seconds of latency measured before the sync),
 #        OUT (default bench/server/results/<date>-repl)
 # --quick: a smoke run of seconds, not a measurement (N=20000, REPS=2,
-#          YCSB 2000 records and operations, FS_LIMIT_MB=32, FS_DATA_MB=128).
+#          YCSB 2000 records and operations; full sync of 128 MB under a
+#          limit of 32 MB with --block-cache-size, else of 96 MB under 320 MB:
+#          the plumbing only, not 4x).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT="$(pwd)"
@@ -56,13 +63,11 @@ for a in "$@"; do
 done
 if [ "$QUICK" = 1 ]; then
     N="${N:-20000}" REPS="${REPS:-2}" YCSB_RECORDS="${YCSB_RECORDS:-2000}" YCSB_OPS="${YCSB_OPS:-2000}"
-    FS_LIMIT_MB="${FS_LIMIT_MB:-32}" FS_DATA_MB="${FS_DATA_MB:-128}" FS_BEFORE_S="${FS_BEFORE_S:-2}"
+    FS_BEFORE_S="${FS_BEFORE_S:-2}"
 fi
 N="${N:-1000000}" REPS="${REPS:-3}"
 YCSB_RECORDS="${YCSB_RECORDS:-100000}" YCSB_OPS="${YCSB_OPS:-1000000}" YCSB_THREADS="${YCSB_THREADS:-8}"
-FS_LIMIT_MB="${FS_LIMIT_MB:-256}" FS_DATA_MB="${FS_DATA_MB:-1024}" FS_VALUE="${FS_VALUE:-1000}"
-FS_PM_MB="${FS_PM_MB:-$((FS_LIMIT_MB / 4 > 16 ? FS_LIMIT_MB / 4 : 16))}"
-FS_RATE="${FS_RATE:-1000}" FS_BEFORE_S="${FS_BEFORE_S:-10}"
+FS_VALUE="${FS_VALUE:-1000}" FS_RATE="${FS_RATE:-1000}" FS_BEFORE_S="${FS_BEFORE_S:-10}"
 OUT="${OUT:-$ROOT/bench/server/results/$(date +%Y%m%d-%H%M%S)-repl}"
 mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/strata-repl-bench.XXXXXX)"
@@ -85,6 +90,22 @@ else
     STRATA="$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)/strata-server"
 fi
 
+# The full sync's sizes depend on whether the engine's block cache can be
+# sized (see the header).
+BLOCK_CACHE=0
+"$STRATA" --help 2>/dev/null | grep -q -- "--block-cache-size" && BLOCK_CACHE=1
+if [ "$QUICK" = 1 ] && [ "$BLOCK_CACHE" = 1 ]; then
+    FS_LIMIT_MB="${FS_LIMIT_MB:-32}" FS_DATA_MB="${FS_DATA_MB:-128}"
+elif [ "$QUICK" = 1 ]; then
+    FS_LIMIT_MB="${FS_LIMIT_MB:-320}" FS_DATA_MB="${FS_DATA_MB:-96}"
+elif [ "$BLOCK_CACHE" = 1 ]; then
+    FS_LIMIT_MB="${FS_LIMIT_MB:-256}"
+else
+    FS_LIMIT_MB="${FS_LIMIT_MB:-512}"
+fi
+FS_DATA_MB="${FS_DATA_MB:-$((4 * FS_LIMIT_MB))}"
+FS_PM_MB="${FS_PM_MB:-$((FS_LIMIT_MB / 4 > 16 ? FS_LIMIT_MB / 4 : 16))}"
+
 PIDS=() CGROUP=""
 cleanup() {
     for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
@@ -98,7 +119,7 @@ trap cleanup EXIT
 {
     echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "strata=$STRATA"
-    echo "strata_commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "repo_head=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo "redis=$(redis-server --version | head -1)"
     echo "quick=$QUICK reps=$REPS n=$N ycsb_records=$YCSB_RECORDS ycsb_ops=$YCSB_OPS ycsb_threads=$YCSB_THREADS"
     echo "nproc=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -220,7 +241,8 @@ ycsb() { # load|run port outfile
 
 if [ "$DO_LAG" = 1 ]; then
     echo "== 2. replica lag under YCSB A ($YCSB_RECORDS records, $YCSB_OPS operations, $YCSB_THREADS threads)"
-    (cd "$YCSB_DIR" && mvn -q -B package -DskipTests)
+    (cd "$YCSB_DIR" && mvn -q -B -Dstyle.color=never package -DskipTests) >"$WORK/mvn.log" 2>&1 \
+        || { tail -30 "$WORK/mvn.log" >&2; exit 1; }
     for rep in $(seq 1 "$REPS"); do
         sfx=""; [ "$rep" -gt 1 ] && sfx="-r$rep"
         for kind in strata redis; do
@@ -228,9 +250,13 @@ if [ "$DO_LAG" = 1 ]; then
             pair "$kind"
             ycsb load "$PP" "$OUT/ycsb-load-$name.txt" >/dev/null
             "${PROBE[@]}" catchup "$PP" "$RP" --timeout 600 >/dev/null || echo "  $name: no catch-up after the load" >&2
-            rm -f "$WORK/stop"
-            "${PROBE[@]}" lag "$PP" "$RP" --stop "$WORK/stop" --out "$OUT/lag-$name.json" >"$WORK/lag.out" &
+            rm -f "$WORK/stop" "$WORK/ready"
+            "${PROBE[@]}" lag "$PP" "$RP" --stop "$WORK/stop" --ready "$WORK/ready" --out "$OUT/lag-$name.json" \
+                >"$WORK/lag.out" &
             probe=$!
+            # The probe must be writing before YCSB starts (a quick run's
+            # YCSB can end before Python is up on a busy machine).
+            for _ in $(seq 1 300); do [ -e "$WORK/ready" ] || sleep 0.1; done
             echo -n "  $name: "; ycsb run "$PP" "$OUT/ycsb-a-$name.txt" || true
             touch "$WORK/stop"
             wait "$probe" || echo "  $name: the lag probe reported errors (see $OUT/lag-$name.json)" >&2
@@ -241,56 +267,84 @@ if [ "$DO_LAG" = 1 ]; then
     done
 fi
 
+# alive <pid>: the process runs (a killed child stays a zombie until
+# waited, and kill -0 succeeds on a zombie).
+alive() { [ -r "/proc/$1/status" ] && ! grep -q "^State:.*zombie" "/proc/$1/status"; }
+
+# fullsync_fail <reason>: records why part 3 stopped early (the report
+# shows it) and stops the servers.
+fullsync_fail() {
+    local kills
+    kills=$(awk '/^oom_kill / {print $2}' "$CGROUP/memory.oom_control" 2>/dev/null || echo "?")
+    echo "  full sync: $1 (cgroup OOM kills: $kills)" >&2
+    printf '{"error": "%s", "cgroup_oom_kills": "%s", "cgroup_limit_bytes": %s, "cgroup_max_usage_bytes": %s}\n' \
+        "$1" "$kills" "$(cat "$CGROUP/memory.limit_in_bytes")" "$(cat "$CGROUP/memory.max_usage_in_bytes")" \
+        >"$OUT/fullsync.json"
+    stop_all fullsync
+}
+
+# Part 3 (see the header); returns early, through fullsync_fail, when the
+# primary does not survive a step.
+fullsync() {
+    CGROUP="$CGROOT/strata-repl-bench-$$"
+    mkdir "$CGROUP"
+    echo $((FS_LIMIT_MB << 20)) >"$CGROUP/memory.limit_in_bytes"
+    local keys=$(( (FS_DATA_MB << 20) / FS_VALUE )) bc_mb=256 probe
+    # The PM region file and the read cache are sized from the limit: with
+    # the defaults (4 GiB, 256 MiB) the PM file's page cache alone would
+    # exceed it.
+    EXTRA=(--pm-size "${FS_PM_MB}mb" --read-cache-size "$((FS_LIMIT_MB / 8))mb")
+    if [ "$BLOCK_CACHE" = 1 ]; then
+        bc_mb=$((FS_LIMIT_MB / 8)); EXTRA+=(--block-cache-size "${bc_mb}mb")
+    fi
+    {
+        echo "limit_mb=$FS_LIMIT_MB data_mb=$FS_DATA_MB value_bytes=$FS_VALUE keys=$keys"
+        echo "pm_mb=$FS_PM_MB read_cache_mb=$((FS_LIMIT_MB / 8)) block_cache_mb=$bc_mb"
+        echo "block_cache_flag=$BLOCK_CACHE probe_rate=$FS_RATE before_s=$FS_BEFORE_S"
+    } >"$OUT/fullsync-params.txt"
+    # The server joins the cgroup before exec, so the limit holds from its
+    # first page.
+    WRAP=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CGROUP")
+    start strata primary; PP=$SP PPID_=$SPID
+    WRAP=() EXTRA=()
+    grep -qx "$PPID_" "$CGROUP/cgroup.procs" || { fullsync_fail "the primary is not in $CGROUP"; return; }
+    echo "  loading $keys keys of $FS_VALUE bytes"
+    "${PROBE[@]}" load "$PP" --keys "$keys" --value-size "$FS_VALUE" | tee "$OUT/fullsync-load.json" || true
+    alive "$PPID_" || { fullsync_fail "the primary died during the load"; return; }
+    {
+        echo "load_cgroup_max_bytes=$(cat "$CGROUP/memory.max_usage_in_bytes")"
+        echo "load_vm_hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$PPID_/status")"
+        echo "primary_dir_mb=$(du -sm "$WORK"/primary-*/data | cut -f1)"
+    } >>"$OUT/fullsync-params.txt"
+    sync
+    echo 3 >/proc/sys/vm/drop_caches || echo "  could not drop the page cache" >&2
+    "${PROBE[@]}" latency "$PP" --seconds "$FS_BEFORE_S" --rate "$FS_RATE" --out "$OUT/fullsync-latency-before.json"
+    # The peak from here on is the sync's.
+    echo 0 >"$CGROUP/memory.max_usage_in_bytes"
+    rm -f "$WORK/stop"
+    "${PROBE[@]}" latency "$PP" --stop "$WORK/stop" --rate "$FS_RATE" --out "$OUT/fullsync-latency-during.json" &
+    probe=$!
+    # The replica is not in the cgroup.
+    start strata replica "$PP"; RP=$SP RDIR=$SDIR
+    "${PROBE[@]}" fullsync-watch "$PP" "$RP" --pid "$PPID_" --cgroup "$CGROUP" --out "$OUT/fullsync.json" \
+        || echo "  the full sync did not complete (see $OUT/fullsync.json)" >&2
+    touch "$WORK/stop"
+    wait "$probe" || true
+    if alive "$PPID_"; then
+        "${PROBE[@]}" compare "$PP" "$RP" >"$OUT/fullsync-compare.json" || echo "  the replica differs from the primary" >&2
+        echo "  $(cat "$OUT/fullsync-compare.json")"
+    fi
+    echo "link_drops=$(link_drops strata)" >"$OUT/drops-fullsync.txt"
+    stop_all fullsync
+}
+
 if [ "$DO_FS" = 1 ]; then
     echo "== 3. full sync of ${FS_DATA_MB} MB from a strata primary limited to ${FS_LIMIT_MB} MB"
     CGROOT=/sys/fs/cgroup/memory
     if [ "$(id -u)" -ne 0 ] || [ ! -w "$CGROOT/cgroup.procs" ]; then
         echo "  skipped: needs root and a cgroup v1 memory controller at $CGROOT" | tee "$OUT/fullsync-skipped.txt"
     else
-        CGROUP="$CGROOT/strata-repl-bench-$$"
-        mkdir "$CGROUP"
-        echo $((FS_LIMIT_MB << 20)) >"$CGROUP/memory.limit_in_bytes"
-        keys=$(( (FS_DATA_MB << 20) / FS_VALUE ))
-        {
-            echo "limit_mb=$FS_LIMIT_MB data_mb=$FS_DATA_MB value_bytes=$FS_VALUE keys=$keys"
-            echo "pm_mb=$FS_PM_MB read_cache_mb=$((FS_LIMIT_MB / 8)) probe_rate=$FS_RATE before_s=$FS_BEFORE_S"
-        } >"$OUT/fullsync-params.txt"
-        # The server joins the cgroup before exec, so the limit holds from
-        # its first page. The PM region file and the read cache are sized
-        # from the limit: with the defaults (4 GiB, 256 MiB) the page cache
-        # of the PM file alone would exceed it.
-        WRAP=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CGROUP")
-        EXTRA=(--pm-size "${FS_PM_MB}mb" --read-cache-size "$((FS_LIMIT_MB / 8))mb")
-        start strata primary; PP=$SP PPID_=$SPID
-        WRAP=() EXTRA=()
-        grep -qx "$PPID_" "$CGROUP/cgroup.procs" || { echo "the primary is not in $CGROUP" >&2; exit 1; }
-        echo "  loading $keys keys of $FS_VALUE bytes"
-        "${PROBE[@]}" load "$PP" --keys "$keys" --value-size "$FS_VALUE" | tee "$OUT/fullsync-load.json"
-        {
-            echo "load_cgroup_max_bytes=$(cat "$CGROUP/memory.max_usage_in_bytes")"
-            echo "load_vm_hwm_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$PPID_/status")"
-            echo "primary_dir_mb=$(du -sm "$WORK"/primary-*/data | cut -f1)"
-        } >>"$OUT/fullsync-params.txt"
-        sync
-        echo 3 >/proc/sys/vm/drop_caches || echo "  could not drop the page cache" >&2
-        "${PROBE[@]}" latency "$PP" --seconds "$FS_BEFORE_S" --rate "$FS_RATE" --out "$OUT/fullsync-latency-before.json"
-        # The peak from here on is the sync's.
-        echo 0 >"$CGROUP/memory.max_usage_in_bytes"
-        rm -f "$WORK/stop"
-        "${PROBE[@]}" latency "$PP" --stop "$WORK/stop" --rate "$FS_RATE" --out "$OUT/fullsync-latency-during.json" &
-        probe=$!
-        # The replica is not in the cgroup.
-        next_port; RP=$p; RDIR="$WORK/replica-$RP"; mkdir -p "$RDIR"
-        "$STRATA" --port "$RP" --dir "$RDIR/data" --durability default --replicaof "127.0.0.1 $PP" >"$RDIR/log" 2>&1 &
-        PIDS+=("$!")
-        "${PROBE[@]}" fullsync-watch "$PP" "$RP" --pid "$PPID_" --cgroup "$CGROUP" --out "$OUT/fullsync.json" \
-            || echo "  the full sync did not complete (see $OUT/fullsync.json)" >&2
-        touch "$WORK/stop"
-        wait "$probe" || true
-        "${PROBE[@]}" compare "$PP" "$RP" >"$OUT/fullsync-compare.json" || echo "  the replica differs from the primary" >&2
-        echo "  $(cat "$OUT/fullsync-compare.json")"
-        echo "link_drops=$(link_drops strata)" >"$OUT/drops-fullsync.txt"
-        stop_all fullsync
+        fullsync
         rmdir "$CGROUP" && CGROUP=""
     fi
 fi

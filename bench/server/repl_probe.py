@@ -5,7 +5,7 @@ the shell script waits for or measures. Each prints or writes JSON.
 
 usage: repl_probe.py wait-link REPLICA [--timeout S]
        repl_probe.py catchup PRIMARY REPLICA [--timeout S]
-       repl_probe.py lag PRIMARY REPLICA --stop FILE --out JSON [--interval S]
+       repl_probe.py lag PRIMARY REPLICA --stop FILE --out JSON [--interval S] [--ready FILE]
        repl_probe.py latency PORT (--stop FILE | --seconds S) --out JSON [--rate OPS]
        repl_probe.py load PORT --keys K [--value-size B]
        repl_probe.py compare PRIMARY REPLICA
@@ -217,6 +217,9 @@ def cmd_lag(args):
     def writer():
         c = Conn(args.primary)
         c.call("SET", key, 0)
+        if args.ready:
+            with open(args.ready, "w"):
+                pass
         seq, nxt, started = 0, time.monotonic(), time.monotonic()
         while not should_stop(args, started):
             seq += 1
@@ -326,23 +329,29 @@ def cmd_load(args):
     c = Conn(args.port, timeout=120)
     rnd = random.Random(1)
     pool = bytes(rnd.getrandbits(8) for _ in range(1 << 16)) * 2
-    t0, errors, batch = time.monotonic(), 0, 500
-    for start in range(0, args.keys, batch):
-        n = min(batch, args.keys - start)
-        cmds = []
-        for k in range(start, start + n):
-            off = (k * 7919) % (1 << 16)
-            cmds.append(("SET", b"fs:%010d" % k, pool[off:off + args.value_size]))
-        c.send(*cmds)
-        for _ in range(n):
-            try:
-                c.reply()
-            except ReplyError:
-                errors += 1
+    t0, errors, batch, done, failure = time.monotonic(), 0, 500, 0, None
+    try:
+        for start in range(0, args.keys, batch):
+            n = min(batch, args.keys - start)
+            cmds = []
+            for k in range(start, start + n):
+                off = (k * 7919) % (1 << 16)
+                cmds.append(("SET", b"fs:%010d" % k, pool[off:off + args.value_size]))
+            c.send(*cmds)
+            for _ in range(n):
+                try:
+                    c.reply()
+                except ReplyError:
+                    errors += 1
+            done += n
+    except OSError as e:
+        failure = f"after {done} keys: {e}"
     secs = time.monotonic() - t0
-    print(json.dumps({"keys": args.keys, "bytes": args.keys * args.value_size,
-                      "seconds": round(secs, 2), "errors": errors}))
-    return 1 if errors else 0
+    res = {"keys": done, "bytes": done * args.value_size, "seconds": round(secs, 2), "errors": errors}
+    if failure:
+        res["error"] = failure
+    print(json.dumps(res))
+    return 1 if errors or failure else 0
 
 
 def cmd_compare(args):
@@ -368,6 +377,18 @@ def read_int(path, default=None):
             return int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return default
+
+
+def oom_kills(cgroup):
+    """The cgroup's OOM kills so far (memory.oom_control's oom_kill), or None."""
+    try:
+        with open(os.path.join(cgroup, "memory.oom_control")) as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def proc_status_kb(pid, field):
@@ -430,6 +451,7 @@ def cmd_fullsync_watch(args):
     res["cgroup_max_usage_bytes"] = read_int(os.path.join(cg, "memory.max_usage_in_bytes"))
     res["cgroup_limit_bytes"] = read_int(os.path.join(cg, "memory.limit_in_bytes"))
     res["cgroup_failcnt"] = read_int(os.path.join(cg, "memory.failcnt"))
+    res["cgroup_oom_kills"] = oom_kills(cg)
     res["primary_alive"] = proc_status_kb(args.pid, "VmRSS") is not None
     res["samples"] = samples
     with open(args.out, "w") as f:
@@ -456,6 +478,7 @@ def main(argv):
     s.add_argument("--stop")
     s.add_argument("--seconds", type=float, default=0)
     s.add_argument("--interval", type=float, default=0.01)
+    s.add_argument("--ready", help="file created once the probe has started writing")
     s.add_argument("--out", required=True)
     s.set_defaults(fn=cmd_lag)
     s = sub.add_parser("latency")

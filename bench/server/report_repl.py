@@ -206,7 +206,8 @@ def fullsync_section(out):
              f"Data set {params.get('data_mb', '?')} MB ({params.get('keys', '?')} keys of "
              f"{params.get('value_bytes', '?')} bytes) on a primary in a memory cgroup of "
              f"{params.get('limit_mb', '?')} MB (PM region {params.get('pm_mb', '?')} MB, read cache "
-             f"{params.get('read_cache_mb', '?')} MB); page cache dropped before the sync; a fresh strata"
+             f"{params.get('read_cache_mb', '?')} MB, engine block cache {params.get('block_cache_mb', '?')} MB"
+             f"{'' if params.get('block_cache_flag') == '1' else ', fixed: no flag in this build'}); page cache dropped before the sync; a fresh strata"
              f" replica outside the cgroup; a paced SET/GET probe at {params.get('probe_rate', '?')} ops/s"
              " on the primary throughout. redis-server is not compared: it keeps its whole data set in"
              " memory, so it cannot serve 4x its memory limit.\n",
@@ -222,6 +223,7 @@ def fullsync_section(out):
              f"| cgroup memory.max_usage_in_bytes during the sync, MB | "
              f"{fmt(_div(fs.get('cgroup_max_usage_bytes'), mb), '.0f')} of {fmt(_div(limit, mb), '.0f')} |",
              f"| cgroup failcnt (allocations that hit the limit) | {fs.get('cgroup_failcnt', '-')} |",
+             f"| cgroup OOM kills | {fs.get('cgroup_oom_kills', '-')} |",
              f"| probe latency p50 / p99 / max before, ms | {_lat(before)} |",
              f"| probe latency p50 / p99 / max during the sync, ms | {_lat(during)} |",
              f"| p99 during / before | {fmt(_div(num(during, 'latency_ms', 'p99'), num(before, 'latency_ms', 'p99')), '.2f')} |",
@@ -231,7 +233,7 @@ def fullsync_section(out):
              f"{cmp_.get('primary_dbsize', '-')}, {cmp_.get('mismatches', '-')} of {cmp_.get('sampled', '-')} |",
              f"\nThe primary served throughout (alive, no errors, no stall over 1 s): **{'yes' if served else 'no'}**."]
     if fs.get("error"):
-        lines.append(f"\nThe sync did not complete: {fs['error']}.")
+        lines.append(f"\nPart 3 did not complete: {fs['error']}.")
     return "\n".join(lines)
 
 
