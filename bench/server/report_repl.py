@@ -212,7 +212,8 @@ def fullsync_section(out):
              " on the primary throughout. redis-server is not compared: it keeps its whole data set in"
              " memory, so it cannot serve 4x its memory limit.\n",
              "| measure | value |", "| --- | ---: |",
-             f"| load: seconds (errors) | {fmt(load.get('seconds'), '.1f')} ({load.get('errors', '-')}) |",
+             f"| load: keys, seconds (errors) | {load.get('keys', '-')}, {fmt(load.get('seconds'), '.1f')} "
+             f"({load.get('errors', '-')}{'; ' + load['error'] if load.get('error') else ''}) |",
              f"| primary data directory after the load, MB | {params.get('primary_dir_mb', '-')} |",
              f"| cgroup peak during the load, MB | {fmt(_div(params.get('load_cgroup_max_bytes'), mb), '.0f')} |",
              f"| sync: replica start to sync started, s | {fmt(fs.get('sync_started'), '.2f')} |",

@@ -2,7 +2,10 @@
 # Unit tests of the benchmark scripts' parsers and summaries (bench/compare
 # reads db_bench and strata-bench output; a parser that silently misreads a
 # figure would put a wrong ratio in a results file), of bench/plot's
-# pictures, and of bench/server/report.py (YCSB medians over repetitions).
+# pictures, of bench/server/report.py (YCSB medians over repetitions), and
+# of the replication benchmark's report and probe arithmetic
+# (bench/server/report_repl.py, repl_probe.py; repl.sh itself is checked
+# for syntax only: it needs redis-server, YCSB and root for its cgroup).
 # bench/compare and the report need the standard library only; bench/plot
 # needs matplotlib, installed here when missing: pip into a venv under the cargo
 # target directory, else Debian's python3-matplotlib.
@@ -34,3 +37,5 @@ fi
 "$PY" bench/test_compare.py -v
 "$PY" bench/test_plot.py -v
 "$PY" bench/server/test_report.py -v
+"$PY" bench/server/test_report_repl.py -v
+bash -n bench/server/repl.sh
