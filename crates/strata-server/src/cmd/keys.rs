@@ -329,4 +329,35 @@ mod tests {
         assert!(del_m < first_incr("m").unwrap(), "{got:?}");
         assert_eq!(got.iter().filter(|c| c[0] == "DEL").count(), 2, "{got:?}");
     }
+
+    /// A write that reads an expired key (a ZUNIONSTORE's source, SMOVE's
+    /// destination) sends its DEL first, once; a read does not.
+    #[test]
+    fn a_write_reading_an_expired_key_sends_its_del_first() {
+        let d = tempfile::tempdir().unwrap();
+        let a = server(d.path());
+        let mut sess = Session::new(&a, "client".into());
+        a.repl_stream.start(1 << 20);
+        execute(&a, &mut sess, &cmd(&["ZADD", "z", "1", "old"]));
+        execute(&a, &mut sess, &cmd(&["PEXPIRE", "z", "1"]));
+        execute(&a, &mut sess, &cmd(&["ZADD", "live", "2", "new"]));
+        execute(&a, &mut sess, &cmd(&["SADD", "src", "m"]));
+        execute(&a, &mut sess, &cmd(&["SADD", "dst", "old"]));
+        execute(&a, &mut sess, &cmd(&["PEXPIRE", "dst", "1"]));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let from = a.repl_stream.offset();
+        execute(&a, &mut sess, &cmd(&["ZCARD", "z"]));
+        execute(&a, &mut sess, &cmd(&["ZUNIONSTORE", "out", "3", "z", "live", "z"]));
+        execute(&a, &mut sess, &cmd(&["SMOVE", "src", "dst", "m"]));
+        // A DEL and the write it precedes commit together: MULTI/EXEC.
+        let got: Vec<Vec<String>> =
+            stream(&a, from).into_iter().filter(|c| c[0] != "MULTI" && c[0] != "EXEC").collect();
+        let want: [&[&str]; 4] = [
+            &["DEL", "z"],
+            &["ZUNIONSTORE", "out", "3", "z", "live", "z"],
+            &["DEL", "dst"],
+            &["SMOVE", "src", "dst", "m"],
+        ];
+        assert_eq!(got, want.map(|c| c.iter().map(|w| w.to_string()).collect::<Vec<_>>()));
+    }
 }

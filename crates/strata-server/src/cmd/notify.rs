@@ -29,24 +29,31 @@ pub(crate) fn call(ctx: &mut Ctx<'_>, spec: &Spec, f: DataFn, args: &[Bytes]) ->
     let before = ctx.ops();
     let r = if ctx.shared.pubsub.wants(u32::MAX) { with_events(ctx, spec, f, args) } else { f(ctx, args) };
     let wrote = ctx.ops() != before;
-    send_expired(ctx);
+    send_expired(ctx, spec.has(super::flag::WRITE));
     super::propagate::record(ctx, spec, args, wrote);
     r
 }
 
-/// Sends replicas a DEL for each key the command removed because it found
-/// it expired, ahead of the command: a Redis replica keeps an expired key
-/// until its primary deletes it, and would otherwise apply the write to
-/// the old value (and its past expiry).
-fn send_expired(ctx: &mut Ctx<'_>) {
+/// Sends replicas a DEL for each key a write command found expired
+/// (removed, or passed over as absent), ahead of the command: a Redis
+/// replica keeps an expired key until its primary deletes it, and would
+/// otherwise apply the write to the old value (and its past expiry), or
+/// read it (a ZUNIONSTORE's source). A read command's finds are dropped:
+/// they change nothing on a replica, and the sweeper deletes the key.
+fn send_expired(ctx: &mut Ctx<'_>, write: bool) {
     let (db, keys) = (ctx.db, std::mem::take(&mut ctx.txn.expired_keys));
     let mut dels: Vec<(usize, Vec<u8>)> = keys.into_iter().map(|k| (db, k)).collect();
     for (other, txn) in ctx.others.iter_mut() {
         dels.extend(std::mem::take(&mut txn.expired_keys).into_iter().map(|k| (*other, k)));
     }
-    let Some(log) = ctx.repl.as_mut() else { return };
-    for (db, key) in dels {
-        log.push((db, vec![Bytes::from_static(b"DEL"), Bytes::from(key)]));
+    let Some(log) = ctx.repl.as_mut().filter(|_| write) else { return };
+    let mut sent: Vec<&(usize, Vec<u8>)> = Vec::with_capacity(dels.len());
+    for del in &dels {
+        // A key read twice (ZUNIONSTORE k 2 k k) is deleted once.
+        if !sent.contains(&del) {
+            sent.push(del);
+            log.push((del.0, vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(&del.1)]));
+        }
     }
 }
 

@@ -34,9 +34,11 @@ pub struct Txn<'a> {
     pub now_ms: u64,
     /// Keys this transaction removed because they had expired.
     pub expired: u64,
-    /// Keys a write found expired and removed ([`Txn::meta_for_write`]),
-    /// not yet sent to replicas: they get a DEL before the write, as Redis
-    /// sends one, because a replica does not expire keys of its own.
+    /// Keys found expired, removed ([`Txn::meta_for_write`]) or passed over
+    /// by a read ([`Txn::meta`], [`Txn::metas`]), not yet sent to replicas:
+    /// a write command sends them a DEL before itself, as Redis does when a
+    /// lookup finds a key expired, because a replica does not expire keys
+    /// of its own (it would read the old value: a ZUNIONSTORE's source).
     pub expired_keys: Vec<Vec<u8>>,
     /// Writes staged so far (a command that staged none changed nothing).
     pub ops: u64,
@@ -253,15 +255,26 @@ impl<'a> Txn<'a> {
                 None => None,
                 Some(b) => Some(Meta::decode_owned(b).ok_or_else(|| corrupt(key.as_ref()))?),
             };
-            out.push(meta.filter(|m| !m.expired(now)));
+            match meta {
+                Some(m) if m.expired(now) => {
+                    self.expired_keys.push(key.as_ref().to_vec());
+                    out.push(None);
+                }
+                other => out.push(other),
+            }
         }
         Ok(out)
     }
 
     /// The meta entry of `key`, or `None` if absent or expired (reads).
     pub fn meta(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
-        let now = self.now_ms;
-        Ok(self.load_meta(key, false)?.filter(|m| !m.expired(now)))
+        match self.load_meta(key, false)? {
+            Some(m) if m.expired(self.now_ms) => {
+                self.expired_keys.push(key.to_vec());
+                Ok(None)
+            }
+            other => Ok(other),
+        }
     }
 
     /// Like [`Txn::meta`], but removes an expired key for good, so that
