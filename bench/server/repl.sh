@@ -27,20 +27,23 @@
 #    peak, its latency during the sync against before, errors and the
 #    longest stall. strata only: redis-server keeps its data set in memory,
 #    so it cannot hold 4x its limit. strata-server's engine block cache is
-#    256 MiB of DRAM and, in the build this was written against, has no
-#    flag: the limit must leave room for it (hence FS_LIMIT_MB 512 by
-#    default). A binary whose --help offers --block-cache-size gets
-#    FS_LIMIT_MB / 8 and the sizes the brief asked for (256 MB, 1 GB).
+#    256 MiB of DRAM and, in the build this was written against (afe176d),
+#    has no flag; that server's anonymous memory grew to some 490 MB
+#    loading 1 GB of 1000-byte values and was OOM-killed in cgroups of 64
+#    and 384 MB during the load, hence FS_LIMIT_MB 768 (and 3 GB of data)
+#    by default. A binary whose --help offers --block-cache-size gets
+#    FS_LIMIT_MB / 8 for it and the sizes first asked for (256 MB, 1 GB).
 #
 # usage: bench/server/repl.sh [--quick] [--skip-throughput] [--skip-lag] [--skip-fullsync]
 # env:   STRATA_SERVER_BIN (default: cargo build --release, target/release/strata-server),
 #        REPS (3), N (1000000), YCSB_RECORDS (100000), YCSB_OPS (1000000),
-#        YCSB_THREADS (8), FS_LIMIT_MB (512; 256 with --block-cache-size),
+#        YCSB_THREADS (8), FS_LIMIT_MB (768; 256 with --block-cache-size),
 #        FS_DATA_MB (4 x FS_LIMIT_MB),
 #        FS_VALUE (1000: value bytes), FS_PM_MB (FS_LIMIT_MB / 4, at least 16:
 #        the PM region file, charged to the cgroup as page cache),
 #        FS_RATE (1000: probe operations per second during the sync),
 #        FS_BEFORE_S (10: seconds of latency measured before the sync),
+#        FS_SYNC_TIMEOUT (900: seconds the replica gets to come up and catch up),
 #        OUT (default bench/server/results/<date>-repl)
 # --quick: a smoke run of seconds, not a measurement (N=20000, REPS=2,
 #          YCSB 2000 records and operations; full sync of 128 MB under a
@@ -63,11 +66,12 @@ for a in "$@"; do
 done
 if [ "$QUICK" = 1 ]; then
     N="${N:-20000}" REPS="${REPS:-2}" YCSB_RECORDS="${YCSB_RECORDS:-2000}" YCSB_OPS="${YCSB_OPS:-2000}"
-    FS_BEFORE_S="${FS_BEFORE_S:-2}"
+    FS_BEFORE_S="${FS_BEFORE_S:-2}" FS_SYNC_TIMEOUT="${FS_SYNC_TIMEOUT:-120}"
 fi
 N="${N:-1000000}" REPS="${REPS:-3}"
 YCSB_RECORDS="${YCSB_RECORDS:-100000}" YCSB_OPS="${YCSB_OPS:-1000000}" YCSB_THREADS="${YCSB_THREADS:-8}"
 FS_VALUE="${FS_VALUE:-1000}" FS_RATE="${FS_RATE:-1000}" FS_BEFORE_S="${FS_BEFORE_S:-10}"
+FS_SYNC_TIMEOUT="${FS_SYNC_TIMEOUT:-900}"
 OUT="${OUT:-$ROOT/bench/server/results/$(date +%Y%m%d-%H%M%S)-repl}"
 mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/strata-repl-bench.XXXXXX)"
@@ -101,7 +105,7 @@ elif [ "$QUICK" = 1 ]; then
 elif [ "$BLOCK_CACHE" = 1 ]; then
     FS_LIMIT_MB="${FS_LIMIT_MB:-256}"
 else
-    FS_LIMIT_MB="${FS_LIMIT_MB:-512}"
+    FS_LIMIT_MB="${FS_LIMIT_MB:-768}"
 fi
 FS_DATA_MB="${FS_DATA_MB:-$((4 * FS_LIMIT_MB))}"
 FS_PM_MB="${FS_PM_MB:-$((FS_LIMIT_MB / 4 > 16 ? FS_LIMIT_MB / 4 : 16))}"
@@ -300,7 +304,7 @@ fullsync() {
     {
         echo "limit_mb=$FS_LIMIT_MB data_mb=$FS_DATA_MB value_bytes=$FS_VALUE keys=$keys"
         echo "pm_mb=$FS_PM_MB read_cache_mb=$((FS_LIMIT_MB / 8)) block_cache_mb=$bc_mb"
-        echo "block_cache_flag=$BLOCK_CACHE probe_rate=$FS_RATE before_s=$FS_BEFORE_S"
+        echo "block_cache_flag=$BLOCK_CACHE probe_rate=$FS_RATE before_s=$FS_BEFORE_S sync_timeout_s=$FS_SYNC_TIMEOUT"
     } >"$OUT/fullsync-params.txt"
     # The server joins the cgroup before exec, so the limit holds from its
     # first page.
@@ -327,6 +331,7 @@ fullsync() {
     # The replica is not in the cgroup.
     start strata replica "$PP"; RP=$SP RDIR=$SDIR
     "${PROBE[@]}" fullsync-watch "$PP" "$RP" --pid "$PPID_" --cgroup "$CGROUP" --out "$OUT/fullsync.json" \
+        --timeout "$FS_SYNC_TIMEOUT" \
         || echo "  the full sync did not complete (see $OUT/fullsync.json)" >&2
     touch "$WORK/stop"
     wait "$probe" || true

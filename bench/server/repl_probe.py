@@ -416,7 +416,7 @@ def cmd_fullsync_watch(args):
                         "rss_kb": proc_status_kb(args.pid, "VmRSS"),
                         "cgroup_bytes": read_int(os.path.join(cg, "memory.usage_in_bytes"))})
 
-    r = None
+    r, was_syncing = None, False
     while time.monotonic() - t0 < args.timeout:
         sample()
         if proc_status_kb(args.pid, "VmRSS") is None:
@@ -426,10 +426,17 @@ def cmd_fullsync_watch(args):
             if r is None:
                 r = Conn(args.replica)
             f = repl_info(r)
-            if "sync_started" not in phase and f.get("master_sync_in_progress") == "1":
-                phase["sync_started"] = round(time.monotonic() - t0, 3)
+            syncing = f.get("master_sync_in_progress") == "1"
+            if syncing and not was_syncing:
+                # A sync that starts again means the primary dropped the
+                # replica (e.g. behind its backlog) and it resynced.
+                phase.setdefault("sync_started", round(time.monotonic() - t0, 3))
+                phase["syncs_started"] = phase.get("syncs_started", 0) + 1
+            was_syncing = syncing
             if f.get("master_link_status") == "up":
                 phase["link_up"] = round(time.monotonic() - t0, 3)
+                # A sync shorter than a sample was not seen; there was one.
+                phase.setdefault("syncs_started", 1)
                 break
         except (OSError, ReplyError):
             r = None
@@ -437,14 +444,18 @@ def cmd_fullsync_watch(args):
     else:
         phase["error"] = f"link not up after {args.timeout} s"
     if "link_up" in phase:
-        p = Conn(args.primary)
-        target = int(repl_info(p).get("master_repl_offset", "0"))
-        while time.monotonic() - t0 < args.timeout:
-            sample()
-            if caught_up(repl_info(r), target):
-                phase["caught_up"] = round(time.monotonic() - t0, 3)
-                break
-            time.sleep(0.1)
+        try:
+            target = int(repl_info(Conn(args.primary)).get("master_repl_offset", "0"))
+            while time.monotonic() - t0 < args.timeout:
+                sample()
+                if caught_up(repl_info(r), target):
+                    phase["caught_up"] = round(time.monotonic() - t0, 3)
+                    break
+                time.sleep(0.1)
+            else:
+                phase["error"] = f"not caught up {args.timeout} s after the replica started"
+        except (OSError, ReplyError) as e:
+            phase["error"] = f"catching up: {e}"
     res = dict(phase)
     res["peak_rss_kb_sampled"] = max((s["rss_kb"] or 0 for s in samples), default=None)
     res["vm_hwm_kb"] = proc_status_kb(args.pid, "VmHWM")
