@@ -6,7 +6,8 @@
 # pick the seed with STRATA_STRESS_SEED (default: from the clock; printed).
 #
 # Long runs: cargo run --release --bin strata-stress -- --mode M --seconds 600
-# (the model mode over one level-0 kind only: STRATA_MODEL_L0=pm-only, say).
+# (the model mode over one level-0 kind only: STRATA_MODEL_L0=pm-only, say;
+# SIGKILL and failover in a replicated group: --mode kill --target replication).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -29,6 +30,7 @@ MODES=(
     "model 10 ops"
     "limits 8 rounds"
     "kill 6 kill_rounds --shards 2"
+    "kill 12 repl_rounds --target replication"
     "model 6 cross_batches --shards 4"
     "limits 4 sharded_pm_full_errors --shards 2"
     "pm-crash 5 crash_states --shards 2"
@@ -40,6 +42,11 @@ trap 'rm -rf "$OUT"' EXIT
 status=0
 for m in "${MODES[@]}"; do
     read -r mode secs key more <<<"$m"
+    # The replication rounds are all strata-server: nothing to run without it.
+    if [[ "${more:-}" == *replication* ]] && [ ! -x "${STRATA_SERVER_BIN:-$TARGET/release/strata-server}" ]; then
+        echo "--- strata-stress --mode $mode ${more:-}: skipped (no strata-server binary)"
+        continue
+    fi
     secs=$(awk -v s="$secs" -v k="$SCALE" 'BEGIN { printf "%.1f", s * k }')
     echo "--- strata-stress --mode $mode --seconds $secs --seed $SEED ${more:-}"
     # shellcheck disable=SC2086 # $more is a list of flags

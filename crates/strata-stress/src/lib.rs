@@ -9,7 +9,10 @@
 //!   SSD side ([`stratakv::fs::FaultFs`]); no false acknowledgement, poison
 //!   after a failed fsync, nothing lost after recovery.
 //! * [`kill`]: SIGKILL of writer processes (the engine, and `strata-server
-//!   --durability sync` when built) with an expected-state file.
+//!   --durability sync` when built) with an expected-state file; with
+//!   `--target replication`, of the primary or a replica of a replicated
+//!   strata-server group, with a Sentinel-style failover
+//!   ([`kill::replication`]).
 //! * [`model`]: long random runs against a `BTreeMap`.
 //! * [`limits`]: keys/values at and over the limits, full PM, full disk,
 //!   many connections.

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! strata-stress --seconds S [--mode pm-crash|fs-fault|kill|model|limits|all] [--seed N] [--jobs N]
+//! strata-stress --mode kill --target replication --seconds S [--seed N]
 //! ```
 //!
 //! Each mode prints one JSON line of counts last (e.g.
@@ -43,6 +44,12 @@ struct Args {
     /// per-key oracle with cross-shard batches all or nothing.
     #[arg(long, default_value_t = 0)]
     shards: usize,
+    /// What the kill mode kills: `processes` (engine writer processes and a single strata-server)
+    /// or `replication` (a strata-server primary with one or two replicas: SIGKILL of the primary
+    /// and a Sentinel-style failover, or of a replica and its resync; writes acknowledged by
+    /// `WAIT 1` must survive, replicas must end equal to the primary).
+    #[arg(long, default_value = "processes")]
+    target: String,
     /// Internal: run as the child writer process of the kill mode.
     #[arg(long, hide = true)]
     kill_child: Option<String>,
@@ -53,11 +60,16 @@ struct Args {
 
 const MODES: [&str; 5] = ["pm-crash", "fs-fault", "kill", "model", "limits"];
 
-fn run_mode(mode: &str, cfg: &RunCfg) -> anyhow::Result<Report> {
+fn run_mode(mode: &str, target: &str, cfg: &RunCfg) -> anyhow::Result<Report> {
     Ok(match mode {
         "pm-crash" => pm_crash::run(cfg),
         "fs-fault" => fs_fault::run(cfg),
-        "kill" => kill::run(cfg)?,
+        "kill" => match target {
+            "processes" => kill::run(cfg)?,
+            "replication" if cfg.shards == 0 => kill::replication::run(cfg)?,
+            "replication" => bail!("--target replication runs single-engine servers (no --shards)"),
+            other => bail!("unknown kill target {other:?} (processes, replication)"),
+        },
         "model" => model::run(cfg),
         "limits" => limits::run(cfg)?,
         other => bail!("unknown mode {other:?} (pm-crash, fs-fault, kill, model, limits, all)"),
@@ -88,8 +100,11 @@ fn run() -> anyhow::Result<bool> {
     let cfg = RunCfg { seconds: args.seconds, seed, jobs, verbose: args.verbose, shards: args.shards };
     let modes: Vec<&str> = if args.mode == "all" { MODES.to_vec() } else { vec![args.mode.as_str()] };
     let mut ok = true;
+    if args.target != "processes" && args.mode != "kill" {
+        bail!("--target is for --mode kill");
+    }
     for m in modes {
-        let rep = run_mode(m, &cfg)?;
+        let rep = run_mode(m, &args.target, &cfg)?;
         println!("{}", rep.json());
         ok &= rep.violations() == 0;
     }

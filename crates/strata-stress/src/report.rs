@@ -73,12 +73,16 @@ impl Report {
     pub fn violation(&mut self, episode_seed: u64, what: impl Into<String>) {
         let what = what.into();
         // Sharded runs record their shard count first (field `shards`).
-        let shards = match self.count("shards") {
+        let mut flags = match self.count("shards") {
             0 => String::new(),
             n => format!(" --shards {n}"),
         };
+        // The kill mode's replication rounds record their target.
+        if let Some((_, Value::Text(t))) = self.fields.iter().find(|(k, _)| k == "target") {
+            flags.push_str(&format!(" --target {t}"));
+        }
         eprintln!(
-            "VIOLATION [{}] {what}\n  reproduce: cargo run --release --bin strata-stress -- --mode {} --seed {episode_seed} --seconds 5{shards}",
+            "VIOLATION [{}] {what}\n  reproduce: cargo run --release --bin strata-stress -- --mode {} --seed {episode_seed} --seconds 5{flags}",
             self.mode, self.mode
         );
         self.violations.push(what);

@@ -23,6 +23,12 @@
 //! With `--shards N`, the rounds run against the sharded front end instead
 //! (`sharded`): cross-shard batches must be all there or none.
 //!
+//! With `--target replication` the rounds kill members of a replicated
+//! group of strata-servers instead (`replication`): the primary (followed
+//! by a Sentinel-style failover; writes acknowledged by `WAIT 1` must
+//! survive it) or a replica (which must resync); at the end every replica
+//! must hold exactly what the primary holds.
+//!
 //! SIGKILL cannot catch a missing flush or fsync (the kernel keeps what was
 //! stored): modes pm-crash and fs-fault do that.
 
@@ -30,6 +36,7 @@ pub mod child;
 pub mod expected;
 pub mod flushall;
 pub mod flushdb;
+pub mod replication;
 pub mod scratch;
 pub mod server;
 pub mod sharded;
