@@ -295,6 +295,10 @@ pub struct Config {
     pub replica_read_only: bool,
     /// The `--config` file, which CONFIG REWRITE writes back.
     pub config_file: Option<PathBuf>,
+    /// Replication settings of the config file (`repl-backlog-size`,
+    /// `min-replicas-to-write`, ...: see [`crate::replication::Settings`]),
+    /// checked, in file order: applied at start.
+    pub repl_settings: Vec<(String, String)>,
 }
 
 /// redis.conf settings with no meaning here (logging, RDB/AOF files,
@@ -335,15 +339,8 @@ pub const REDIS_ONLY: &[&str] = &[
     "aof-timestamp-enabled",
     "aof-rewrite-incremental-fsync",
     "rdb-save-incremental-fsync",
-    "slave-serve-stale-data",
-    "replica-serve-stale-data",
-    "repl-diskless-sync",
-    "repl-diskless-sync-delay",
-    "repl-diskless-sync-max-replicas",
     "repl-diskless-load",
     "repl-disable-tcp-nodelay",
-    "repl-backlog-size",
-    "repl-backlog-ttl",
     "replica-priority",
     "slave-priority",
     "cluster-enabled",
@@ -361,7 +358,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
-    "client-output-buffer-limit",
     "acllog-max-len",
     "oom-score-adj-values",
 ];
@@ -484,6 +480,7 @@ impl Config {
         let mut notify_keyspace_events = None;
         let mut ignored: Vec<String> = Vec::new();
         let mut save_seconds = None;
+        let mut repl_settings = Vec::new();
         for (name, value) in &lines {
             let value = value.as_str();
             if known.contains(&name.as_str()) {
@@ -497,6 +494,9 @@ impl Config {
                 let v = crate::tuning::Tuning::check(name, value.as_bytes())
                     .map_err(|e| anyhow!("{name}: {}", e.trim_start_matches("ERR ")))?;
                 startup_tuning.push((name.clone(), v));
+            } else if crate::replication::Settings::knows(name) {
+                crate::replication::Settings::check(name, value).map_err(|e| anyhow!("{name}: {e}"))?;
+                repl_settings.push((name.clone(), value.to_string()));
             } else if REDIS_ONLY.contains(&name.as_str()) {
                 if refused_value(name, value) {
                     bail!("'{name} {value}' is not supported by strata-server");
@@ -708,6 +708,7 @@ impl Config {
             masteruser,
             replica_read_only,
             config_file,
+            repl_settings,
         })
     }
 
@@ -789,6 +790,20 @@ mod tests {
         assert_eq!(none.replicaof, None);
         assert!(none.replica_read_only);
         std::fs::write(&p, "replicaof 10.0.0.5\n").unwrap();
+        assert!(Config::from_flags(Flags { config: Some(p), ..Flags::default() }).is_err());
+    }
+
+    #[test]
+    fn replication_settings_in_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.conf");
+        let text = "repl-backlog-size 16kb\nmin-slaves-to-write 1\nclient-output-buffer-limit replica 1mb 0 0\n";
+        std::fs::write(&p, text).unwrap();
+        let c = Config::from_flags(Flags { config: Some(p.clone()), ..Flags::default() }).unwrap();
+        assert_eq!(c.repl_settings.len(), 3);
+        assert_eq!(c.repl_settings[0], ("repl-backlog-size".into(), "16kb".into()));
+        assert!(c.ignored.is_empty());
+        std::fs::write(&p, "repl-backlog-size lots\n").unwrap();
         assert!(Config::from_flags(Flags { config: Some(p), ..Flags::default() }).is_err());
     }
 

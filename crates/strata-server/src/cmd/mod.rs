@@ -278,6 +278,28 @@ fn validate(args: &[Bytes]) -> Result<(usize, &'static Spec), (Option<usize>, Re
 /// The error of a write sent to a read-only replica.
 pub(crate) const READONLY: &str = "READONLY You can't write against a read only replica.";
 
+/// The errors of a replication setting, as Redis's `processCommand`:
+/// `-MASTERDOWN` on a replica whose link is down with
+/// `replica-serve-stale-data no` (commands flagged `stale` pass), and
+/// `-NOREPLICAS` for a write (or an EXEC of queued writes) on a primary
+/// with fewer good replicas than `min-replicas-to-write`.
+fn replication_refusal(shared: &Shared, sess: &Session, spec: &Spec) -> Option<Reply> {
+    if sess.master {
+        return None;
+    }
+    let r = &shared.replication;
+    if !spec.has(flag::STALE) && !r.serves_stale() {
+        return Some(Reply::err("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."));
+    }
+    let writes = spec.has(flag::WRITE)
+        || (spec.name == "exec"
+            && sess
+                .multi
+                .as_ref()
+                .is_some_and(|q| q.iter().any(|a| validate(a).is_ok_and(|(_, s)| s.has(flag::WRITE)))));
+    (writes && r.too_few_replicas()).then(|| Reply::err("NOREPLICAS Not enough good replicas to write."))
+}
+
 /// Runs one request and returns its reply (`None`: no reply, for an
 /// empty request). Error replies are counted (INFO errorstats).
 pub fn execute(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
@@ -314,6 +336,19 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
         }
         shared.cmdstats.rejected(Some(id));
         return Some(Reply::err(READONLY));
+    }
+    if let Some(refused) = replication_refusal(shared, sess, spec) {
+        shared.cmdstats.rejected(Some(id));
+        if spec.name == "exec" {
+            // Redis's execCommandAbort: the transaction goes.
+            let _ = transactions::discard(shared, sess, args);
+            let Reply::Error(e) = refused else { return Some(refused) };
+            return Some(Reply::err(format!("EXECABORT Transaction discarded because of: {e}")));
+        }
+        if sess.multi.is_some() {
+            sess.multi_failed = true;
+        }
+        return Some(refused);
     }
     if sess.proto == 2 && sess.subs.active() && !spec.has(flag::SUBSCRIBED_OK) {
         return Some(pubsub::not_allowed(spec, args));
@@ -377,8 +412,12 @@ pub(crate) fn groupable(
         return None;
     }
     let (id, spec) = validate(args).ok()?;
-    // A write on a read-only replica is refused by `execute`.
+    // A write on a read-only replica is refused by `execute`, and so
+    // are the refusals of replication settings.
     if spec.has(flag::WRITE) && shared.replication.refuses_writes() {
+        return None;
+    }
+    if replication_refusal(shared, sess, spec).is_some() {
         return None;
     }
     match spec.run {

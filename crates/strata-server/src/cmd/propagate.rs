@@ -10,17 +10,30 @@
 //! server rebuilds the same keyspace (tested below).
 //!
 //! The stream is kept in a backlog of `repl-backlog-size` bytes with its
-//! replication offset (the bytes ever appended), from which replicas are
-//! fed; nothing is recorded until replication is switched on.
+//! replication offset (the bytes ever appended), from which a replica
+//! that reconnects continues (PSYNC); each attached replica also has a
+//! spool of its own ([`Feed`]) that every append goes to, so a slow or
+//! syncing replica is not limited by the backlog's size. Nothing is
+//! recorded until replication is switched on (the first replica, or a
+//! full sync from a primary).
+//!
+//! While this server follows a primary the stream is the primary's, byte
+//! for byte at the primary's offsets (Redis's
+//! `replicationFeedStreamFromMasterStream`): the replication thread
+//! appends what it applied ([`ReplStream::proxy`]) and local commits
+//! record nothing, so sub-replicas see the same offsets as the primary's
+//! replicas and can continue after a failover.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use super::{arg, is, Ctx, Spec};
+use crate::replication::feed::Feed;
 
 /// A command as sent to replicas.
 pub type Command = Vec<Bytes>;
@@ -32,11 +45,12 @@ pub type PropagateFn = fn(&[Bytes], u64) -> Vec<Command>;
 /// The replication stream of a server: the backlog and its offset.
 #[derive(Default)]
 pub struct ReplStream {
-    /// Whether writes are recorded (a replica attached, or a backlog kept).
+    /// Whether a backlog is kept (a replica attached, or a sync done).
     recording: AtomicBool,
+    /// Whether the stream is a primary's, proxied (local commits are not
+    /// recorded).
+    following: AtomicBool,
     inner: Mutex<Backlog>,
-    /// Notified whenever the stream grows (replicas' threads wait on it).
-    grew: Condvar,
 }
 
 #[derive(Default)]
@@ -51,20 +65,37 @@ struct Backlog {
     db: Option<usize>,
     /// When bytes were last appended.
     last: Option<Instant>,
+    /// The spools of the attached replicas.
+    feeds: Vec<Arc<Feed>>,
+}
+
+impl Backlog {
+    /// Drops the oldest bytes beyond `size`.
+    fn trim(&mut self) {
+        let excess = self.bytes.len().saturating_sub(self.size);
+        self.bytes.drain(..excess);
+    }
 }
 
 impl ReplStream {
     /// Starts recording into a backlog of `size` bytes (Redis creates its
     /// backlog when the first replica attaches).
     pub fn start(&self, size: usize) {
-        let mut b = self.inner.lock();
-        b.size = size.max(1);
+        self.resize(size);
         self.recording.store(true, Ordering::Release);
     }
 
-    /// Whether writes are being recorded.
+    /// Sets the backlog's size, keeping the newest bytes.
+    pub fn resize(&self, size: usize) {
+        let mut b = self.inner.lock();
+        b.size = size.max(1);
+        b.trim();
+    }
+
+    /// Whether local writes are being recorded (a backlog kept, and not
+    /// following a primary).
     pub fn recording(&self) -> bool {
-        self.recording.load(Ordering::Acquire)
+        self.recording.load(Ordering::Acquire) && !self.following.load(Ordering::Acquire)
     }
 
     /// The replication offset: bytes ever appended to the stream.
@@ -91,19 +122,27 @@ impl ReplStream {
         self.inner.lock().db = None;
     }
 
-    /// Appends raw bytes (a PING) and wakes the replicas' threads.
+    /// Appends raw bytes to the backlog and every replica's spool.
     fn append(&self, b: &mut Backlog, out: &[u8]) {
+        if out.is_empty() {
+            return;
+        }
         b.offset += out.len() as u64;
         b.bytes.extend(out);
-        let excess = b.bytes.len().saturating_sub(b.size);
-        b.bytes.drain(..excess);
+        b.trim();
         b.last = Some(Instant::now());
-        self.grew.notify_all();
+        if !b.feeds.is_empty() {
+            let chunk = Bytes::copy_from_slice(out);
+            for f in &b.feeds {
+                f.push(chunk.clone());
+            }
+        }
     }
 
     /// Appends the writes of one commit: `(database, command)` in order.
+    /// Nothing while following a primary (its stream is proxied instead).
     pub(crate) fn feed(&self, cmds: Vec<(usize, Command)>) {
-        if cmds.is_empty() {
+        if cmds.is_empty() || self.following.load(Ordering::Acquire) {
             return;
         }
         let mut out = Vec::new();
@@ -138,18 +177,31 @@ impl crate::replication::primary::Stream for ReplStream {
         ReplStream::offset(self)
     }
 
-    fn since(&self, from: u64) -> Option<Vec<u8>> {
-        ReplStream::since(self, from)
+    fn attach(&self, from: u64, hard: u64) -> Option<Arc<Feed>> {
+        let mut b = self.inner.lock();
+        let held = b.bytes.len() as u64;
+        let first = b.offset - held;
+        if from < first || from > b.offset {
+            return None;
+        }
+        let feed = Arc::new(Feed::new(hard));
+        if from < b.offset {
+            let rest: Vec<u8> = b.bytes.iter().skip((from - first) as usize).copied().collect();
+            feed.push(Bytes::from(rest));
+        }
+        b.feeds.push(feed.clone());
+        Some(feed)
     }
 
-    fn wait_past(&self, from: u64, timeout: Duration) {
-        let mut b = self.inner.lock();
-        if b.offset <= from {
-            let _ = self.grew.wait_for(&mut b, timeout);
-        }
+    fn detach(&self, feed: &Arc<Feed>) {
+        self.inner.lock().feeds.retain(|f| !Arc::ptr_eq(f, feed));
     }
 
     fn ping_if_idle(&self, idle: Duration) {
+        // A replica's sub-replicas get the primary's PINGs.
+        if self.following.load(Ordering::Acquire) {
+            return;
+        }
         let mut b = self.inner.lock();
         match b.last {
             Some(t) if t.elapsed() < idle => {}
@@ -163,6 +215,9 @@ impl crate::replication::primary::Stream for ReplStream {
     }
 
     fn getack(&self) {
+        if self.following.load(Ordering::Acquire) {
+            return;
+        }
         let mut out = Vec::new();
         encode(&mut out, &[Bytes::from_static(b"REPLCONF"), Bytes::from_static(b"GETACK"), Bytes::from_static(b"*")]);
         let mut b = self.inner.lock();
@@ -174,7 +229,39 @@ impl crate::replication::primary::Stream for ReplStream {
         let held = b.bytes.len() as u64;
         // Before the first replica: Redis's default size.
         let size = if b.size == 0 { 1 << 20 } else { b.size as u64 };
-        (self.recording(), size, b.offset - held + 1, held)
+        let active = self.recording.load(Ordering::Acquire);
+        (active, size, b.offset - held + 1, held)
+    }
+
+    fn start(&self, size: u64) {
+        ReplStream::start(self, usize::try_from(size).unwrap_or(usize::MAX));
+    }
+
+    fn resize(&self, size: u64) {
+        ReplStream::resize(self, usize::try_from(size).unwrap_or(usize::MAX));
+    }
+
+    fn reset(&self, offset: u64) {
+        let mut b = self.inner.lock();
+        b.bytes.clear();
+        b.offset = offset;
+        b.db = None;
+        // The sub-replicas' spools belong to the old history: they are
+        // dropped by the caller (State::disconnect_replicas).
+        b.feeds.clear();
+    }
+
+    fn set_following(&self, on: bool) {
+        let mut b = self.inner.lock();
+        // A new primary starts from an unknown database (Redis's
+        // `slaveseldb = -1`).
+        b.db = None;
+        self.following.store(on, Ordering::Release);
+    }
+
+    fn proxy(&self, bytes: &[u8]) {
+        let mut b = self.inner.lock();
+        self.append(&mut b, bytes);
     }
 }
 
@@ -527,7 +614,8 @@ mod tests {
     }
 
     /// What a replica's thread reads: a PING only after the stream was
-    /// idle, counted in the offset; a wait that ends when the stream grows.
+    /// idle, counted in the offset; its spool wakes it when the stream
+    /// grows and holds what the backlog no longer does.
     #[test]
     fn replicas_see_pings_and_are_woken() {
         use crate::replication::primary::Stream;
@@ -540,6 +628,8 @@ mod tests {
         assert_eq!(s.since(0).as_deref(), Some(&b"*1\r\n$4\r\nPING\r\n"[..]));
         s.ping_if_idle(Duration::from_secs(60));
         assert_eq!(Stream::offset(&*s), 14);
+        let feed = s.attach(4, 0).unwrap();
+        assert_eq!(feed.take(Duration::ZERO).unwrap().concat(), b"$4\r\nPING\r\n");
         let t = {
             let s = s.clone();
             std::thread::spawn(move || {
@@ -548,11 +638,45 @@ mod tests {
             })
         };
         let start = std::time::Instant::now();
-        s.wait_past(14, Duration::from_secs(10));
+        let got = feed.take(Duration::from_secs(10)).unwrap().concat();
         assert!(start.elapsed() < Duration::from_secs(5));
         t.join().unwrap();
-        assert!(Stream::offset(&*s) > 14);
+        assert_eq!(got.len() as u64, Stream::offset(&*s) - 14);
         let (active, size, first, held) = s.backlog();
         assert!(active && size == 1 << 20 && first == 1 && held == Stream::offset(&*s));
+        // A spool keeps what a small backlog drops.
+        s.resize(16);
+        let from = Stream::offset(&*s);
+        for i in 0..100 {
+            s.feed(vec![(0, cmd(&["SET", "k", &i.to_string()]))]);
+        }
+        assert!(s.since(from).is_none());
+        assert_eq!(feed.take(Duration::ZERO).unwrap().concat().len() as u64, Stream::offset(&*s) - from);
+        s.detach(&feed);
+        assert!(s.attach(0, 0).is_none(), "the backlog lost the start");
+    }
+
+    /// Following a primary: local commits record nothing, the primary's
+    /// bytes go in as they are at its offsets, and a promotion records
+    /// again from there (with a SELECT first).
+    #[test]
+    fn a_replica_proxies_its_primarys_stream() {
+        use crate::replication::primary::Stream;
+        let s = super::ReplStream::default();
+        s.start(1 << 20);
+        s.set_following(true);
+        s.reset(1000);
+        assert!(!s.recording());
+        s.feed(vec![(0, cmd(&["SET", "local", "1"]))]);
+        assert_eq!(Stream::offset(&s), 1000);
+        let primary = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+        s.proxy(primary);
+        assert_eq!(Stream::offset(&s), 1000 + primary.len() as u64);
+        assert_eq!(s.since(1000).as_deref(), Some(&primary[..]));
+        s.set_following(false);
+        assert!(s.recording());
+        s.feed(vec![(3, cmd(&["DEL", "k"]))]);
+        let tail = s.since(1000 + primary.len() as u64).unwrap();
+        assert!(tail.starts_with(b"*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n"), "{:?}", String::from_utf8_lossy(&tail));
     }
 }

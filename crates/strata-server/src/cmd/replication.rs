@@ -1,6 +1,9 @@
-//! REPLICAOF / SLAVEOF and ROLE, and the "master client" through which the
-//! replication thread ([`crate::replication`]) writes: a session that may
-//! write on a read-only replica and whose replies are dropped.
+//! REPLICAOF / SLAVEOF, ROLE, REPLCONF, PSYNC / SYNC, WAIT, and the
+//! "master client" through which the replication thread
+//! ([`crate::replication`]) writes: a session that may write on a
+//! read-only replica, whose replies are dropped and whose writes are not
+//! recorded (the primary's stream is proxied instead). Full syncs' images
+//! are taken here ([`take_image`]), under every key lock.
 
 use std::sync::{Arc, Weak};
 
@@ -57,9 +60,6 @@ pub(crate) fn role(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
     }
 }
 
-/// The replication backlog's size (Redis's `repl-backlog-size` default).
-const BACKLOG: usize = 1 << 20;
-
 /// REPLCONF listening-port <port> | capa <..> | ack <offset> | getack
 /// <..> | ...: +OK (acks from a replica's link are read by its thread;
 /// here they are ignored, as Redis ignores them from a normal client).
@@ -75,6 +75,9 @@ pub(crate) fn replconf(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply 
                 Some(p) => sess.repl_port = p,
                 None => return Reply::err("ERR value is not an integer or out of range"),
             }
+        } else if is(opt, "capa") {
+            sess.repl_capa_eof |= is(val, "eof");
+            sess.repl_capa_psync2 |= is(val, "psync2");
         } else if is(opt, "ack") || is(opt, "getack") {
             // No reply to these, as in Redis.
             sess.reply_skip = 1;
@@ -85,49 +88,53 @@ pub(crate) fn replconf(_: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply 
     Reply::ok()
 }
 
-/// PSYNC replid offset, SYNC: a partial resync (`+CONTINUE`) when the
-/// replication id is ours and the backlog holds the stream from `offset`
-/// (the first byte the replica lacks, counted from 1, as Redis sends it),
-/// else a full one (`+FULLRESYNC replid offset`, then the RDB image); the
-/// connection then goes to a replica's thread ([`crate::replication::primary`]).
+/// PSYNC replid offset, SYNC: a partial resync (`+CONTINUE [replid]`)
+/// when the id is ours, or our previous one with `offset` at most
+/// `second_repl_offset`, and the backlog holds the stream from `offset`
+/// (the first byte the replica lacks, counted from 1, as Redis sends it);
+/// else a full one (`+FULLRESYNC replid offset`, then the RDB image), sent
+/// by the replica's thread. The connection then goes to that thread
+/// ([`crate::replication::primary`]). A replica whose own link is down
+/// refuses, as Redis does.
 pub(crate) fn psync(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    use crate::replication::primary::{Handover, Resync};
     if sess.tls {
         return Reply::err("ERR replication over TLS is not supported yet");
     }
     if sess.master {
         return Reply::err("ERR Command is not valid when client is a replica.");
     }
+    let st = &shared.replication;
+    if !st.can_serve_sync() {
+        return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
+    }
     let sync = is(arg(args, 0), "sync");
-    let replid = shared.replication.replid();
-    shared.repl_stream.start(BACKLOG);
+    shared.repl_stream.start(st.settings.backlog_size() as usize);
+    let asked_id = arg(args, 1);
     // Redis asks for the first byte it lacks, counting from 1.
-    let asked = crate::numbers::parse_i64(arg(args, 2)).and_then(|o| u64::try_from(o).ok()?.checked_sub(1));
-    let partial = match asked {
-        Some(o) if !sync && arg(args, 1) == replid.as_bytes() && shared.repl_stream.since(o).is_some() => Some(o),
+    let asked = crate::numbers::parse_i64(arg(args, 2));
+    let (id, id2, second) = st.ids();
+    let known = asked_id == id.as_bytes() || (asked_id == id2.as_bytes() && asked.is_some_and(|o| o <= second));
+    let partial = match asked.and_then(|o| u64::try_from(o).ok()?.checked_sub(1)) {
+        Some(from) if !sync && known => {
+            use crate::replication::primary::Stream;
+            shared.repl_stream.attach(from, st.settings.replica_hard_limit())
+        }
         _ => None,
     };
-    let (views, offset, preamble) = match partial {
-        Some(o) => (None, o, format!("+CONTINUE {replid}\r\n")),
+    let resync = match partial {
+        Some(feed) => {
+            st.count_sync(false, true, false);
+            let line = if sess.repl_capa_psync2 { format!("+CONTINUE {id}\r\n") } else { "+CONTINUE\r\n".into() };
+            Resync::Partial { preamble: line.into_bytes(), feed }
+        }
         None => {
-            let taken = {
-                // No write commits between the views and the offset.
-                let _all = shared.locks.lock_all();
-                shared.repl_stream.reselect();
-                shared.store.snapshot_databases(shared.dbs.len()).map(|v| (v, shared.repl_stream.offset()))
-            };
-            let (views, offset) = match taken {
-                Ok(t) => t,
-                Err(e) => return Reply::err(format!("ERR taking the image: {e}")),
-            };
-            let line = if sync { String::new() } else { format!("+FULLRESYNC {replid} {offset}\r\n") };
-            (Some(views), offset, line)
+            st.count_sync(true, false, !sync && asked_id != b"?");
+            Resync::Full { psync: !sync, eof: sess.repl_capa_eof }
         }
     };
-    sess.handover = Some(Box::new(crate::replication::primary::Handover {
-        preamble: preamble.into_bytes(),
-        views,
-        offset,
-        replid,
+    sess.handover = Some(Box::new(Handover {
+        resync,
         stream: shared.repl_stream.clone(),
         dir: shared.config.dir.clone(),
         listening_port: sess.repl_port,
@@ -136,6 +143,22 @@ pub(crate) fn psync(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
     // The thread sends the reply (SYNC has none).
     sess.reply_skip = 1;
     Reply::ok()
+}
+
+/// A full sync's image: the views of every database, the stream offset
+/// they match and the replica's spool attached there, taken under every
+/// key lock (no write commits between them) and the replication thread's
+/// apply lock (on a replica, no batch of the primary's stream is half
+/// applied and proxied).
+pub fn take_image(shared: &Shared, hard: u64) -> Result<crate::replication::primary::Image, String> {
+    use crate::replication::primary::Stream;
+    let _applying = shared.replication.apply_lock.lock();
+    let _all = shared.locks.lock_all();
+    shared.repl_stream.reselect();
+    let views = shared.store.snapshot_databases(shared.dbs.len()).map_err(|e| format!("taking the image: {e}"))?;
+    let offset = shared.repl_stream.offset();
+    let feed = shared.repl_stream.attach(offset, hard).ok_or("the stream moved while the image was taken")?;
+    Ok(crate::replication::primary::Image { views, offset, feed, replid: shared.replication.replid() })
 }
 
 /// WAIT numreplicas timeout's arguments, or its error.
@@ -269,11 +292,26 @@ impl Applier for MasterClient {
     fn stopping(&self) -> bool {
         self.shared.upgrade().is_none_or(|s| s.is_shutting_down())
     }
+
+    fn discard(&mut self) {
+        if self.sess.as_ref().is_some_and(|s| s.multi.is_some()) {
+            let _ = self.run(&[bytes(b"DISCARD")]);
+        }
+    }
 }
 
 /// Lets the replication thread write through the dispatch (call once at
 /// start, before any REPLICAOF).
 pub fn install_replication(shared: &Arc<Shared>) {
+    for (name, value) in &shared.config.repl_settings {
+        // Checked when the file was read.
+        let _ = shared.replication.settings.set(name, value);
+    }
+    let weak = Arc::downgrade(shared);
+    shared.replication.install_snapshotter(Arc::new(move |hard| {
+        let shared = weak.upgrade().ok_or("the server is gone")?;
+        take_image(&shared, hard)
+    }));
     let weak = Arc::downgrade(shared);
     shared.replication.install(Arc::new(move || {
         weak.upgrade()?;

@@ -40,6 +40,7 @@ pub(crate) fn config(shared: &Shared, _: &mut Session, args: &[Bytes]) -> Reply 
             crate::replication::RoleView::Primary { .. } => String::new(),
         };
         params.push(("replicaof", Bytes::from(of)));
+        params.extend(shared.replication.settings.params().into_iter().map(|(n, v)| (n, Bytes::from(v))));
         for (name, value) in params {
             if args.iter().skip(2).any(|p| glob_match(&p.to_ascii_lowercase(), name.as_bytes())) {
                 out.push((Reply::bulk(name), Reply::Bulk(value)));
@@ -117,6 +118,7 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
     let mut protected: Option<bool> = None;
     let mut replica_ro: Option<bool> = None;
     let mut master_auth: Vec<(bool, String)> = Vec::new();
+    let mut repl: Vec<(String, String)> = Vec::new();
     // Duplicates first, before any value is looked at, as Redis checks.
     let mut seen: Vec<String> = Vec::new();
     for pair in pairs.chunks(2) {
@@ -162,6 +164,14 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
                     ))
                 }
             });
+            continue;
+        }
+        if crate::replication::Settings::knows(&name) {
+            let v = String::from_utf8_lossy(arg(pair, 1)).into_owned();
+            if let Err(e) = crate::replication::Settings::check(&name, &v) {
+                return Reply::err(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {e}"));
+            }
+            repl.push((name, v));
             continue;
         }
         if name == "masterauth" || name == "masteruser" {
@@ -212,6 +222,12 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
     }
     for (user, v) in master_auth {
         shared.replication.set_auth(user, &v);
+    }
+    for (name, v) in repl {
+        let _ = shared.replication.settings.set(&name, &v);
+        if name == "repl-backlog-size" {
+            shared.replication.resize_backlog();
+        }
     }
     Reply::ok()
 }
@@ -325,7 +341,10 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("pubsub_channels", channels.to_string()),
                 kv("pubsub_patterns", patterns.to_string()),
                 kv("pubsubshard_channels", shard.to_string()),
-            ],
+            ]
+            .into_iter()
+            .chain(shared.replication.stats())
+            .collect::<Vec<_>>(),
         );
     }
     if want("replication") {

@@ -102,6 +102,10 @@ pub struct Session {
     pub tls: bool,
     /// The port the peer said it listens on (REPLCONF listening-port).
     pub repl_port: u16,
+    /// The replica announced `REPLCONF capa eof` (it takes a diskless image).
+    pub repl_capa_eof: bool,
+    /// The replica announced `REPLCONF capa psync2` (`+CONTINUE <id>`).
+    pub repl_capa_psync2: bool,
     /// Set by PSYNC/SYNC: the connection goes to a replica's thread once
     /// this pass's replies are out.
     pub handover: Option<Box<crate::replication::primary::Handover>>,
@@ -136,6 +140,8 @@ impl Session {
             master: false,
             tls: false,
             repl_port: 0,
+            repl_capa_eof: false,
+            repl_capa_psync2: false,
             handover: None,
         }
     }

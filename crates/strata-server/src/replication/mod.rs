@@ -2,16 +2,30 @@
 //! serving replicas. [`State`] is the server's role, link and attached
 //! replicas as ROLE and INFO show them; [`replica`] is the thread that
 //! syncs from the primary and applies its command stream; [`primary`]
-//! serves one replica (image, then stream).
+//! serves one replica (image, then stream); [`feed`] is a replica's spool
+//! of the stream; [`settings`] the settings CONFIG SET changes.
+//!
+//! PSYNC2, as Redis 4+: a replica's stream is its primary's, proxied byte
+//! for byte at the same offsets, so its own replicas, and any replica
+//! after a failover, continue from the backlog. The replication id is
+//! ours as a primary and the primary's while following; on promotion
+//! (REPLICAOF NO ONE) the old id becomes `replid2`, valid up to
+//! `second_repl_offset` (our offset + 1, the first byte not in the old
+//! history), and a PSYNC naming it is still served from the backlog. A
+//! replica reconnects with `PSYNC <replid> <offset + 1>` whenever it keeps
+//! a backlog (it synced once, or was a primary with replicas), else with
+//! `PSYNC ? -1`.
 //!
 //! This module knows nothing of command dispatch: the server installs an
 //! [`ApplierFactory`] at start (see `cmd::install_replication`), through
 //! which the thread flushes, loads keys and runs the primary's commands as
 //! its "master client".
 
+pub mod feed;
 pub mod primary;
 pub mod replica;
 mod resp;
+pub mod settings;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -21,6 +35,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use crate::rdb::read::Entry;
+pub use settings::Settings;
 
 /// What the replication thread writes through: one per sync, so the
 /// master client's session (SELECT, MULTI) starts afresh each time.
@@ -36,6 +51,8 @@ pub trait Applier: Send {
     fn apply(&mut self, args: &[Bytes]) -> Result<(), String>;
     /// Whether the server is stopping.
     fn stopping(&self) -> bool;
+    /// Drops a transaction begun and not ended (the link was cut in it).
+    fn discard(&mut self);
 }
 
 /// Makes an [`Applier`]; `None` once the server is gone.
@@ -110,6 +127,27 @@ pub struct State {
     replicas: Mutex<Vec<Arc<primary::Attached>>>,
     /// The server stops: replicas' threads end.
     stopping: AtomicBool,
+    /// The replication settings (CONFIG SET).
+    pub settings: Settings,
+    /// Replicas waiting for a diskless sync's delay to end.
+    diskless_waiting: AtomicU64,
+    /// Takes a full sync's image (installed at start).
+    snapshotter: OnceLock<primary::Snapshotter>,
+    /// Held by the replication thread while it applies and proxies a
+    /// batch of the primary's stream, and by an image being taken: a
+    /// sub-replica's image then matches the offset it is taken at.
+    pub apply_lock: Mutex<()>,
+    /// The master client, kept between links and REPLICAOFs (Redis's
+    /// cached master: its selected database carries over a PSYNC).
+    master_client: Mutex<Option<Box<dyn Applier>>>,
+    /// INFO stats: full syncs served, partial resyncs accepted, refused.
+    sync_full: AtomicU64,
+    sync_partial_ok: AtomicU64,
+    sync_partial_err: AtomicU64,
+    /// A full sync from the primary: the image's size (-1: diskless,
+    /// unknown) and the bytes read so far.
+    sync_total: std::sync::atomic::AtomicI64,
+    sync_read: AtomicU64,
 }
 
 /// A fresh 40-hex-digit replication id.
@@ -150,6 +188,105 @@ impl State {
             stream: OnceLock::new(),
             replicas: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
+            settings: Settings::default(),
+            diskless_waiting: AtomicU64::new(0),
+            snapshotter: OnceLock::new(),
+            apply_lock: Mutex::new(()),
+            master_client: Mutex::new(None),
+            sync_full: AtomicU64::new(0),
+            sync_partial_ok: AtomicU64::new(0),
+            sync_partial_err: AtomicU64::new(0),
+            sync_total: std::sync::atomic::AtomicI64::new(0),
+            sync_read: AtomicU64::new(0),
+        }
+    }
+
+    /// Installs what takes a full sync's image (once, at start).
+    pub fn install_snapshotter(&self, f: primary::Snapshotter) {
+        let _ = self.snapshotter.set(f);
+    }
+
+    /// Takes a full sync's image with a spool of hard limit `hard`.
+    fn snapshot(&self, hard: u64) -> Result<primary::Image, String> {
+        let f = self.snapshotter.get().ok_or("replication is not available")?;
+        f(hard)
+    }
+
+    /// Counts a sync served: a full one, or a partial one accepted or
+    /// refused (INFO stats).
+    pub fn count_sync(&self, full: bool, partial_ok: bool, partial_err: bool) {
+        for (on, n) in
+            [(full, &self.sync_full), (partial_ok, &self.sync_partial_ok), (partial_err, &self.sync_partial_err)]
+        {
+            if on {
+                n.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// INFO stats' replication fields.
+    pub fn stats(&self) -> Vec<(String, String)> {
+        [
+            ("sync_full", &self.sync_full),
+            ("sync_partial_ok", &self.sync_partial_ok),
+            ("sync_partial_err", &self.sync_partial_err),
+        ]
+        .into_iter()
+        .map(|(k, n)| (k.to_string(), n.load(Ordering::Relaxed).to_string()))
+        .collect()
+    }
+
+    /// The ids a PSYNC may name: ours, the previous one and the offset up
+    /// to which that one holds (Redis's `second_replid_offset`).
+    pub fn ids(&self) -> (String, String, i64) {
+        let r = self.role.lock();
+        (r.replid.clone(), r.replid2.clone(), r.second_offset)
+    }
+
+    /// Whether a sub-replica may sync: we are a primary, or our link is up
+    /// (Redis's `-NOMASTERLINK` otherwise).
+    pub fn can_serve_sync(&self) -> bool {
+        let r = self.role.lock();
+        r.master.is_none() || r.link == Link::Connected
+    }
+
+    /// Disconnects every attached replica (our replication id changed, or
+    /// our stream starts over): they reconnect and PSYNC again.
+    fn disconnect_replicas(&self) {
+        for r in self.replicas.lock().iter() {
+            r.kicked.store(true, Ordering::Release);
+        }
+    }
+
+    /// Replicas online whose last ack is at most `min-replicas-max-lag`
+    /// seconds old (Redis's good replicas).
+    pub fn good_replicas(&self) -> usize {
+        let lag = self.settings.min_replicas_max_lag();
+        self.replicas().iter().filter(|r| r.3 <= lag).count()
+    }
+
+    /// Whether writes are refused for `min-replicas-to-write` (a primary
+    /// with fewer good replicas than that): `-NOREPLICAS`.
+    pub fn too_few_replicas(&self) -> bool {
+        let min = self.settings.min_replicas();
+        // Redis checks only when both settings are non-zero.
+        min > 0 && self.settings.min_replicas_max_lag() > 0 && !self.is_replica() && (self.good_replicas() as u64) < min
+    }
+
+    /// Whether commands without the `stale` flag are refused: a replica
+    /// whose link is down with `replica-serve-stale-data no`.
+    pub fn serves_stale(&self) -> bool {
+        if self.settings.serve_stale() {
+            return true;
+        }
+        let r = self.role.lock();
+        r.master.is_none() || r.link == Link::Connected
+    }
+
+    /// The backlog's size changed (CONFIG SET repl-backlog-size).
+    pub fn resize_backlog(&self) {
+        if let Some(s) = self.stream.get() {
+            s.resize(self.settings.backlog_size());
         }
     }
 
@@ -210,6 +347,15 @@ impl State {
         self.stream.get().map(|s| s.offset())
     }
 
+    /// What the replica's PSYNC names: our replication id and the next
+    /// byte's offset if a backlog is kept, else `?` and -1.
+    fn psync_args(&self) -> (String, i64) {
+        match self.stream.get() {
+            Some(s) if s.backlog().0 => (self.replid(), s.offset() as i64 + 1),
+            _ => ("?".into(), -1),
+        }
+    }
+
     /// Installs what the replication thread writes through (once, at start).
     pub fn install(&self, f: ApplierFactory) {
         let _ = self.applier.set(f);
@@ -268,6 +414,12 @@ impl State {
             let _ = t.join();
         }
         let mut r = self.role.lock();
+        // Local writes are no longer recorded; the backlog stays, and the
+        // thread tries PSYNC with our id and offset (Redis caches itself
+        // as the master), so a demoted primary can continue.
+        if let Some(s) = self.stream.get() {
+            s.set_following(true);
+        }
         r.master = Some((host.clone(), port));
         r.link = Link::Connect;
         r.down_since = unix_secs();
@@ -281,23 +433,35 @@ impl State {
         Ok(())
     }
 
-    /// Stops following (REPLICAOF NO ONE, shutdown): the server keeps its
-    /// data and becomes a primary with a new replication id; the old one
-    /// stays valid up to the offset reached (`master_replid2`).
+    /// Stops following (REPLICAOF NO ONE): the server keeps its data,
+    /// stream offset and backlog and becomes a primary with a new
+    /// replication id; the old one stays valid up to the offset reached
+    /// (`master_replid2`, `second_repl_offset` = offset + 1, as Redis's
+    /// `shiftReplicationId`). Its replicas are disconnected to learn the
+    /// new id; they continue from the backlog.
     pub fn promote(&self) {
         let old = {
             let mut r = self.role.lock();
             r.generation += 1;
-            if r.master.take().is_some() {
-                r.replid2 = std::mem::replace(&mut r.replid, new_replid());
-                r.second_offset = self.offset.load(Ordering::Acquire) as i64 + 1;
-            }
-            r.link = Link::Connect;
             r.thread.take()
         };
+        // The thread stops first: nothing is applied or proxied after the
+        // offset the old id is valid to.
         if let Some(t) = old {
             let _ = t.join();
         }
+        let mut r = self.role.lock();
+        if r.master.take().is_some() {
+            let offset = self.stream_offset().unwrap_or_else(|| self.offset.load(Ordering::Acquire));
+            self.offset.store(offset, Ordering::Release);
+            r.replid2 = std::mem::replace(&mut r.replid, new_replid());
+            r.second_offset = offset as i64 + 1;
+            if let Some(s) = self.stream.get() {
+                s.set_following(false);
+            }
+            self.disconnect_replicas();
+        }
+        r.link = Link::Connect;
     }
 
     /// Stops the replication thread, if any, keeping the role (shutdown).
@@ -329,7 +493,9 @@ impl State {
         }
     }
 
-    /// A full sync began: the primary's id and offset.
+    /// A full sync began: the primary's id and offset. Our stream starts
+    /// over at that offset with an empty backlog (kept from now on, for
+    /// sub-replicas and a later PSYNC), and our replicas resync.
     fn start_sync(&self, generation: u64, replid: &str, offset: u64) {
         let mut r = self.role.lock();
         if r.generation == generation {
@@ -338,6 +504,34 @@ impl State {
             r.second_offset = -1;
             r.link = Link::Sync;
         }
+        if let Some(s) = self.stream.get() {
+            let _applying = self.apply_lock.lock();
+            s.set_following(true);
+            s.start(self.settings.backlog_size());
+            s.reset(offset);
+        }
+        self.disconnect_replicas();
+        self.offset.store(offset, Ordering::Release);
+        self.read_offset.store(offset, Ordering::Release);
+        self.sync_read.store(0, Ordering::Relaxed);
+    }
+
+    /// A partial resync was accepted (`+CONTINUE [newid]`): the stream
+    /// goes on from our offset; a new id of the primary makes ours
+    /// `replid2` up to our offset + 1, and our replicas reconnect to learn
+    /// it (Redis's `slaveTryPartialResynchronization`).
+    fn continue_sync(&self, generation: u64, new_id: Option<&str>) {
+        let mut r = self.role.lock();
+        if r.generation != generation {
+            return;
+        }
+        if let Some(id) = new_id.filter(|id| *id != r.replid) {
+            let offset = self.stream_offset().unwrap_or_else(|| self.offset());
+            r.replid2 = std::mem::replace(&mut r.replid, id.to_string());
+            r.second_offset = offset as i64 + 1;
+            self.disconnect_replicas();
+        }
+        let offset = self.stream_offset().unwrap_or_else(|| self.offset());
         self.offset.store(offset, Ordering::Release);
         self.read_offset.store(offset, Ordering::Release);
     }
@@ -390,6 +584,14 @@ impl State {
                 let ago = if last == 0 { -1 } else { unix_secs().saturating_sub(last) as i64 };
                 f.push(("master_last_io_seconds_ago", ago.to_string()));
                 f.push(("master_sync_in_progress", u8::from(r.link == Link::Sync).to_string()));
+                if r.link == Link::Sync {
+                    let total = self.sync_total.load(Ordering::Relaxed);
+                    let read = self.sync_read.load(Ordering::Relaxed);
+                    f.push(("master_sync_total_bytes", total.to_string()));
+                    f.push(("master_sync_read_bytes", read.to_string()));
+                    let left = if total < 0 { -1 } else { total - read as i64 };
+                    f.push(("master_sync_left_bytes", left.to_string()));
+                }
                 f.push(("slave_read_repl_offset", self.read_offset.load(Ordering::Acquire).to_string()));
                 f.push(("slave_repl_offset", offset.to_string()));
                 if !up {
@@ -403,6 +605,10 @@ impl State {
         }
         let replicas = self.replicas();
         f.push(("connected_slaves", replicas.len().to_string()));
+        if self.settings.min_replicas() > 0 && self.settings.min_replicas_max_lag() > 0 {
+            let lag = self.settings.min_replicas_max_lag();
+            f.push(("min_slaves_good_slaves", replicas.iter().filter(|r| r.3 <= lag).count().to_string()));
+        }
         let mut slaves = Vec::new();
         for (i, (ip, port, ack, lag)) in replicas.into_iter().enumerate() {
             slaves.push((format!("slave{i}"), format!("ip={ip},port={port},state=online,offset={ack},lag={lag}")));
@@ -412,14 +618,18 @@ impl State {
         f.push(("master_replid2", r.replid2.clone()));
         f.push(("master_repl_offset", offset.to_string()));
         f.push(("second_repl_offset", r.second_offset.to_string()));
-        let (active, size, first, held) = self.stream.get().map(|s| s.backlog()).unwrap_or((false, 1 << 20, 0, 0));
+        let (active, _, first, held) = self.stream.get().map(|s| s.backlog()).unwrap_or((false, 1 << 20, 0, 0));
         f.push(("repl_backlog_active", u8::from(active).to_string()));
-        f.push(("repl_backlog_size", size.to_string()));
+        f.push(("repl_backlog_size", self.settings.backlog_size().to_string()));
         f.push(("repl_backlog_first_byte_offset", first.to_string()));
         f.push(("repl_backlog_histlen", held.to_string()));
         let mut out: Vec<(String, String)> = f.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         // The replicas' lines follow `connected_slaves`, as in Redis.
-        let at = out.iter().position(|(k, _)| k == "connected_slaves").map_or(out.len(), |i| i + 1);
+        let at = out
+            .iter()
+            .position(|(k, _)| k == "min_slaves_good_slaves")
+            .or_else(|| out.iter().position(|(k, _)| k == "connected_slaves"))
+            .map_or(out.len(), |i| i + 1);
         out.splice(at..at, slaves);
         out
     }

@@ -1,14 +1,32 @@
 //! Replication, primary side: serving one replica after its `PSYNC` or
-//! `SYNC`. The command handler takes the point-in-time views and the
-//! stream offset they match (under every key lock) and hands the
-//! connection over in a [`Handover`]; [`serve`] then runs on a thread of
-//! its own, with a blocking socket: it writes the RDB image to a
-//! temporary file in the data directory (sending Redis's `\n` keepalives
-//! meanwhile), sends it as `$<len>\r\n<bytes>`, then tails the
-//! replication stream from the image's offset, reading the replica's
-//! `REPLCONF ACK <offset>` on a second thread. A replica that falls
-//! behind the backlog or disconnects is dropped (it reconnects and syncs
-//! again).
+//! `SYNC`. The command handler decides between a partial resync (it
+//! attaches the replica's spool at the offset asked for, atomically with
+//! the backlog check) and a full one, and hands the connection over in a
+//! [`Handover`]; [`serve`] then runs on a thread of its own, with a
+//! blocking socket.
+//!
+//! A full sync takes the point-in-time views of every database with the
+//! stream offset they match and attaches the replica's spool
+//! ([`super::feed::Feed`]) at that offset, all under every key lock
+//! (`State::snapshot`); the image goes out while the spool collects what
+//! is written meanwhile, so the sync never starts over however fast the
+//! writes come (up to `client-output-buffer-limit replica`'s hard limit).
+//! The image is sent either diskless (`repl-diskless-sync yes`, the
+//! default, to a replica that announced `capa eof`): after
+//! `repl-diskless-sync-delay` seconds it is written straight to the
+//! socket as `$EOF:<40 random chars>\r\n<rdb><the same 40 chars>`; or
+//! disk-backed: written to a temporary file in the data directory
+//! (Redis's `\n` keepalives going out meanwhile), then sent as
+//! `$<len>\r\n<bytes>`. Every replica gets an image of its own (taken when
+//! its delay ends), so replicas arriving within one delay do not share
+//! one; the delay only ends early once `repl-diskless-sync-max-replicas`
+//! replicas wait. Memory stays flat: images are streamed from engine
+//! snapshots.
+//!
+//! After the image the thread sends the spool as it fills (PING when the
+//! stream is idle), and a second thread reads the replica's `REPLCONF ACK
+//! <offset>`. A replica whose spool overflows or that disconnects is
+//! dropped (it reconnects and continues from the backlog if it can).
 //!
 //! This module knows nothing of command dispatch: the stream is reached
 //! through the [`Stream`] trait, which the command layer implements.
@@ -23,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 
+use super::feed::Feed;
 use super::{unix_secs, State};
 use crate::rdb::image::{write_image, ImageOptions};
 use crate::rdb::write::{Header, ReplInfo};
@@ -37,38 +56,81 @@ const PING_PERIOD: Duration = Duration::from_secs(10);
 /// Keepalive newlines while the image is written.
 const KEEPALIVE: Duration = Duration::from_secs(1);
 
-/// The replication stream as the primary side reads it.
+/// The replication stream as the replication code reads and feeds it.
 pub trait Stream: Send + Sync {
     /// The replication offset: bytes ever appended.
     fn offset(&self) -> u64;
-    /// The bytes from `from` to the current offset, if the backlog still
-    /// holds them.
-    fn since(&self, from: u64) -> Option<Vec<u8>>;
-    /// Waits up to `timeout` for the offset to pass `from`.
-    fn wait_past(&self, from: u64, timeout: Duration);
+    /// Attaches a replica's spool at `from` (filled with the backlog's
+    /// bytes from there), if the backlog still holds `from..offset`;
+    /// every later append goes to it too. `hard`: its limit (0: none).
+    fn attach(&self, from: u64, hard: u64) -> Option<Arc<Feed>>;
+    /// Detaches a spool.
+    fn detach(&self, feed: &Arc<Feed>);
     /// Appends a `PING` if nothing was appended for `idle`, so replicas
     /// see their link alive (the PING counts in the offset, as in Redis).
+    /// Nothing while following a primary, whose PINGs are proxied.
     fn ping_if_idle(&self, idle: Duration);
     /// The backlog: (active, size, first byte's offset, bytes held).
     fn backlog(&self) -> (bool, u64, u64, u64);
     /// Appends `REPLCONF GETACK *`: replicas acknowledge at once (WAIT).
     fn getack(&self);
+    /// Keeps a backlog of `size` bytes from now on.
+    fn start(&self, size: u64);
+    /// Sets the backlog's size, keeping the newest bytes.
+    fn resize(&self, size: u64);
+    /// A full sync from a primary: the stream continues at `offset` with
+    /// an empty backlog (and no spools).
+    fn reset(&self, offset: u64);
+    /// Whether the stream is a primary's, proxied: local writes are then
+    /// not recorded.
+    fn set_following(&self, on: bool);
+    /// Appends bytes of the primary's stream as they came.
+    fn proxy(&self, bytes: &[u8]);
+}
+
+/// What a full sync starts from, taken atomically (see `State::snapshot`):
+/// the views of every database, the stream offset they match, the
+/// replica's spool attached there, and the replication id.
+pub struct Image {
+    /// The views, one per database.
+    pub views: Vec<Box<dyn SnapshotView>>,
+    /// The stream offset of the views.
+    pub offset: u64,
+    /// The replica's spool, from `offset`.
+    pub feed: Arc<Feed>,
+    /// The replication id at that offset.
+    pub replid: String,
+}
+
+/// Takes an [`Image`] with a spool of the given hard limit.
+pub type Snapshotter = Arc<dyn Fn(u64) -> Result<Image, String> + Send + Sync>;
+
+/// How the replica continues.
+pub enum Resync {
+    /// From the backlog: the reply line and the spool (already holding
+    /// the bytes from the offset asked for).
+    Partial {
+        /// `+CONTINUE ...\r\n`.
+        preamble: Vec<u8>,
+        /// The spool.
+        feed: Arc<Feed>,
+    },
+    /// An image first.
+    Full {
+        /// PSYNC (`+FULLRESYNC id offset` first), not SYNC.
+        psync: bool,
+        /// The replica announced `capa eof` (it takes a diskless image).
+        eof: bool,
+    },
 }
 
 /// What PSYNC/SYNC hands to the replica's thread.
 pub struct Handover {
-    /// The replies to send first (`+FULLRESYNC id offset`, `+CONTINUE id`,
-    /// nothing for SYNC).
-    pub preamble: Vec<u8>,
-    /// The views of every database for a full sync; `None`: a partial one.
-    pub views: Option<Vec<Box<dyn SnapshotView>>>,
-    /// The stream offset the replica continues from.
-    pub offset: u64,
-    /// The replication id the image carries.
-    pub replid: String,
+    /// Partial or full.
+    pub resync: Resync,
     /// The stream.
     pub stream: Arc<dyn Stream>,
-    /// Where the image's temporary file goes.
+    /// Where a disk-backed image's temporary file goes.
     pub dir: PathBuf,
     /// The replica's `REPLCONF listening-port` (0: not told).
     pub listening_port: u16,
@@ -90,6 +152,8 @@ pub struct Attached {
     pub last_ack: AtomicU64,
     /// Its connection ended.
     gone: AtomicBool,
+    /// It must be disconnected (our replication id changed).
+    pub(super) kicked: AtomicBool,
 }
 
 /// Serves a replica on a thread of its own: `sock` is the connection (in
@@ -105,6 +169,7 @@ pub fn serve(state: Arc<State>, h: Handover, sock: TcpStream, out: Vec<u8>, inpu
             ack: AtomicU64::new(0),
             last_ack: AtomicU64::new(unix_secs()),
             gone: AtomicBool::new(false),
+            kicked: AtomicBool::new(false),
         });
         state.attach(me.clone());
         if let Err(e) = feed(&state, &me, h, &sock, out, input) {
@@ -118,7 +183,27 @@ pub fn serve(state: Arc<State>, h: Handover, sock: TcpStream, out: Vec<u8>, inpu
     }
 }
 
-/// The replica's whole life: preamble, image, stream.
+/// Detaches a spool from the stream when the replica's thread ends.
+struct Attachment(Arc<dyn Stream>, Arc<Feed>);
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        self.0.detach(&self.1);
+    }
+}
+
+/// Why the replica's thread must stop now, if it must.
+fn must_stop(state: &State, me: &Attached) -> Option<io::Result<()>> {
+    if me.gone.load(Ordering::Acquire) {
+        return Some(Err(io::Error::new(io::ErrorKind::ConnectionAborted, "the replica closed the link")));
+    }
+    if me.kicked.load(Ordering::Acquire) {
+        return Some(Err(io::Error::other("our replication id changed")));
+    }
+    state.stopping().then_some(Ok(()))
+}
+
+/// The replica's whole life: reply, image, stream.
 fn feed(
     state: &State,
     me: &Arc<Attached>,
@@ -131,49 +216,101 @@ fn feed(
     sock.set_write_timeout(Some(TIMEOUT))?;
     let mut w = sock;
     w.write_all(&out)?;
-    w.write_all(&h.preamble)?;
     let reader = sock.try_clone()?;
     let acks = me.clone();
     std::thread::Builder::new().name("strata-replica-in".into()).spawn(move || read_acks(reader, input, &acks))?;
-    if let Some(views) = h.views.as_deref() {
-        send_image(&mut w, views, &h, me)?;
-    }
+    let spool = match h.resync {
+        Resync::Partial { ref preamble, ref feed } => {
+            w.write_all(preamble)?;
+            Attachment(h.stream.clone(), feed.clone())
+        }
+        Resync::Full { psync, eof } => {
+            let diskless = eof && state.settings.diskless();
+            if diskless {
+                if let Some(end) = diskless_delay(state, me) {
+                    return end;
+                }
+            }
+            let image = state.snapshot(state.settings.replica_hard_limit()).map_err(io::Error::other)?;
+            let spool = Attachment(h.stream.clone(), image.feed.clone());
+            if psync {
+                w.write_all(format!("+FULLRESYNC {} {}\r\n", image.replid, image.offset).as_bytes())?;
+            }
+            if diskless {
+                send_diskless(&mut w, &image, &h)?;
+            } else {
+                send_image(&mut w, &image, &h, me)?;
+            }
+            spool
+        }
+    };
     me.online.store(true, Ordering::Release);
-    let mut sent = h.offset;
     loop {
-        if me.gone.load(Ordering::Acquire) {
-            return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "the replica closed the link"));
+        if let Some(end) = must_stop(state, me) {
+            return end;
         }
-        if state.stopping() {
-            return Ok(());
+        let chunks = spool.1.take(TICK).map_err(io::Error::other)?;
+        if chunks.is_empty() {
+            h.stream.ping_if_idle(PING_PERIOD);
         }
-        match h.stream.since(sent) {
-            None => return Err(io::Error::other("it fell behind the replication backlog")),
-            Some(b) if b.is_empty() => {
-                h.stream.ping_if_idle(PING_PERIOD);
-                h.stream.wait_past(sent, TICK);
-            }
-            Some(b) => {
-                w.write_all(&b)?;
-                sent += b.len() as u64;
-            }
+        for c in chunks {
+            w.write_all(&c)?;
         }
     }
 }
 
+/// Waits `repl-diskless-sync-delay` seconds (less once
+/// `repl-diskless-sync-max-replicas` replicas wait), so that a replica's
+/// peers arriving meanwhile start too; `Some` if the thread must stop.
+fn diskless_delay(state: &State, me: &Attached) -> Option<io::Result<()>> {
+    let until = Instant::now() + Duration::from_secs(state.settings.diskless_delay());
+    state.diskless_waiting.fetch_add(1, Ordering::AcqRel);
+    let end = loop {
+        if let Some(end) = must_stop(state, me) {
+            break Some(end);
+        }
+        let max = state.settings.diskless_max_replicas();
+        if Instant::now() >= until || (max > 0 && state.diskless_waiting.load(Ordering::Acquire) >= max) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    state.diskless_waiting.fetch_sub(1, Ordering::AcqRel);
+    end
+}
+
+/// The RDB header of an image.
+fn header(image: &Image, h: &Handover) -> Header {
+    Header {
+        repl: Some(ReplInfo { stream_db: 0, id: image.replid.clone(), offset: image.offset as i64 }),
+        ..Header::now(h.redis_ver, 0)
+    }
+}
+
+/// Writes the image straight to the socket, framed by a random EOF mark.
+fn send_diskless(w: &mut &TcpStream, image: &Image, h: &Handover) -> io::Result<()> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mark: Vec<u8> = (0..40).map(|_| HEX[usize::from(rand::random::<u8>() & 15)]).collect();
+    let mut out = BufWriter::with_capacity(1 << 16, *w);
+    out.write_all(b"$EOF:")?;
+    out.write_all(&mark)?;
+    out.write_all(b"\r\n")?;
+    let (mut out, _) = write_image(out, &header(image, h), &image.views, &ImageOptions::default())
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    out.write_all(&mark)?;
+    out.flush()
+}
+
 /// Writes the image to a temporary file (keepalives going out meanwhile),
 /// then sends it as `$<len>\r\n<bytes>`.
-fn send_image(w: &mut &TcpStream, views: &[Box<dyn SnapshotView>], h: &Handover, me: &Attached) -> io::Result<()> {
+fn send_image(w: &mut &TcpStream, image: &Image, h: &Handover, me: &Attached) -> io::Result<()> {
     let path = h.dir.join(format!("temp-repl-{}-{}.rdb", std::process::id(), rand::random::<u32>()));
-    let header = Header {
-        repl: Some(ReplInfo { stream_db: 0, id: h.replid.clone(), offset: h.offset as i64 }),
-        ..Header::now(h.redis_ver, 0)
-    };
+    let header = header(image, h);
     let done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let writer = s.spawn(|| {
             let r = File::create(&path).and_then(|f| {
-                write_image(BufWriter::new(f), &header, views, &ImageOptions::default())
+                write_image(BufWriter::new(f), &header, &image.views, &ImageOptions::default())
                     .map_err(|e| io::Error::other(e.to_string()))
                     .and_then(|(b, _)| b.into_inner().map_err(|e| e.into_error()))
                     .and_then(|f| f.sync_all())
@@ -239,6 +376,6 @@ fn read_acks(mut r: TcpStream, input: Vec<u8>, me: &Attached) {
 
 impl std::fmt::Debug for Handover {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Handover").field("offset", &self.offset).field("full", &self.views.is_some()).finish()
+        f.debug_struct("Handover").field("full", &matches!(self.resync, Resync::Full { .. })).finish()
     }
 }

@@ -1,9 +1,13 @@
 //! The replication thread: connects to the primary, does Redis's
-//! handshake (PING, AUTH, REPLCONF, PSYNC), loads the RDB image it sends
-//! (disk-backed `$<len>` or diskless `$EOF:<mark>`) key by key, then
-//! applies its command stream, acknowledging the offset every second. On
-//! any failure it reconnects, with backoff, and syncs in full again
-//! (partial resync is not done yet).
+//! handshake (PING, AUTH, REPLCONF, PSYNC), and either continues from the
+//! primary's backlog (`+CONTINUE [newid]`: PSYNC named our replication id
+//! and the next byte's offset) or loads the RDB image it sends
+//! (`+FULLRESYNC`: disk-backed `$<len>` or diskless `$EOF:<mark>`) key by
+//! key; then applies its command stream, acknowledging the offset every
+//! second. Every batch of the stream applied is appended as it came to our
+//! own stream (PSYNC2: sub-replicas see the primary's bytes at its
+//! offsets), under `State::apply_lock` so a sub-replica's image matches
+//! its offset. On any failure it reconnects, with backoff, and PSYNCs.
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -50,18 +54,27 @@ impl From<String> for End {
 /// The thread's body: sessions with `host:port` until REPLICAOF changes
 /// (`generation` is no longer the current one) or the server stops.
 pub(super) fn run(state: &Arc<State>, factory: ApplierFactory, host: String, port: u16, generation: u64) {
+    // The master client outlives a link and a REPLICAOF (Redis's cached
+    // master): a partial resync continues in the database it selected.
+    let cached = state.master_client.lock().take();
+    let Some(mut applier) = cached.or_else(|| factory()) else { return };
+    sessions(state, applier.as_mut(), host, port, generation);
+    *state.master_client.lock() = Some(applier);
+}
+
+/// Sessions with `host:port` until the thread must stop.
+fn sessions(state: &Arc<State>, applier: &mut dyn Applier, host: String, port: u16, generation: u64) {
     let mut backoff = Duration::from_millis(100);
     loop {
-        if state.stale(generation) {
+        if state.stale(generation) || applier.stopping() {
             return;
         }
-        let Some(mut applier) = factory() else { return };
-        if applier.stopping() {
-            return;
-        }
+        // A transaction the link cut is dropped: PSYNC resends it whole
+        // (the offset stops before its MULTI).
+        applier.discard();
         state.set_link(generation, Link::Connecting);
         let mut synced = false;
-        match session(state, applier.as_mut(), &host, port, generation, &mut synced) {
+        match session(state, applier, &host, port, generation, &mut synced) {
             End::Stopped => return,
             End::Failed(e) => eprintln!("strata-server: replication from {host}:{port}: {e}; reconnecting"),
         }
@@ -141,13 +154,34 @@ fn sync(
     // Errors of REPLCONF are not fatal (older primaries), as in Redis.
     call(&mut w, &mut r, &[b"REPLCONF", b"listening-port", me.as_bytes()])?;
     call(&mut w, &mut r, &[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"])?;
-    let reply = call(&mut w, &mut r, &[b"PSYNC", b"?", b"-1"])?;
-    let mut words = reply.split(' ');
-    let (Some("+FULLRESYNC"), Some(replid), Some(offset)) = (words.next(), words.next(), words.next()) else {
-        return Err(End::Failed(format!("the primary answered PSYNC with {reply}")));
+    let (id, next) = state.psync_args();
+    w.write_all(&encode(&[b"PSYNC", id.as_bytes(), next.to_string().as_bytes()]))?;
+    // The primary may send newlines before it answers (a diskless sync's
+    // delay).
+    let reply = loop {
+        let l = line(&mut r)?;
+        if !l.is_empty() {
+            break l;
+        }
     };
-    let offset: u64 = offset.parse().map_err(|_| End::Failed(format!("bad offset in {reply}")))?;
-    state.start_sync(generation, replid, offset);
+    let mut words = reply.split(' ');
+    match (words.next(), words.next(), words.next()) {
+        (Some("+CONTINUE"), new_id, _) => {
+            state.continue_sync(generation, new_id);
+            eprintln!(
+                "strata-server: replication from {host}:{port}: successful partial resynchronization (+CONTINUE) \
+                 at offset {}",
+                next - 1
+            );
+            *synced = true;
+            return stream_from(state, applier, r, w, generation);
+        }
+        (Some("+FULLRESYNC"), Some(replid), Some(offset)) => {
+            let offset: u64 = offset.parse().map_err(|_| End::Failed(format!("bad offset in {reply}")))?;
+            state.start_sync(generation, replid, offset);
+        }
+        _ => return Err(End::Failed(format!("the primary answered PSYNC with {reply}"))),
+    }
     state.touched();
     // The primary sends newlines while it prepares the image.
     let header = loop {
@@ -159,6 +193,18 @@ fn sync(
     };
     load_image(state, applier, &mut r, &header, generation)?;
     *synced = true;
+    stream_from(state, applier, r, w, generation)
+}
+
+/// Follows the stream once synced: what the reader holds already, then
+/// the socket.
+fn stream_from(
+    state: &State,
+    applier: &mut dyn Applier,
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+    generation: u64,
+) -> Result<(), End> {
     let leftover = r.buffer().to_vec();
     let stream = r.into_inner();
     stream.set_read_timeout(Some(TICK))?;
@@ -192,6 +238,15 @@ fn load_image(
         }
     };
     applier.flush_all()?;
+    state.sync_total.store(
+        match size {
+            Size::Len(n) => n as i64,
+            Size::Eof(_) => -1,
+        },
+        Ordering::Relaxed,
+    );
+    let mut r = Counting { inner: r, read: &state.sync_read };
+    let r = &mut r;
     let mut stopped = false;
     let mut on = |item: Item| -> Result<(), String> {
         if state.stale(generation) || applier.stopping() {
@@ -240,6 +295,20 @@ fn load_image(
     Ok(())
 }
 
+/// A reader counting the bytes read (INFO's `master_sync_read_bytes`).
+struct Counting<'a, R> {
+    inner: R,
+    read: &'a std::sync::atomic::AtomicU64,
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
 /// Sends `REPLCONF ACK <offset>`.
 fn ack(w: &mut TcpStream, offset: u64) -> io::Result<()> {
     w.write_all(&encode(&[b"REPLCONF", b"ACK", offset.to_string().as_bytes()]))
@@ -264,29 +333,54 @@ fn follow(
     let mut last_ack: Option<Instant> = None;
     let mut last_io = Instant::now();
     let mut errors = 0u32;
+    // Bytes of `buf` applied but not yet counted and proxied: a
+    // transaction counts once its EXEC is applied (Redis's `reploff`
+    // stays before a MULTI until then), so a link cut inside one resumes
+    // before its MULTI.
+    let mut pending = 0usize;
+    let mut in_multi = false;
     loop {
         if state.stale(generation) || applier.stopping() {
             return Err(End::Stopped);
         }
-        let mut used = 0;
+        let mut used = pending;
+        // Applied and proxied as one: an image taken for a sub-replica
+        // sees all of the batch or none of it.
+        let applying = state.apply_lock.lock();
+        let mut done = 0;
         while let Parsed::Command(args, n) = parse(buf.get(used..).unwrap_or_default())? {
             if is_getack(&args) {
                 // Redis acknowledges the offset before the GETACK itself.
-                ack(&mut w, state.offset())?;
+                ack(&mut w, state.offset() + done as u64)?;
             } else if !args.is_empty() {
+                let name = args.first().map(|a| a.as_ref()).unwrap_or_default();
+                if name.eq_ignore_ascii_case(b"multi") {
+                    in_multi = true;
+                } else if name.eq_ignore_ascii_case(b"exec") || name.eq_ignore_ascii_case(b"discard") {
+                    in_multi = false;
+                }
                 if let Err(e) = applier.apply(&args) {
                     errors += 1;
                     if errors <= LOGGED_ERRORS {
-                        let name =
-                            String::from_utf8_lossy(args.first().map(|a| a.as_ref()).unwrap_or_default()).into_owned();
+                        let name = String::from_utf8_lossy(name).into_owned();
                         eprintln!("strata-server: replication: the primary's {name} failed here: {e}");
                     }
                 }
             }
             used += n;
-            state.offset.fetch_add(n as u64, Ordering::AcqRel);
+            if !in_multi {
+                done = used;
+            }
         }
-        buf.drain(..used);
+        if done > 0 {
+            if let Some(s) = state.stream.get() {
+                s.proxy(buf.get(..done).unwrap_or_default());
+            }
+            state.offset.fetch_add(done as u64, Ordering::AcqRel);
+        }
+        drop(applying);
+        buf.drain(..done);
+        pending = used - done;
         if last_ack.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
             ack(&mut w, state.offset())?;
             last_ack = Some(Instant::now());
