@@ -1,8 +1,10 @@
 //! `--mode kill --target replication`: SIGKILL in a replicated
 //! strata-server group, with failover done the way Sentinel does it.
 //!
-//! Each round starts a primary and one or two replicas (`--durability
-//! sync`, a data directory each, fresh ports), waits for the links, and
+//! Each round starts a primary, writes up to 3000 bulk keys to it
+//! ([`preload`]: so that full syncs carry an image worth the name), starts
+//! one or two replicas (`--durability sync`, a data directory each, fresh
+//! ports), waits for the links, and
 //! runs writer threads against the primary ([`writer`]: each owns its keys
 //! and keeps every operation it sent, 30% of them followed by `WAIT 1`).
 //! Then, at a random moment, either
@@ -27,6 +29,7 @@
 pub mod dump;
 pub mod model;
 pub mod node;
+pub mod preload;
 pub mod writer;
 
 use std::path::Path;
@@ -46,6 +49,7 @@ use crate::report::{Report, Value};
 use crate::RunCfg;
 use dump::Dump;
 use node::{field, Node};
+use preload::Preload;
 use writer::{End, Writer};
 
 /// How long a replica may take to reach `master_link_status:up` (a full
@@ -162,8 +166,8 @@ fn read_dump(n: &Node) -> anyhow::Result<Result<Dump, String>> {
     Ok(dump::dump(&mut c)?.map_err(|e| format!("{}: {e}", n.name)))
 }
 
-fn unknown_keys(d: &Dump, writers: &[Writer]) -> Result<(), String> {
-    match d.keys().find(|k| !writers.iter().any(|w| w.owns(k))) {
+fn unknown_keys(d: &Dump, writers: &[Writer], pre: &Preload) -> Result<(), String> {
+    match d.keys().find(|k| !pre.owns(k) && !writers.iter().any(|w| w.owns(k))) {
         Some(k) => Err(format!("key {} was never written", show(k))),
         None => Ok(()),
     }
@@ -189,6 +193,9 @@ fn one_round(
     let mut primary = 0usize;
     check!(nodes_mut(&mut nodes, 0)?.start(None)?);
     let p0 = nodes_mut(&mut nodes, 0)?.port;
+    let pre = Preload::new(rng, 3000);
+    check!(pre.write(&mut nodes_mut(&mut nodes, 0)?.client()?)?);
+    rep.add("repl_bulk_keys", pre.len() as u64);
     for n in nodes.iter_mut().skip(1) {
         check!(n.start(Some(p0))?);
     }
@@ -202,7 +209,7 @@ fn one_round(
         nodes_mut(&mut nodes, primary)?.kill();
         let ws = check!(ended(join_writers(running)?, false));
         rep.add("repl_failovers", 1);
-        let (new, ws) = check!(failover(&mut nodes, primary, ws, rng, rep)?);
+        let (new, ws) = check!(failover(&mut nodes, primary, ws, &pre, rng, rep)?);
         primary = new;
         let running = spawn_writers(ws, &nodes_mut(&mut nodes, primary)?.addr());
         for (i, n) in nodes.iter_mut().enumerate() {
@@ -229,8 +236,9 @@ fn one_round(
     // and every replica exactly the primary.
     let pn = nodes.get(primary).context("primary")?;
     let pd = check!(read_dump(pn)?);
-    check!(unknown_keys(&pd, &ws).map_err(|e| format!("primary {}: {e}", pn.name)));
+    check!(unknown_keys(&pd, &ws, &pre).map_err(|e| format!("primary {}: {e}", pn.name)));
     let pm = dump::to_model(&pd);
+    check!(pre.check(&pm).map_err(|e| format!("primary {}: {e}", pn.name)));
     for w in &ws {
         check!(w.check_exact(&pm).map_err(|e| format!("primary {} after all writes: {e}", pn.name)));
     }
@@ -263,19 +271,30 @@ fn one_round(
 
 /// Restarts a killed replica on its directory: with `--replicaof`, or as a
 /// primary turned replica by `REPLICAOF` (as Sentinel reconfigures one).
+/// Three times in ten it is killed once more within 150 ms, usually in the
+/// middle of its full sync (its databases emptied and half loaded), and
+/// started again.
 fn restart_as_replica(
     n: &mut Node,
     primary_port: u16,
     rng: &mut StdRng,
     rep: &mut Report,
 ) -> anyhow::Result<Result<(), String>> {
-    if rng.gen_bool(0.5) {
-        check!(n.start(Some(primary_port))?);
-    } else {
-        check!(n.start(None)?);
-        check!(n.replicaof(Some(primary_port))?);
+    let again = rng.gen_bool(0.3);
+    for attempt in 0..=usize::from(again) {
+        if attempt > 0 {
+            sleep_ms(rng, 0, 150);
+            n.kill();
+            rep.add("repl_kills_during_sync", 1);
+        }
+        if rng.gen_bool(0.5) {
+            check!(n.start(Some(primary_port))?);
+        } else {
+            check!(n.start(None)?);
+            check!(n.replicaof(Some(primary_port))?);
+        }
+        rep.add("repl_restarts", 1);
     }
-    rep.add("repl_restarts", 1);
     Ok(Ok(()))
 }
 
@@ -286,6 +305,7 @@ fn failover(
     nodes: &mut [Node],
     old: usize,
     mut ws: Vec<Writer>,
+    pre: &Preload,
     rng: &mut StdRng,
     rep: &mut Report,
 ) -> anyhow::Result<Result<(usize, Vec<Writer>), String>> {
@@ -313,8 +333,9 @@ fn failover(
     let nn = nodes.get(new).context("new primary")?;
     check!(nn.replicaof(None)?);
     let d = check!(read_dump(nn)?);
-    check!(unknown_keys(&d, &ws).map_err(|e| format!("promoted {}: {e}", nn.name)));
+    check!(unknown_keys(&d, &ws, pre).map_err(|e| format!("promoted {}: {e}", nn.name)));
     let m = dump::to_model(&d);
+    check!(pre.check(&m).map_err(|e| format!("promoted {}: {e}", nn.name)));
     for w in ws.iter_mut() {
         let p = check!(w.check_prefix(&m).map_err(|e| format!("after failover to {}: {e}", nn.name)));
         rep.add("repl_acked_without_wait_lost", p.acked.saturating_sub(p.matched) as u64);
