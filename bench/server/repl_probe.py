@@ -448,9 +448,15 @@ def cmd_fullsync_watch(args):
             target = int(repl_info(Conn(args.primary)).get("master_repl_offset", "0"))
             while time.monotonic() - t0 < args.timeout:
                 sample()
-                if caught_up(repl_info(r), target):
+                f = repl_info(r)
+                if caught_up(f, target):
                     phase["caught_up"] = round(time.monotonic() - t0, 3)
                     break
+                # The primary can still drop the replica while it catches up.
+                syncing = f.get("master_sync_in_progress") == "1"
+                if syncing and not was_syncing:
+                    phase["syncs_started"] += 1
+                was_syncing = syncing
                 time.sleep(0.1)
             else:
                 phase["error"] = f"not caught up {args.timeout} s after the replica started"

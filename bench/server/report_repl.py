@@ -189,6 +189,7 @@ def fullsync_section(out):
     before = read_json(os.path.join(out, "fullsync-latency-before.json")) or {}
     during = read_json(os.path.join(out, "fullsync-latency-during.json")) or {}
     cmp_ = read_json(os.path.join(out, "fullsync-compare.json")) or {}
+    drops = read_kv(os.path.join(out, "drops-fullsync.txt")).get("link_drops", "-")
     mb = 1 << 20
 
     def num(d, *path):
@@ -217,8 +218,8 @@ def fullsync_section(out):
              f"| primary data directory after the load, MB | {params.get('primary_dir_mb', '-')} |",
              f"| cgroup peak during the load, MB | {fmt(_div(params.get('load_cgroup_max_bytes'), mb), '.0f')} |",
              f"| sync: replica start to sync started, s | {fmt(fs.get('sync_started'), '.2f')} |",
-             f"| full syncs started (more than 1: the primary dropped the replica and it resynced) "
-             f"| {fs.get('syncs_started', '-')} |",
+             f"| full syncs seen starting (sampled every 100 ms) | {fs.get('syncs_started', '-')} |",
+             f"| replica link drops in its log (each one a new full sync) | {drops} |",
              f"| **sync duration** (replica start to link up), s | {fmt(link_up, '.2f')} |",
              f"| replica start to caught up with the primary's offset, s | {fmt(fs.get('caught_up'), '.2f')} |",
              f"| primary peak RSS (VmHWM over its life), MB | {fmt(_div(fs.get('vm_hwm_kb'), 1024), '.0f')} |",

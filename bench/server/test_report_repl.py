@@ -138,7 +138,9 @@ class FullSync(unittest.TestCase):
             {"ops": 5000, "errors": errors, "latency_ms": {"p50": 0.2, "p99": 2.0, "max": 900}, "longest_gap_ms": gap}))
 
     def test_a_sync_that_served_throughout(self):
+        write(self.d, "drops-fullsync.txt", "link_drops=2\n")
         text = report_repl.fullsync_section(self.d)
+        self.assertEqual(table_row(text, "replica link drops in its log (each one a new full sync)")[1], "2")
         self.assertEqual(table_row(text, "**sync duration** (replica start to link up), s")[1], "12.50")
         self.assertEqual(table_row(text, "primary peak RSS (VmHWM over its life), MB")[1], "200")
         self.assertEqual(table_row(text, "cgroup memory.max_usage_in_bytes during the sync, MB")[1], "250 of 256")
