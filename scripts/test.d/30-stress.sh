@@ -30,7 +30,7 @@ MODES=(
     "model 10 ops"
     "limits 8 rounds"
     "kill 6 kill_rounds --shards 2"
-    "kill 12 repl_rounds --target replication"
+    "kill 10 repl_rounds --target replication"
     "model 6 cross_batches --shards 4"
     "limits 4 sharded_pm_full_errors --shards 2"
     "pm-crash 5 crash_states --shards 2"

@@ -1,5 +1,5 @@
 //! A whole database read back over RESP (`KEYS *`, then `TYPE`, the value
-//! and `PEXPIRETIME` of each key), for comparing a replica with its primary
+//! and `PEXPIRETIME` of each key, pipelined), for comparing a replica with its primary
 //! and a primary with the writers' models. Only called on idle servers, so
 //! the keys cannot change between `KEYS` and the per-key reads.
 
@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::model::{score_text, Entry, Model, Val};
 use crate::oracle::show;
-use crate::resp_client::{Client, Reply};
+use crate::resp_client::{encode, Client, Reply};
 
 /// A key as a server holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,46 +49,75 @@ fn pairs(items: Vec<Vec<u8>>, what: &str) -> Result<crate::oracle::Kvs, String> 
     Ok(out)
 }
 
-/// Reads every key of database 0. `Err` inside: the server answered
-/// something no well-formed database would.
+/// The command that reads a key of type `ty`.
+fn read_cmd<'a>(ty: &str, k: &'a [u8]) -> Option<Vec<&'a [u8]>> {
+    Some(match ty {
+        "string" => vec![b"GET", k],
+        "hash" => vec![b"HGETALL", k],
+        "list" => vec![b"LRANGE", k, b"0", b"-1"],
+        "set" => vec![b"SMEMBERS", k],
+        "zset" => vec![b"ZRANGE", k, b"0", b"-1", b"WITHSCORES"],
+        _ => return None,
+    })
+}
+
+fn parse_val(ty: &str, r: Reply, what: &str) -> Result<Val, String> {
+    match ty {
+        "string" => match r {
+            Reply::Bulk(Some(v)) => Ok(Val::Str(v)),
+            other => Err(format!("GET: {other:?}")),
+        },
+        "hash" => bulks(r, what).and_then(|i| pairs(i, what)).map(|p| Val::Hash(p.into_iter().collect())),
+        "list" => bulks(r, what).map(Val::List),
+        "set" => bulks(r, what).map(|m| Val::Set(m.into_iter().collect())),
+        _ => bulks(r, what)
+            .and_then(|i| pairs(i, what))
+            .map(|p| Val::Zset(p.into_iter().map(|(m, s)| (m, score_text(&String::from_utf8_lossy(&s)))).collect())),
+    }
+}
+
+/// Reads every key of database 0 (pipelined, 200 keys at a time). `Err`
+/// inside: the server answered something no well-formed database would.
 pub fn dump(c: &mut Client) -> anyhow::Result<Result<Dump, String>> {
     let keys = match bulks(c.call(&[b"KEYS", b"*"])?, "KEYS *") {
         Ok(k) => k,
         Err(e) => return Ok(Err(e)),
     };
     let mut out = Dump::new();
-    for k in keys {
-        let ty = match c.call(&[b"TYPE", &k])? {
-            Reply::Simple(t) => t,
-            other => return Ok(Err(format!("TYPE {}: {other:?}", show(&k)))),
-        };
-        let what = format!("{ty} {}", show(&k));
-        let val = match ty.as_str() {
-            "string" => match c.call(&[b"GET", &k])? {
-                Reply::Bulk(Some(v)) => Ok(Val::Str(v)),
-                other => Err(format!("GET: {other:?}")),
-            },
-            "hash" => bulks(c.call(&[b"HGETALL", &k])?, &what)
-                .and_then(|i| pairs(i, &what))
-                .map(|p| Val::Hash(p.into_iter().collect())),
-            "list" => bulks(c.call(&[b"LRANGE", &k, b"0", b"-1"])?, &what).map(Val::List),
-            "set" => bulks(c.call(&[b"SMEMBERS", &k])?, &what).map(|m| Val::Set(m.into_iter().collect())),
-            "zset" => {
-                bulks(c.call(&[b"ZRANGE", &k, b"0", b"-1", b"WITHSCORES"])?, &what).and_then(|i| pairs(i, &what)).map(
-                    |p| Val::Zset(p.into_iter().map(|(m, s)| (m, score_text(&String::from_utf8_lossy(&s)))).collect()),
-                )
+    for chunk in keys.chunks(200) {
+        let mut buf = Vec::new();
+        for k in chunk {
+            buf.extend_from_slice(&encode(&[b"TYPE", k]));
+        }
+        c.send_raw(&buf)?;
+        let mut types = Vec::new();
+        for k in chunk {
+            match c.read_reply()? {
+                Reply::Simple(t) => types.push(t),
+                other => return Ok(Err(format!("TYPE {}: {other:?}", show(k)))),
             }
-            other => Err(format!("key listed by KEYS has type {other:?}")),
-        };
-        let val = match val {
-            Ok(v) => v,
-            Err(e) => return Ok(Err(format!("{what}: {e}"))),
-        };
-        let expire_ms = match c.call(&[b"PEXPIRETIME", &k])? {
-            Reply::Int(n) if n >= -1 => n,
-            other => return Ok(Err(format!("PEXPIRETIME {}: {other:?}", show(&k)))),
-        };
-        out.insert(k, Dumped { val, expire_ms });
+        }
+        let mut buf = Vec::new();
+        for (k, ty) in chunk.iter().zip(&types) {
+            let Some(cmd) = read_cmd(ty, k) else {
+                return Ok(Err(format!("{}, listed by KEYS, has type {ty:?}", show(k))));
+            };
+            buf.extend_from_slice(&encode(&cmd));
+            buf.extend_from_slice(&encode(&[b"PEXPIRETIME", k]));
+        }
+        c.send_raw(&buf)?;
+        for (k, ty) in chunk.iter().zip(&types) {
+            let what = format!("{ty} {}", show(k));
+            let val = match parse_val(ty, c.read_reply()?, &what) {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(format!("{what}: {e}"))),
+            };
+            let expire_ms = match c.read_reply()? {
+                Reply::Int(n) if n >= -1 => n,
+                other => return Ok(Err(format!("PEXPIRETIME {}: {other:?}", show(k)))),
+            };
+            out.insert(k.clone(), Dumped { val, expire_ms });
+        }
     }
     Ok(Ok(out))
 }
