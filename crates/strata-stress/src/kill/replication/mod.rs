@@ -187,7 +187,7 @@ fn one_round(
     let replicas = if rng.gen_bool(0.5) { 2 } else { 1 };
     let mut nodes = Vec::new();
     for i in 0..=replicas {
-        nodes.push(Node::new(bin, dir.join(format!("n{i}")), format!("n{i}"))?);
+        nodes.push(Node::new(bin, dir.join(format!("n{i}")), format!("n{i}"), rng.gen_bool(0.5))?);
     }
     rep.add(&format!("repl_rounds_{replicas}_replicas"), 1);
     let mut primary = 0usize;
@@ -252,13 +252,16 @@ fn one_round(
         rep.add("repl_bytes_compared", dump::size(&pd) + dump::size(&rd));
         rep.add("repl_replica_dumps_compared", 1);
     }
-    let stats = pn.info("stats")?;
-    match (field(&stats, "sync_full"), field(&stats, "sync_partial_ok")) {
-        (Some(f), Some(p)) => {
-            rep.add("repl_sync_full", f as u64);
-            rep.add("repl_sync_partial_ok", p as u64);
+    // Syncs served: the killed primaries' counts died with them.
+    for n in &nodes {
+        let stats = n.info("stats")?;
+        match (field(&stats, "sync_full"), field(&stats, "sync_partial_ok")) {
+            (Some(f), Some(p)) => {
+                rep.add("repl_sync_full", f as u64);
+                rep.add("repl_sync_partial_ok", p as u64);
+            }
+            _ => rep.set("repl_sync_stats", Value::Text("absent from INFO stats".into())),
         }
-        _ => rep.set("repl_sync_stats", Value::Text("absent from INFO stats".into())),
     }
     for w in &ws {
         rep.add("repl_writes_acked", w.stats.acked);

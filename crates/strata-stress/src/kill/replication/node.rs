@@ -23,13 +23,16 @@ pub struct Node {
     /// Port of the current (or last) process.
     pub port: u16,
     child: Option<Child>,
+    /// Full syncs this node serves as a primary: diskless (`$EOF:`) or
+    /// from a file.
+    diskless: bool,
 }
 
 impl Node {
     /// A node with data in `dir` (created), not started.
-    pub fn new(bin: &Path, dir: PathBuf, name: String) -> anyhow::Result<Node> {
+    pub fn new(bin: &Path, dir: PathBuf, name: String, diskless: bool) -> anyhow::Result<Node> {
         std::fs::create_dir_all(&dir)?;
-        Ok(Node { name, bin: bin.to_path_buf(), dir, port: 0, child: None })
+        Ok(Node { name, bin: bin.to_path_buf(), dir, port: 0, child: None, diskless })
     }
 
     /// `127.0.0.1:port`.
@@ -53,12 +56,23 @@ impl Node {
             if wait_ready(&mut child, port)? {
                 self.port = port;
                 self.child = Some(child);
+                self.configure()?;
                 return Ok(Ok(()));
             }
             let _ = child.kill();
             let _ = child.wait();
         }
         Ok(Err(format!("{} did not start ({START_ATTEMPTS} attempts): {}", self.name, self.log_tail())))
+    }
+
+    /// Sets how the node serves full syncs, with no delay (Redis's default
+    /// `repl-diskless-sync-delay 5` would wait 5 s for more replicas at
+    /// every sync). A server without these settings refuses them; it syncs
+    /// its own way.
+    fn configure(&self) -> anyhow::Result<()> {
+        let mode: &[u8] = if self.diskless { b"yes" } else { b"no" };
+        let _ = self.call(&[b"CONFIG", b"SET", b"repl-diskless-sync", mode, b"repl-diskless-sync-delay", b"0"])?;
+        Ok(())
     }
 
     /// SIGKILL (no chance to flush or say goodbye to replicas).
