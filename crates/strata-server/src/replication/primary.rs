@@ -154,6 +154,8 @@ pub struct Attached {
     gone: AtomicBool,
     /// It must be disconnected (our replication id changed).
     pub(super) kicked: AtomicBool,
+    /// It sent a `REPLCONF ACK` since it attached.
+    acked: AtomicBool,
 }
 
 /// Serves a replica on a thread of its own: `sock` is the connection (in
@@ -170,6 +172,7 @@ pub fn serve(state: Arc<State>, h: Handover, sock: TcpStream, out: Vec<u8>, inpu
             last_ack: AtomicU64::new(unix_secs()),
             gone: AtomicBool::new(false),
             kicked: AtomicBool::new(false),
+            acked: AtomicBool::new(false),
         });
         state.attach(me.clone());
         if let Err(e) = feed(&state, &me, h, &sock, out, input) {
@@ -238,6 +241,20 @@ fn feed(
             }
             if diskless {
                 send_diskless(&mut w, &image, &h)?;
+                // A Redis replica finds the EOF mark only at the end of
+                // what it read: the stream waits for its first ACK, sent
+                // once the image is loaded (Redis's
+                // `repl_start_cmd_stream_on_ack`).
+                let until = Instant::now() + TIMEOUT;
+                while !me.acked.load(Ordering::Acquire) {
+                    if let Some(end) = must_stop(state, me) {
+                        return end;
+                    }
+                    if Instant::now() > until {
+                        return Err(io::Error::other("no REPLCONF ACK after the diskless image"));
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
             } else {
                 send_image(&mut w, &image, &h, me)?;
             }
@@ -358,6 +375,7 @@ fn read_acks(mut r: TcpStream, input: Vec<u8>, me: &Attached) {
                         if let Some(off) = crate::numbers::parse_i64(word(2)).and_then(|o| u64::try_from(o).ok()) {
                             me.ack.fetch_max(off, Ordering::AcqRel);
                             me.last_ack.store(unix_secs(), Ordering::Release);
+                            me.acked.store(true, Ordering::Release);
                         }
                     }
                 }

@@ -196,6 +196,10 @@ impl Call<'_, '_> {
             if self.ctx.shared.replication.refuses_writes() {
                 return Reply::err(crate::cmd::READONLY);
             }
+            // min-replicas-to-write, as Redis checks a script's writes.
+            if self.ctx.shared.replication.too_few_replicas() {
+                return Reply::err("NOREPLICAS Not enough good replicas to write.");
+            }
             if self.read_only {
                 return Reply::err("ERR Write commands are not allowed from read-only scripts.");
             }
