@@ -4,10 +4,11 @@
 //! Each round starts a primary, writes up to 3000 bulk keys to it
 //! ([`preload`]: so that full syncs carry an image worth the name), starts
 //! one or two replicas (`--durability sync`, a data directory each, fresh
-//! ports), waits for the links, and
-//! runs writer threads against the primary ([`writer`]: each owns its keys
-//! and keeps every operation it sent, 30% of them followed by `WAIT 1`).
-//! Then, at a random moment, either
+//! ports, full syncs served diskless or from a file), waits for the links,
+//! and runs writer threads against the primary ([`writer`]: each owns its
+//! keys and keeps every operation it sent, 30% of them followed by
+//! `WAIT 1`). Then, one to three times, at a random moment (once every link
+//! is up again), either
 //!
 //! * the primary is killed: the replica with the highest
 //!   `slave_repl_offset` is promoted with `REPLICAOF NO ONE`, and its
@@ -203,34 +204,38 @@ fn one_round(
         check!(n.wait_link_up(LINK_TIMEOUT)?);
     }
     let ws: Vec<Writer> = (0..writers).map(|w| Writer::new(w, rng.gen())).collect();
-    let running = spawn_writers(ws, &nodes_mut(&mut nodes, primary)?.addr());
-    sleep_ms(rng, 200, 1500);
-    let ws = if rng.gen_bool(0.5) {
-        nodes_mut(&mut nodes, primary)?.kill();
-        let ws = check!(ended(join_writers(running)?, false));
-        rep.add("repl_failovers", 1);
-        let (new, ws) = check!(failover(&mut nodes, primary, ws, &pre, rng, rep)?);
-        primary = new;
-        let running = spawn_writers(ws, &nodes_mut(&mut nodes, primary)?.addr());
-        for (i, n) in nodes.iter_mut().enumerate() {
-            if i != primary {
-                check!(n.wait_link_up(LINK_TIMEOUT)?);
+    let mut running = spawn_writers(ws, &nodes_mut(&mut nodes, primary)?.addr());
+    // One to three kills, each once every link is up again.
+    let events = rng.gen_range(1..=3);
+    rep.add("repl_kills", events);
+    for _ in 0..events {
+        sleep_ms(rng, 200, 1200);
+        if rng.gen_bool(0.5) {
+            nodes_mut(&mut nodes, primary)?.kill();
+            let ws = check!(ended(join_writers(running)?, false));
+            rep.add("repl_failovers", 1);
+            let (new, ws) = check!(failover(&mut nodes, primary, ws, &pre, rng, rep)?);
+            primary = new;
+            running = spawn_writers(ws, &nodes_mut(&mut nodes, primary)?.addr());
+            for (i, n) in nodes.iter_mut().enumerate() {
+                if i != primary {
+                    check!(n.wait_link_up(LINK_TIMEOUT)?);
+                }
             }
+        } else {
+            let victims: Vec<usize> = (0..nodes.len()).filter(|i| *i != primary).collect();
+            let victim = victims.choose(rng).copied().context("no replica")?;
+            let pport = nodes_mut(&mut nodes, primary)?.port;
+            let v = nodes_mut(&mut nodes, victim)?;
+            v.kill();
+            rep.add("repl_replica_kills", 1);
+            sleep_ms(rng, 50, 500);
+            check!(restart_as_replica(v, pport, rng, rep)?);
+            check!(v.wait_link_up(LINK_TIMEOUT)?);
         }
-        sleep_ms(rng, 200, 1000);
-        check!(ended(join_writers(running)?, true))
-    } else {
-        let victim = rng.gen_range(1..=replicas);
-        let pport = nodes_mut(&mut nodes, primary)?.port;
-        let v = nodes_mut(&mut nodes, victim)?;
-        v.kill();
-        rep.add("repl_replica_kills", 1);
-        sleep_ms(rng, 50, 500);
-        check!(restart_as_replica(v, pport, rng, rep)?);
-        check!(v.wait_link_up(LINK_TIMEOUT)?);
-        sleep_ms(rng, 200, 800);
-        check!(ended(join_writers(running)?, true))
-    };
+    }
+    sleep_ms(rng, 200, 800);
+    let ws = check!(ended(join_writers(running)?, true));
     check!(caught_up(&mut nodes, primary)?);
     // Everything was acknowledged: the primary holds exactly the models,
     // and every replica exactly the primary.
