@@ -1,6 +1,7 @@
 //! Background expiry: a thread that removes keys whose time has come,
 //! walking the expiry index (`e | expire_ms BE | key`) from the oldest
-//! entry. Reads never see an expired key whether or not it was swept.
+//! entry. Reads never see an expired key whether or not it was swept. A
+//! replica does not sweep: its primary sends the DELs.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -19,6 +20,11 @@ const PER_ROUND: usize = 256;
 /// index entries it handled in the busiest one (expired keys and stale
 /// entries).
 pub fn sweep_once(shared: &Shared, limit: usize) -> StoreResult<usize> {
+    // A replica expires nothing itself: its primary's DEL does (Redis's
+    // rule; see `Txn::keep_expired`), and its reads hide expired keys.
+    if shared.replication.is_replica() {
+        return Ok(0);
+    }
     let mut most = 0;
     for db in 0..shared.dbs.len() {
         most = most.max(sweep_db(shared, db, limit)?);

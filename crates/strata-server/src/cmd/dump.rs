@@ -128,7 +128,7 @@ pub(crate) fn restore(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     };
     // Already past its expiry: the key is not created (an old one is
     // still deleted with REPLACE), as in Redis.
-    let Some(expire_ms) = expire_ms.filter(|&at| at == 0 || at > ctx.txn.now_ms) else { return Ok(Reply::ok()) };
+    let Some(expire_ms) = expire_ms.filter(|&at| !ctx.txn.is_past(at)) else { return Ok(Reply::ok()) };
     write_value(ctx, key, value, expire_ms)?;
     Ok(Reply::ok())
 }

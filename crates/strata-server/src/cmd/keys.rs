@@ -13,7 +13,7 @@ pub(crate) fn del(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     for k in args.iter().skip(1) {
         if let Some(m) = ctx.txn.raw_meta(k)? {
             ctx.txn.delete_key(k, &m)?;
-            if m.expired(ctx.txn.now_ms) {
+            if ctx.txn.is_expired(&m) {
                 ctx.txn.expired += 1;
                 ctx.txn.note("expired", k);
             } else {
@@ -184,7 +184,8 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit_ms: i128, absolute: bo
     }
     let Some(meta) = ctx.txn.meta_for_write(key)? else { return Ok(Reply::Int(0)) };
     let cur = meta.expire_ms;
-    let when_u = when.max(0) as u64;
+    // Kept past expiries (the master client) must stay expiries: 0 is none.
+    let when_u = when.max(1) as u64;
     let allowed = (!nx || cur == 0)
         && (!xx || cur != 0)
         && (!gt || (cur != 0 && when_u > cur))
@@ -192,7 +193,7 @@ fn expire_generic(ctx: &mut Ctx<'_>, args: &[Bytes], unit_ms: i128, absolute: bo
     if !allowed {
         return Ok(Reply::Int(0));
     }
-    if when <= now {
+    if when <= now && !ctx.txn.keep_expired {
         // An expiry in the past deletes the key: a `del` event, and a DEL
         // to replicas, as Redis (a Redis replica would keep the key, its
         // expiry passed, until the primary deletes it).

@@ -181,7 +181,7 @@ impl<'a> Ctx<'a> {
         let at = match self.others.iter().position(|(d, _)| *d == db) {
             Some(i) => i,
             None => {
-                self.others.push((db, Txn::new(self.shared.store_of(db), self.txn.now_ms)));
+                self.others.push((db, self.txn.sibling(self.shared.store_of(db))));
                 self.others.len() - 1
             }
         };
@@ -232,7 +232,7 @@ impl<'a> Ctx<'a> {
         }
         let next = match self.others.iter().position(|(d, _)| *d == db) {
             Some(i) => self.others.swap_remove(i).1,
-            None => Txn::new(self.shared.store_of(db), self.txn.now_ms),
+            None => self.txn.sibling(self.shared.store_of(db)),
         };
         let prev = std::mem::replace(&mut self.txn, next);
         self.others.push((self.db, prev));
@@ -381,7 +381,7 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
             let host = sess.script_host.clone()?;
             script::offload(&host, sess, id, spec, f, args)
         }
-        Run::Data(f) => Some(run_data(shared, sess.db, sess.proto, spec, f, args)),
+        Run::Data(f) => Some(run_data(shared, (sess.db, sess.proto, sess.master), spec, f, args)),
     };
     // A blocked command or a parked script is counted when it answers.
     if let Some(r) = &reply {
@@ -551,7 +551,7 @@ pub(crate) fn run_group_replies(shared: &Shared, db: usize, group: &[(u8, Groupe
             .iter()
             .map(|(proto, (id, spec, f, args))| {
                 let started = std::time::Instant::now();
-                let r = run_data(shared, db, *proto, spec, *f, args);
+                let r = run_data(shared, (db, *proto, false), spec, *f, args);
                 shared.cmdstats.ran(*id, cmdstats::usec_since(started), &r);
                 if let Reply::Error(e) = &r {
                     shared.stats.count_error(e);
@@ -593,10 +593,19 @@ pub(crate) fn keys_of<'a>(spec: &Spec, args: &'a [Bytes]) -> Vec<&'a [u8]> {
     }
 }
 
-fn run_data(shared: &Shared, db: usize, proto: u8, spec: &Spec, f: spec::DataFn, args: &[Bytes]) -> Reply {
+/// Runs a data command alone in database `db` for a client of protocol
+/// `proto`; `master`: the replica's master client (see `Txn::keep_expired`).
+fn run_data(
+    shared: &Shared,
+    (db, proto, master): (usize, u8, bool),
+    spec: &Spec,
+    f: spec::DataFn,
+    args: &[Bytes],
+) -> Reply {
     let keys = keys_of(spec, args);
     let _locks = if spec.has(flag::LOCK_ALL) { shared.locks.lock_all() } else { shared.locks.lock(&keys) };
     let mut ctx = Ctx::new(shared, db, proto, now_ms());
+    ctx.txn.keep_expired = master;
     let reply = notify::call(&mut ctx, spec, f, args).unwrap_or_else(CmdError::into_reply);
     commit(ctx, reply, &keys)
 }

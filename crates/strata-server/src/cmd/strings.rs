@@ -304,7 +304,7 @@ pub(crate) fn getex(ctx: &mut Ctx<'_>, args: &[Bytes]) -> CmdResult {
     }
     if let Some(at) = set {
         string::set_expiry(&mut ctx.txn, key, &old, at)?;
-        if at != 0 && at <= ctx.txn.now_ms {
+        if ctx.txn.is_past(at) {
             // The key was deleted: replicas get a DEL, as from Redis, not
             // an expiry in the past (which a Redis replica keeps).
             ctx.propagate_as(vec![vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(key)]]);

@@ -98,6 +98,7 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
             return Reply::NilArray;
         }
         let mut ctx = Ctx::new(shared, sess.db, sess.proto, now);
+        ctx.txn.keep_expired = sess.master;
         let mut replies = Vec::with_capacity(cmds.len());
         for (spec, args) in cmds {
             replies.push(match spec.run {

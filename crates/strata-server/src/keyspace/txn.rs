@@ -32,6 +32,13 @@ pub struct Txn<'a> {
     scope: ClearScope,
     /// The time every expiry check of this transaction uses.
     pub now_ms: u64,
+    /// Keys past their expiry still count as present, and an expiry set
+    /// in the past is kept rather than deleting the key: the replica's
+    /// master client, as in Redis, where a replica never expires keys of
+    /// its own and waits for its primary's DEL (expiring them by its own
+    /// clock would make a later write of the primary, a PERSIST or an
+    /// INCR, apply to a missing key and the copies differ).
+    pub keep_expired: bool,
     /// Keys this transaction removed because they had expired.
     pub expired: u64,
     /// Keys found expired, removed ([`Txn::meta_for_write`]) or passed over
@@ -81,11 +88,30 @@ impl<'a> Txn<'a> {
             cleared: false,
             scope: ClearScope::Database,
             now_ms,
+            keep_expired: false,
             expired: 0,
             expired_keys: Vec::new(),
             ops: 0,
             notes: None,
         }
+    }
+
+    /// Whether `m` counts as expired in this transaction.
+    pub fn is_expired(&self, m: &Meta) -> bool {
+        !self.keep_expired && m.expired(self.now_ms)
+    }
+
+    /// Whether an expiry at `at` (ms, 0: none) deletes the key at once
+    /// instead of being set (see `keep_expired`).
+    pub fn is_past(&self, at: u64) -> bool {
+        !self.keep_expired && at != 0 && at <= self.now_ms
+    }
+
+    /// A transaction over `store` with this one's clock and expiry rule.
+    pub fn sibling(&self, store: &'a dyn Backend) -> Txn<'a> {
+        let mut t = Txn::new(store, self.now_ms);
+        t.keep_expired = self.keep_expired;
+        t
     }
 
     /// The store under this transaction.
@@ -243,7 +269,6 @@ impl<'a> Txn<'a> {
             mkeys.iter().filter(|k| !self.writes.contains_key(*k)).cloned().collect()
         };
         let mut fetched = self.store.multi_get(&from_store)?.into_iter();
-        let now = self.now_ms;
         let mut out = Vec::with_capacity(keys.len());
         for (key, mk) in keys.iter().zip(&mkeys) {
             let raw = match self.writes.get(mk) {
@@ -256,7 +281,7 @@ impl<'a> Txn<'a> {
                 Some(b) => Some(Meta::decode_owned(b).ok_or_else(|| corrupt(key.as_ref()))?),
             };
             match meta {
-                Some(m) if m.expired(now) => {
+                Some(m) if self.is_expired(&m) => {
                     self.expired_keys.push(key.as_ref().to_vec());
                     out.push(None);
                 }
@@ -269,7 +294,7 @@ impl<'a> Txn<'a> {
     /// The meta entry of `key`, or `None` if absent or expired (reads).
     pub fn meta(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
         match self.load_meta(key, false)? {
-            Some(m) if m.expired(self.now_ms) => {
+            Some(m) if self.is_expired(&m) => {
                 self.expired_keys.push(key.to_vec());
                 Ok(None)
             }
@@ -281,7 +306,7 @@ impl<'a> Txn<'a> {
     /// the caller may create the key afresh.
     pub fn meta_for_write(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
         match self.raw_meta(key)? {
-            Some(m) if m.expired(self.now_ms) => {
+            Some(m) if self.is_expired(&m) => {
                 self.delete_key(key, &m)?;
                 self.expired += 1;
                 self.expired_keys.push(key.to_vec());
@@ -466,5 +491,24 @@ mod tests {
         let (d, _) = t.commit(false).unwrap();
         assert_eq!(d, CountDelta::default());
         assert_eq!(store.get(b"k200").unwrap(), Some(vec![3]));
+    }
+
+    /// A replica's master client keeps keys past their expiry (its
+    /// primary's DEL removes them); anyone else sees them gone.
+    #[test]
+    fn kept_expired_keys_stay_for_the_master_client() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MemoryStore::open(dir.path(), MemoryPersistence::default()).unwrap();
+        let mut t = Txn::new(&store, 1_000);
+        t.put_meta(b"k", None, &Meta::string(b"v".to_vec(), 2_000));
+        t.commit(false).unwrap();
+        let mut later = Txn::new(&store, 3_000);
+        assert!(later.meta(b"k").unwrap().is_none());
+        assert!(later.is_past(2_500));
+        let mut master = Txn::new(&store, 3_000);
+        master.keep_expired = true;
+        assert_eq!(master.meta_for_write(b"k").unwrap().map(|m| m.expire_ms), Some(2_000));
+        assert!(!master.is_past(2_500));
+        assert!(master.sibling(&store).keep_expired);
     }
 }

@@ -30,7 +30,7 @@ pub fn replace(txn: &mut Txn<'_>, key: &[u8], old: Option<Meta>, value: Vec<u8>,
 /// a time already past deletes it (a `del` event). An unchanged expiry
 /// writes nothing.
 pub fn set_expiry(txn: &mut Txn<'_>, key: &[u8], old: &Meta, at: u64) -> StoreResult<()> {
-    if at != 0 && at <= txn.now_ms {
+    if txn.is_past(at) {
         txn.delete_key(key, old)?;
         txn.note("del", key);
     } else if at != old.expire_ms {
