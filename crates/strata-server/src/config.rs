@@ -104,6 +104,12 @@ pub struct Flags {
     /// read (e.g. 64mb; 0: none). Default 256 MiB.
     #[arg(long = "read-cache-size")]
     pub read_cache_size: Option<String>,
+    /// Engine storage: the engine's block cache of table blocks read from
+    /// SSD (e.g. 32mb). Default 256 MiB. With `read-cache-size`,
+    /// `write-buffer-size` and `pm-size` (a PM region in /dev/shm is
+    /// memory too) it bounds what the server holds in memory.
+    #[arg(long = "block-cache-size")]
+    pub block_cache_size: Option<String>,
     /// Engine storage through the sharded front end (p2KVS) with this many
     /// shards; 0 (default): one engine. Fixed when the directory is created.
     #[arg(long)]
@@ -275,6 +281,8 @@ pub struct Config {
     pub shards: usize,
     /// Bytes of the engine store's read cache (0: none).
     pub read_cache_size: u64,
+    /// Bytes of the engine's block cache (`None`: the engine's default).
+    pub block_cache_size: Option<u64>,
     /// The TLS port, if any.
     pub tls: Option<TlsConfig>,
     /// Settings of the config file that CONFIG SET also takes (the tuning
@@ -416,6 +424,7 @@ const KNOWN: &[&str] = &[
     "databases",
     "shards",
     "read-cache-size",
+    "block-cache-size",
     "tls-port",
     "tls-cert-file",
     "tls-key-file",
@@ -629,6 +638,7 @@ impl Config {
         let shards = num(pick(f.shards.map(|n| n.to_string()), "shards"), "shards")?.unwrap_or(0);
         let read_cache_size =
             bytes(pick(f.read_cache_size, "read-cache-size"), "read-cache-size")?.unwrap_or(DEFAULT_READ_CACHE);
+        let block_cache_size = bytes(pick(f.block_cache_size, "block-cache-size"), "block-cache-size")?;
         if shards > 256 {
             bail!("shards must be at most 256");
         }
@@ -699,6 +709,7 @@ impl Config {
             databases,
             shards: shards as usize,
             read_cache_size,
+            block_cache_size,
             tls,
             startup_tuning,
             notify_keyspace_events,
@@ -731,6 +742,10 @@ impl Config {
             ("databases", self.databases.to_string()),
             ("shards", self.shards.to_string()),
             ("read-cache-size", self.read_cache_size.to_string()),
+            (
+                "block-cache-size",
+                self.block_cache_size.unwrap_or(stratakv::Options::default().block_cache_bytes).to_string(),
+            ),
             ("maxmemory", "0".into()),
             ("maxmemory-policy", "noeviction".into()),
             ("proto-max-bulk-len", self.limits.max_bulk_len.to_string()),

@@ -45,6 +45,9 @@ fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
             if let Some(size) = cfg.pm_size {
                 opts.pm_size = size;
             }
+            if let Some(size) = cfg.block_cache_size {
+                opts.block_cache_bytes = size;
+            }
             opts.l0 = cfg.profile;
             opts.table_index = cfg.table_index;
             let store: Arc<dyn Backend> = if cfg.shards > 0 {
