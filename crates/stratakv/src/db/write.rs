@@ -146,7 +146,7 @@ impl DbInner {
                 }
                 // The memtables cannot drain: their flush waits for PM that
                 // nothing frees (the same timeout as a log extent's).
-                if let Some(e) = eng.pm_full_error(&st, since) {
+                if let Some(e) = eng.pm_full_error(&mut st, since) {
                     break Err(e);
                 }
                 eng.notify(&mut st);
@@ -193,23 +193,37 @@ impl DbInner {
             if let Some(r) = eng.log.try_reserve(&mut w, len, count)? {
                 return Ok(r);
             }
-            match eng.log.start_extent(&mut w, len) {
+            let room = self.flush_room(&w, len, count);
+            match eng.log.start_extent(&mut w, len, room) {
                 Ok(NewExtent::Started) => {}
                 Ok(NewExtent::Full { wanted, free }) => {
                     // Seal what we have so a flush can free its extents.
                     if !w.mem.is_empty() && eng.state.lock().imms.len() + 1 < eng.opts.max_write_buffer_number {
                         eng.switch_memtable(&mut w);
                     }
-                    if start.elapsed() > Duration::from_millis(eng.opts.pm_full_timeout_ms) {
+                    // Once a writer has waited the whole timeout in vain,
+                    // the ones after it fail at once while no extent can
+                    // start: a server pipelining hundreds of writes would
+                    // otherwise answer nothing for hours.
+                    let timeout = Duration::from_millis(eng.opts.pm_full_timeout_ms);
+                    if w.pm_gave_up || start.elapsed() > timeout {
                         let why = if eng.opts.entry_towers() {
                             "the pm-only profile keeps every live key in PM: enlarge pm_size, or delete or \
                              overwrite keys"
                         } else {
                             "flushes are not freeing PM (long-lived iterators or snapshots pin memtables?)"
                         };
+                        let waited = if w.pm_gave_up {
+                            format!("an earlier writer waited {timeout:?} in vain")
+                        } else {
+                            format!("waited {:?}", start.elapsed())
+                        };
+                        w.pm_gave_up = true;
+                        drop(w);
+                        // Have the background retry at once for the writers to come.
+                        eng.notify(&mut eng.state.lock());
                         return Err(Error::PmFull(format!(
-                            "waited {:?} for {wanted} free slots ({free} free); {why}",
-                            start.elapsed()
+                            "{waited} for {wanted} free slots ({free} free, {room} kept for flushes); {why}"
                         )));
                     }
                     drop(w);
@@ -233,5 +247,6 @@ impl DbInner {
     }
 }
 
+mod room;
 #[cfg(test)]
 mod tests;

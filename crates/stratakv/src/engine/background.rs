@@ -129,13 +129,18 @@ impl Engine {
     }
 
     /// The error for a writer stalled since `since` while a flush has been
-    /// waiting for PM, once both have lasted `pm_full_timeout_ms`.
-    pub fn pm_full_error(&self, st: &State, since: Instant) -> Option<Error> {
+    /// waiting for PM, once both have lasted `pm_full_timeout_ms`; at once
+    /// if an earlier writer got it during the same wait of the flush (each
+    /// writer waiting the whole timeout anew would leave a server that
+    /// pipelines hundreds of writes answering nothing for hours).
+    pub fn pm_full_error(&self, st: &mut State, since: Instant) -> Option<Error> {
         let timeout = Duration::from_millis(self.opts.pm_full_timeout_ms);
         let waiting = st.pm_wait_since?;
-        if since.elapsed() < timeout || waiting.elapsed() < timeout {
+        let reported = st.pm_full_reported == Some(waiting);
+        if !reported && (since.elapsed() < timeout || waiting.elapsed() < timeout) {
             return None;
         }
+        st.pm_full_reported = Some(waiting);
         Some(Error::PmFull(format!(
             "writes waited {:?} for sealed memtables whose flush has waited {:?} for free PM slots ({} free); \
              nothing is freeing PM (long-lived iterators or snapshots pin flushed memtables?)",
@@ -262,11 +267,16 @@ mod tests {
         let eng = engine_of(&db);
         let long_ago = Instant::now() - Duration::from_secs(1);
         let mut st = eng.state.lock();
-        assert!(eng.pm_full_error(&st, long_ago).is_none(), "no flush is waiting for PM");
+        assert!(eng.pm_full_error(&mut st, long_ago).is_none(), "no flush is waiting for PM");
         st.pm_wait_since = Some(Instant::now());
-        assert!(eng.pm_full_error(&st, long_ago).is_none(), "the flush has not waited long enough");
+        assert!(eng.pm_full_error(&mut st, long_ago).is_none(), "the flush has not waited long enough");
         st.pm_wait_since = Some(long_ago);
-        assert!(eng.pm_full_error(&st, Instant::now()).is_none(), "the writer has not waited long enough");
-        assert!(matches!(eng.pm_full_error(&st, long_ago), Some(Error::PmFull(_))));
+        assert!(eng.pm_full_error(&mut st, Instant::now()).is_none(), "the writer has not waited long enough");
+        assert!(matches!(eng.pm_full_error(&mut st, long_ago), Some(Error::PmFull(_))));
+        // Later writers stalled during the same wait of the flush get it at once.
+        assert!(matches!(eng.pm_full_error(&mut st, Instant::now()), Some(Error::PmFull(_))));
+        // A new wait (the flush got PM, then waits again) starts over.
+        st.pm_wait_since = Some(Instant::now());
+        assert!(eng.pm_full_error(&mut st, Instant::now()).is_none(), "a new wait of the flush starts over");
     }
 }

@@ -53,6 +53,9 @@ pub(crate) struct State {
     /// Since when a flush (or row merge) has been waiting for free PM
     /// slots; None while it is not.
     pub pm_wait_since: Option<Instant>,
+    /// The `pm_wait_since` of the wait for which a stalled writer got
+    /// `PmFull`: while that wait lasts, later stalled writers get it at once.
+    pub pm_full_reported: Option<Instant>,
     /// The value of `bg_retries` when the attempt that set `bg_error` began.
     pub bg_error_retry: u64,
     /// Bumped by a caller that waits on background work while `bg_error`
@@ -81,6 +84,7 @@ impl State {
             poisoned: None,
             bg_error: None,
             pm_wait_since: None,
+            pm_full_reported: None,
             bg_error_retry: 0,
             bg_retries: 0,
             compactions_running: 0,

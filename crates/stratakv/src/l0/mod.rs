@@ -106,6 +106,14 @@ pub(crate) trait Level0: Send + Sync {
     /// Target bytes of L1 for the leveled compaction below level 0.
     fn l1_target_bytes(&self) -> u64;
 
+    /// PM bytes a flush of a memtable of `records` records allocates in
+    /// the region (a matrix row), which the log must leave free: the flush
+    /// is what lets the memtable's log extents be freed, so if writers took
+    /// the last slots first, neither could go on. Default: none.
+    fn flush_pm_bytes(&self, _records: u64) -> u64 {
+        0
+    }
+
     /// Names of the threads the kind runs jobs on besides the flush thread
     /// and the shared compaction threads ([`Lane::Own`]).
     fn lanes(&self) -> &'static [&'static str];

@@ -55,6 +55,11 @@ pub(crate) struct WriteState {
     next_log_number: u64,
     next_seq: SeqNo,
     next_mem_id: u64,
+    /// A writer waited `pm_full_timeout_ms` for a new log extent and got
+    /// `PmFull`, and no extent has started since: writers that find the
+    /// region still full get `PmFull` at once rather than each waiting the
+    /// whole timeout again.
+    pub pm_gave_up: bool,
 }
 
 impl WriteState {
@@ -227,6 +232,7 @@ impl LogWriter {
             next_log_number,
             next_seq,
             next_mem_id: 2,
+            pm_gave_up: false,
         };
         LogWriter {
             region,
@@ -270,11 +276,20 @@ impl LogWriter {
         w.next_seq += count as u64;
         w.mem.note_seq(w.next_seq - 1);
         w.mem.charge(len as usize);
+        w.mem.charge_records(count as usize);
         Ok(Some(Reserved { slot, seq, mem: w.mem.clone(), log_number: w.log_number }))
     }
 
-    /// Starts a new log extent with room for an entry of `len` bytes.
-    pub fn start_extent(&self, w: &mut WriteState, len: u64) -> std::result::Result<NewExtent, ExtentFailure> {
+    /// Starts a new log extent with room for an entry of `len` bytes,
+    /// leaving `flush_slots` free slots besides `keep_free` (what level 0
+    /// needs to take in the memtables not yet flushed, see
+    /// `DbInner::flush_room`).
+    pub fn start_extent(
+        &self,
+        w: &mut WriteState,
+        len: u64,
+        flush_slots: u64,
+    ) -> std::result::Result<NewExtent, ExtentFailure> {
         let slots = len.div_ceil(self.region.slot_bytes()).max(1);
         // Only the newest LOG_HEADS_IN_FLIGHT log heads may be missing at a
         // power cut (the next open skips their numbers): the oldest pending
@@ -287,7 +302,7 @@ impl LogWriter {
         // The new head's msync (a device flush) is left to the prefault
         // thread, off the write path.
         let free = self.region.free_slots();
-        if free < slots + self.keep_free.load(Ordering::Relaxed) {
+        if free < slots + self.keep_free.load(Ordering::Relaxed) + flush_slots {
             return Ok(NewExtent::Full { wanted: slots, free });
         }
         let writer = match self.region.allocate_deferred(EXTENT_KIND_LOG, slots, w.next_log_number) {
@@ -297,6 +312,7 @@ impl LogWriter {
         };
         w.log_number = w.next_log_number;
         w.next_log_number += 1;
+        w.pm_gave_up = false;
         let ext = writer.extent().clone();
         w.mem.hold_extent(ext.clone());
         if w.pending_heads.len() >= LOG_HEADS_IN_FLIGHT {

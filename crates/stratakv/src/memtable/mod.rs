@@ -39,6 +39,9 @@ pub struct Memtable {
     bytes: AtomicUsize,
     /// PM log bytes of this memtable's entries.
     log_bytes: AtomicUsize,
+    /// Records reserved into this memtable, counted when their space is
+    /// reserved (before they are inserted).
+    reserved_records: AtomicUsize,
     /// Highest sequence number reserved into this memtable.
     last_seq: AtomicU64,
     /// Log number of the first extent written for this memtable.
@@ -127,6 +130,7 @@ impl Memtable {
             extents: Mutex::new(Vec::new()),
             bytes: AtomicUsize::new(0),
             log_bytes: AtomicUsize::new(0),
+            reserved_records: AtomicUsize::new(0),
             last_seq: AtomicU64::new(0),
             first_log,
             next_log: AtomicU64::new(0),
@@ -183,6 +187,17 @@ impl Memtable {
     pub fn charge(&self, bytes: usize) {
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.log_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Notes that `n` more records were reserved into this memtable.
+    pub fn charge_records(&self, n: usize) {
+        self.reserved_records.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records in this memtable, counting those reserved but not yet
+    /// inserted (what a flush will have to index).
+    pub fn records(&self) -> u64 {
+        self.reserved_records.load(Ordering::Relaxed).max(self.list.len()) as u64
     }
 
     /// PM log bytes of this memtable's entries.

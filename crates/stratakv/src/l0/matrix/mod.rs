@@ -29,7 +29,7 @@ use crate::key::PrefixExtractor;
 use crate::matrix::build::EXTENT_KIND_ROW;
 use crate::matrix::policy::runs::merge_due;
 use crate::matrix::policy::{self, RoundClock};
-use crate::matrix::row::Row;
+use crate::matrix::row::{row_bytes, Row};
 use crate::matrix::{LiveRow, Matrix, MatrixRecord};
 use crate::memtable::Memtable;
 use crate::options::Options;
@@ -240,6 +240,15 @@ impl Level0 for MatrixL0 {
 
     fn l1_target_bytes(&self) -> u64 {
         policy::l1_base_bytes(self.limit, self.max_runs)
+    }
+
+    fn flush_pm_bytes(&self, records: u64) -> u64 {
+        // A memtable with no records makes no row (see `seal_to_row`).
+        if records == 0 {
+            0
+        } else {
+            row_bytes(records)
+        }
     }
 
     fn lanes(&self) -> &'static [&'static str] {
