@@ -30,12 +30,6 @@ EXPIRY_TOLERANCE_MS = 1000
 # Short TTLs put on a few percent of the keys, so keys expire during the run.
 SHORT_MS = (50, 500)
 
-# A known bug (see replica_expires_keys_itself): a strata-server replica
-# expires keys by its own clock instead of waiting for its primary's DEL.
-REPLICA_EXPIRY_BUG = (
-    "strata-server replica expires keys itself: a write the primary made before the key's expiry "
-    "(PERSIST, PEXPIRE, INCR, ...) applied on the replica after it finds no key (or a new one)")
-
 SCRIPT_SET_INCR = "redis.call('SET', KEYS[1], ARGV[1]); return redis.call('INCR', KEYS[2])"
 # SPOP makes the script's effect depend on the primary's random choice: a
 # replica must apply the effects (SREM/SADD), not run the script again.
@@ -384,11 +378,9 @@ def wait_link_up(replica, what):
     wait_for(lambda: replication_info(replica).get("master_link_status") == "up", what)
 
 
-def compare(primary, replicas, what, tolerate_expiry_bug=False):
+def compare(primary, replicas, what):
     """Waits until every replica's offset reaches the primary's, then
-    compares their dumps with the primary's. Returns the primary's dump and
-    the differences put down to the known expiry bug (only with
-    `tolerate_expiry_bug`; any other difference fails)."""
+    compares their dumps with the primary's; returns the primary's."""
     for r in replicas:
         wait_for(lambda r=r: caught_up(primary, r), f"{what}: replica on port {r.port} to catch up", 90)
     a = dump(primary)
@@ -396,8 +388,9 @@ def compare(primary, replicas, what, tolerate_expiry_bug=False):
     # keys that expired lazily while it was read.
     for r in replicas:
         wait_for(lambda r=r: caught_up(primary, r), f"{what}: replica on port {r.port} to catch up", 30)
-    known = [check_replica(primary, r, a, what, tolerate_expiry_bug) for r in replicas]
-    return a, [k for k in known if k]
+    for r in replicas:
+        check_replica(r, a, what)
+    return a
 
 
 def replica_expires_keys_itself(primary, replica):
@@ -420,28 +413,20 @@ def replica_expires_keys_itself(primary, replica):
     return gone
 
 
-def check_replica(primary, replica, a, what, tolerate_expiry_bug):
-    """Compares `replica`'s dump with `a` (the primary's): None if equal.
-    With `tolerate_expiry_bug`, a strata-server replica that differs and
-    shows the known expiry bug returns the differences (the test ends as
-    an expected failure naming the bug); any other difference fails."""
+def check_replica(replica, a, what):
+    """Compares `replica`'s dump with `a` (the primary's); a difference
+    fails, naming the first few keys."""
     b = dump(replica)
     missing, extra, differ = differences(a, b)
-    if not missing and not extra and not differ:
-        return
-    msg = (f"{what}: replica on port {replica.port} ({len(a)} keys on the primary, {len(b)} on the "
-           f"replica): missing {missing}, extra {extra}, differ {differ}")
-    if tolerate_expiry_bug and isinstance(replica, Server) and replica_expires_keys_itself(primary, replica):
-        return msg
-    raise AssertionError(msg)
+    assert not missing and not extra and not differ, (
+        f"{what}: replica on port {replica.port} ({len(a)} keys on the primary, {len(b)} on the "
+        f"replica): missing {missing}, extra {extra}, differ {differ}")
 
 
 def run_pairing(name, primary, make_replica, seed, writes=WRITES, short_ttls=True, second=True):
     """Attaches a replica, runs the workload, compares; attaches a second
-    replica after the writes and compares it too (strictly: the full sync
-    of a data set where nothing expires any more). Prints the timings. A
-    first replica that differs by the known expiry bug (possible only with
-    `short_ttls`) makes the test an expected failure at the end."""
+    replica after the writes (a full sync of the non-empty data set) and
+    compares both. Prints the timings."""
     t0 = time.monotonic()
     replica = make_replica(primary.port).start()
     replicas = [replica]
@@ -454,7 +439,7 @@ def run_pairing(name, primary, make_replica, seed, writes=WRITES, short_ttls=Tru
         # expires (and propagates the deletion of) whatever is left.
         time.sleep(SHORT_MS[1] / 1000 + 0.2)
         dump(primary)
-        data, known = compare(primary, [replica], f"{name}, after the writes", tolerate_expiry_bug=short_ttls)
+        data = compare(primary, [replica], f"{name}, after the writes")
         t3 = time.monotonic()
         assert {db for db, _ in data} == {0, 1}, "the workload writes to databases 0 and 1 only"
         assert len(data) > 1000
@@ -465,13 +450,11 @@ def run_pairing(name, primary, make_replica, seed, writes=WRITES, short_ttls=Tru
             late = make_replica(primary.port).start()
             replicas.append(late)
             wait_link_up(late, "the second replica's link")
-            compare(primary, [late] if known else [replica, late], f"{name}, full sync of a second replica")
+            compare(primary, [replica, late], f"{name}, full sync of a second replica")
             t4 = time.monotonic()
         print(f"\n{name}: {writes} writes in {t2 - t1:.1f}s, first replica caught up and compared in "
               f"{t3 - t2:.1f}s ({len(data)} keys, {served} blocking pops served), second replica "
               f"synced and compared in {t4 - t3:.1f}s; total {t4 - t0:.1f}s")
-        if known:
-            pytest.xfail(f"{REPLICA_EXPIRY_BUG}. {known[0]}")
     finally:
         for r in replicas:
             r.stop()
@@ -512,7 +495,7 @@ def test_redis_primary_strata_replica():
 @pytest.mark.parametrize("primary_kind", ["strata", "redis"])
 def test_strata_replica_without_expiries_during_the_run(primary_kind):
     """The pairings with a strata-server replica again, with no key expiring
-    during the run: no difference is put down to the known expiry bug."""
+    during the run: a difference here is not about expiry."""
     if primary_kind == "strata":
         primary = Server().start()
     else:
@@ -521,4 +504,18 @@ def test_strata_replica_without_expiries_during_the_run(primary_kind):
         run_pairing(f"{primary_kind} -> strata, no short TTLs", primary, strata_replica, 1004,
                     writes=30_000, short_ttls=False, second=False)
     finally:
+        primary.stop()
+
+
+def test_a_strata_replica_leaves_expiry_to_its_primary():
+    """A strata-server replica that applies its primary's writes late keeps
+    a key the primary kept (set with a 200 ms TTL, then PERSISTed), as a
+    Redis replica does: it expires keys only on its primary's DEL."""
+    primary = RedisServer("--repl-diskless-sync-delay", "0").start()
+    replica = strata_replica(primary.port).start()
+    try:
+        wait_link_up(replica, "the replica's link")
+        assert not replica_expires_keys_itself(primary, replica)
+    finally:
+        replica.stop()
         primary.stop()
