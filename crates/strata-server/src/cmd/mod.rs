@@ -291,13 +291,13 @@ fn replication_refusal(shared: &Shared, sess: &Session, spec: &Spec) -> Option<R
     if !spec.has(flag::STALE) && !r.serves_stale() {
         return Some(Reply::err("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."));
     }
+    // The setting first: an EXEC's queue is looked at only when it is on.
+    if !(spec.has(flag::WRITE) || spec.name == "exec") || !r.too_few_replicas() {
+        return None;
+    }
     let writes = spec.has(flag::WRITE)
-        || (spec.name == "exec"
-            && sess
-                .multi
-                .as_ref()
-                .is_some_and(|q| q.iter().any(|a| validate(a).is_ok_and(|(_, s)| s.has(flag::WRITE)))));
-    (writes && r.too_few_replicas()).then(|| Reply::err("NOREPLICAS Not enough good replicas to write."))
+        || sess.multi.as_ref().is_some_and(|q| q.iter().any(|a| validate(a).is_ok_and(|(_, s)| s.has(flag::WRITE))));
+    writes.then(|| Reply::err("NOREPLICAS Not enough good replicas to write."))
 }
 
 /// Runs one request and returns its reply (`None`: no reply, for an
