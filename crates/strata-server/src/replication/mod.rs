@@ -102,6 +102,12 @@ struct Role {
     second_offset: i64,
     /// Unix seconds the link went down (INFO), 0: never up.
     down_since: u64,
+    /// Whether our data is the stream's up to our offset, so a PSYNC may
+    /// continue from it: false from a full sync's `+FULLRESYNC` until its
+    /// image is loaded whole (an image cut short leaves the databases
+    /// emptied or half loaded under the new primary's id; continuing would
+    /// leave them so for good: Redis too adopts the id only after loading).
+    resumable: bool,
 }
 
 /// The server's replication role and link (shared by every connection).
@@ -177,6 +183,7 @@ impl State {
                 replid2: NO_REPLID.into(),
                 second_offset: -1,
                 down_since: 0,
+                resumable: true,
             }),
             offset: AtomicU64::new(0),
             read_offset: AtomicU64::new(0),
@@ -351,7 +358,7 @@ impl State {
     /// byte's offset if a backlog is kept, else `?` and -1.
     fn psync_args(&self) -> (String, i64) {
         match self.stream.get() {
-            Some(s) if s.backlog().0 => (self.replid(), s.offset() as i64 + 1),
+            Some(s) if s.backlog().0 && self.role.lock().resumable => (self.replid(), s.offset() as i64 + 1),
             _ => ("?".into(), -1),
         }
     }
@@ -456,6 +463,13 @@ impl State {
             self.offset.store(offset, Ordering::Release);
             r.replid2 = std::mem::replace(&mut r.replid, new_replid());
             r.second_offset = offset as i64 + 1;
+            if !r.resumable {
+                // Promoted with an image half loaded: our data is not the
+                // old stream's at any offset, so no replica may continue it.
+                r.replid2 = NO_REPLID.into();
+                r.second_offset = -1;
+                r.resumable = true;
+            }
             if let Some(s) = self.stream.get() {
                 s.set_following(false);
             }
@@ -503,6 +517,7 @@ impl State {
             r.replid2 = NO_REPLID.into();
             r.second_offset = -1;
             r.link = Link::Sync;
+            r.resumable = false;
         }
         if let Some(s) = self.stream.get() {
             let _applying = self.apply_lock.lock();
@@ -514,6 +529,15 @@ impl State {
         self.offset.store(offset, Ordering::Release);
         self.read_offset.store(offset, Ordering::Release);
         self.sync_read.store(0, Ordering::Relaxed);
+    }
+
+    /// The image of a full sync is loaded: our data is the stream's at our
+    /// offset again (a later PSYNC may continue).
+    fn sync_loaded(&self, generation: u64) {
+        let mut r = self.role.lock();
+        if r.generation == generation {
+            r.resumable = true;
+        }
     }
 
     /// A partial resync was accepted (`+CONTINUE [newid]`): the stream

@@ -192,6 +192,7 @@ fn sync(
         state.touched();
     };
     load_image(state, applier, &mut r, &header, generation)?;
+    state.sync_loaded(generation);
     *synced = true;
     stream_from(state, applier, r, w, generation)
 }

@@ -100,8 +100,8 @@ class Server(Process):
         return self.spawn().wait_ready(timeout)
 
     def client(self, protocol=2, **kw):
-        return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol,
-                           socket_timeout=60, **kw)
+        kw.setdefault("socket_timeout", 60)
+        return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol, **kw)
 
     def kill9(self):
         if self.proc and self.proc.poll() is None:
@@ -149,8 +149,8 @@ class RedisServer(Process):
         return self.wait_ready(timeout)
 
     def client(self, protocol=2, **kw):
-        return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol,
-                           socket_timeout=60, **kw)
+        kw.setdefault("socket_timeout", 60)
+        return redis.Redis(host="127.0.0.1", port=self.port, protocol=protocol, **kw)
 
     def stop(self):
         self.end()

@@ -230,6 +230,33 @@ def test_a_promoted_replica_continues_the_other(servers):
     assert info(r2.client())["master_replid"] == info(c1)["master_replid"]
 
 
+def test_a_sync_cut_before_its_image_loaded_is_not_continued(servers):
+    """A replica whose full sync is cut in the middle of the image holds
+    only part of the primary's data: when it reconnects it must sync in
+    full again, not continue the stream from the image's offset (which
+    the primary's backlog still holds) over half a keyspace."""
+    p, r = servers(), servers()
+    relay = Relay(p.port)
+    try:
+        cp = p.client()
+        cp.config_set("repl-diskless-sync", "no")
+        big = b"x" * 100_000
+        pipe = cp.pipeline(transaction=False)
+        for i in range(500):
+            pipe.set(f"big:{i}", big)
+        pipe.execute()
+        cr = r.client()
+        assert cr.execute_command("REPLICAOF", "127.0.0.1", relay.port) == b"OK"
+        wait_for(lambda: info(cr).get("master_sync_read_bytes", 0) > 0, "the image to arrive", 60)
+        relay.cut()
+        wait_for(lambda: info(cr).get("master_link_status") == "up", "the link up again")
+        wait_equal(p, r, what="the replica whose sync was cut")
+        full, partial, _ = stats(p)
+        assert (full, partial) == (2, 0), f"a second full sync, no partial one: {stats(p)}"
+    finally:
+        relay.close()
+
+
 def test_redis_replica_of_strata_and_strata_replica_of_redis_resync_partially(servers):
     p = servers()
     relay = Relay(p.port)
