@@ -109,10 +109,14 @@ pub(crate) fn psync(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
         return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
     }
     let sync = is(arg(args, 0), "sync");
+    // Redis asks for the first byte it lacks, counting from 1; an offset
+    // that is no number is refused before anything starts, as there.
+    let asked = crate::numbers::parse_i64(arg(args, 2));
+    if !sync && asked.is_none() {
+        return Reply::err("ERR value is not an integer or out of range");
+    }
     shared.repl_stream.start(st.settings.backlog_size() as usize);
     let asked_id = arg(args, 1);
-    // Redis asks for the first byte it lacks, counting from 1.
-    let asked = crate::numbers::parse_i64(arg(args, 2));
     let (id, id2, second) = st.ids();
     let known = asked_id == id.as_bytes() || (asked_id == id2.as_bytes() && asked.is_some_and(|o| o <= second));
     let partial = match asked.and_then(|o| u64::try_from(o).ok()?.checked_sub(1)) {

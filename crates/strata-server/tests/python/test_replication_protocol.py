@@ -411,3 +411,11 @@ def test_replica_serve_stale_data_no(servers):
     rc.config_set("replica-serve-stale-data", "no")
     assert rc.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
     assert rc.get("k") == b"v", "a primary serves"
+
+
+def test_psync_with_an_offset_that_is_no_number_is_refused(servers):
+    p = servers()
+    with socket.create_connection(("127.0.0.1", p.port), timeout=10) as s:
+        s.sendall(b"PSYNC replicationid offset_str\r\n")
+        assert s.recv(100) == b"-ERR value is not an integer or out of range\r\n"
+    assert stats(p) == (0, 0, 0)
