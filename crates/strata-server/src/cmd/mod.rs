@@ -414,7 +414,7 @@ pub(crate) fn groupable(
     let (id, spec) = validate(args).ok()?;
     // A write on a read-only replica is refused by `execute`, and so
     // are the refusals of replication settings.
-    if spec.has(flag::WRITE) && shared.replication.refuses_writes() {
+    if spec.has(flag::WRITE) && !sess.master && shared.replication.refuses_writes() {
         return None;
     }
     if replication_refusal(shared, sess, spec).is_some() {
@@ -427,7 +427,7 @@ pub(crate) fn groupable(
 }
 
 /// Most commands of one pipeline that share a transaction.
-const MAX_GROUP: usize = 64;
+pub(crate) const MAX_GROUP: usize = 64;
 
 /// What [`execute_batch`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -521,6 +521,12 @@ fn run_group(shared: &Shared, db: usize, proto: u8, group: Vec<Grouped>, out: &m
 /// of every connection of a pass as one such group (fewer, larger engine
 /// writes when many clients write at once). Returns the replies in order.
 pub(crate) fn run_group_replies(shared: &Shared, db: usize, group: &[(u8, Grouped)]) -> Vec<Reply> {
+    run_group_as(shared, db, group, false)
+}
+
+/// [`run_group_replies`]; `master`: for the replica's master client (see
+/// `Txn::keep_expired`).
+pub(crate) fn run_group_as(shared: &Shared, db: usize, group: &[(u8, Grouped)], master: bool) -> Vec<Reply> {
     shared.stats.total_commands.fetch_add(group.len() as u64, Ordering::Relaxed);
     let started = std::time::Instant::now();
     let keys: Vec<&[u8]> = group.iter().flat_map(|(_, (_, spec, _, args))| keys_of(spec, args)).collect();
@@ -533,6 +539,7 @@ pub(crate) fn run_group_replies(shared: &Shared, db: usize, group: &[(u8, Groupe
     let (replies, failed) = {
         let _locks = shared.locks.lock(&keys);
         let mut ctx = Ctx::new(shared, db, group.first().map_or(2, |g| g.0), now_ms());
+        ctx.txn.keep_expired = master;
         let replies: Vec<Reply> = group
             .iter()
             .map(|(proto, (_, spec, f, args))| {
@@ -551,7 +558,7 @@ pub(crate) fn run_group_replies(shared: &Shared, db: usize, group: &[(u8, Groupe
             .iter()
             .map(|(proto, (id, spec, f, args))| {
                 let started = std::time::Instant::now();
-                let r = run_data(shared, (db, *proto, false), spec, *f, args);
+                let r = run_data(shared, (db, *proto, master), spec, *f, args);
                 shared.cmdstats.ran(*id, cmdstats::usec_since(started), &r);
                 if let Reply::Error(e) = &r {
                     shared.stats.count_error(e);

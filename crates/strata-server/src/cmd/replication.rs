@@ -239,23 +239,30 @@ struct MasterClient {
 }
 
 impl MasterClient {
+    /// The master session (made on first use).
+    fn session<'s>(sess: &'s mut Option<Session>, shared: &Shared) -> &'s mut Session {
+        sess.get_or_insert_with(|| {
+            let mut s = Session::new(shared, "master".into());
+            s.master = true;
+            s.authed = true;
+            s
+        })
+    }
+
     /// Runs `args` in the master session; an error reply becomes `Err`.
     fn run(&mut self, args: &[Bytes]) -> Result<(), String> {
         let shared = self.shared.upgrade().ok_or("the server is gone")?;
-        let sess = match self.sess.as_mut() {
-            Some(s) => s,
-            None => {
-                let mut s = Session::new(&shared, "master".into());
-                s.master = true;
-                s.authed = true;
-                self.sess.insert(s)
-            }
-        };
+        let sess = Self::session(&mut self.sess, &shared);
         match execute(&shared, sess, args) {
             Some(Reply::Error(e)) => Err(e),
             _ => Ok(()),
         }
     }
+}
+
+/// The name of a command, for an error line.
+fn name_of(args: &[Bytes]) -> String {
+    String::from_utf8_lossy(args.first().map(|a| a.as_ref()).unwrap_or_default()).into_owned()
 }
 
 fn bytes(s: &[u8]) -> Bytes {
@@ -291,6 +298,44 @@ impl Applier for MasterClient {
 
     fn apply(&mut self, args: &[Bytes]) -> Result<(), String> {
         self.run(args)
+    }
+
+    fn apply_batch(&mut self, cmds: Vec<Vec<Bytes>>) -> Vec<(String, String)> {
+        let Some(shared) = self.shared.upgrade() else { return vec![(String::new(), "the server is gone".into())] };
+        let sess = Self::session(&mut self.sess, &shared);
+        let mut errors = Vec::new();
+        let mut group: Vec<(u8, super::Grouped)> = Vec::new();
+        // A group is one engine batch (the primary's pipeline of writes is
+        // applied as a client's would be): far fewer commits than one per
+        // command, which is what a replica's apply rate is bound by.
+        let flush = |group: &mut Vec<(u8, super::Grouped)>, db: usize, errors: &mut Vec<(String, String)>| {
+            let replies = super::run_group_as(&shared, db, group, true);
+            for (r, (_, (_, _, _, args))) in replies.into_iter().zip(group.iter()) {
+                if let Reply::Error(e) = r {
+                    errors.push((name_of(args), e));
+                }
+            }
+            group.clear();
+        };
+        for args in cmds {
+            if let Some((id, spec, f)) = super::groupable(&shared, sess, &args) {
+                group.push((sess.proto, (id, spec, f, args)));
+                if group.len() >= super::MAX_GROUP {
+                    flush(&mut group, sess.db, &mut errors);
+                }
+                continue;
+            }
+            if !group.is_empty() {
+                flush(&mut group, sess.db, &mut errors);
+            }
+            if let Some(Reply::Error(e)) = execute(&shared, sess, &args) {
+                errors.push((name_of(&args), e));
+            }
+        }
+        if !group.is_empty() {
+            flush(&mut group, sess.db, &mut errors);
+        }
+        errors
     }
 
     fn stopping(&self) -> bool {

@@ -49,6 +49,10 @@ pub trait Applier: Send {
     /// Runs one command of the primary's stream (its reply is dropped;
     /// an error is returned as text).
     fn apply(&mut self, args: &[Bytes]) -> Result<(), String>;
+    /// Runs several commands of the stream in order, consecutive keyspace
+    /// commands as one engine batch (as a client's pipeline runs); returns
+    /// the errors, each with its command's name.
+    fn apply_batch(&mut self, cmds: Vec<Vec<Bytes>>) -> Vec<(String, String)>;
     /// Whether the server is stopping.
     fn stopping(&self) -> bool;
     /// Drops a transaction begun and not ended (the link was cut in it).

@@ -349,8 +349,20 @@ fn follow(
         // sees all of the batch or none of it.
         let applying = state.apply_lock.lock();
         let mut done = 0;
+        // Commands parsed, applied as one batch before a GETACK is
+        // answered and at the end of what was read.
+        let mut batch: Vec<Vec<Bytes>> = Vec::new();
+        let mut apply = |batch: &mut Vec<Vec<Bytes>>| {
+            for (name, e) in applier.apply_batch(std::mem::take(batch)) {
+                errors += 1;
+                if errors <= LOGGED_ERRORS {
+                    eprintln!("strata-server: replication: the primary's {name} failed here: {e}");
+                }
+            }
+        };
         while let Parsed::Command(args, n) = parse(buf.get(used..).unwrap_or_default())? {
             if is_getack(&args) {
+                apply(&mut batch);
                 // Redis acknowledges the offset before the GETACK itself.
                 ack(&mut w, state.offset() + done as u64)?;
             } else if !args.is_empty() {
@@ -360,19 +372,14 @@ fn follow(
                 } else if name.eq_ignore_ascii_case(b"exec") || name.eq_ignore_ascii_case(b"discard") {
                     in_multi = false;
                 }
-                if let Err(e) = applier.apply(&args) {
-                    errors += 1;
-                    if errors <= LOGGED_ERRORS {
-                        let name = String::from_utf8_lossy(name).into_owned();
-                        eprintln!("strata-server: replication: the primary's {name} failed here: {e}");
-                    }
-                }
+                batch.push(args);
             }
             used += n;
             if !in_multi {
                 done = used;
             }
         }
+        apply(&mut batch);
         if done > 0 {
             if let Some(s) = state.stream.get() {
                 s.proxy(buf.get(..done).unwrap_or_default());
