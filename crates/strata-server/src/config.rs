@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context};
 use clap::Parser;
 
+use crate::numbers::parse_bytes;
 use crate::resp::Limits;
 use crate::store::aof::FsyncPolicy;
 
@@ -378,25 +379,6 @@ fn refused_value(name: &str, value: &str) -> bool {
         "maxmemory" => parse_bytes(&v) != Some(0),
         _ => false,
     }
-}
-
-/// Parses `512mb`, `1gb`, `4096`, `64k` (Redis memory units).
-pub fn parse_bytes(s: &str) -> Option<u64> {
-    let s = s.trim().to_ascii_lowercase();
-    let digits_end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(digits_end);
-    let n: u64 = num.parse().ok()?;
-    let mul: u64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    n.checked_mul(mul)
 }
 
 /// Settings of a config file that set this server's own options (its

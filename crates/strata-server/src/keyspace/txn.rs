@@ -501,7 +501,7 @@ mod tests {
         let store = MemoryStore::open(dir.path(), MemoryPersistence::default()).unwrap();
         let mut t = Txn::new(&store, 1_000);
         t.put_meta(b"k", None, &Meta::string(b"v".to_vec(), 2_000));
-        t.commit(false).unwrap();
+        let _ = t.commit(false).unwrap();
         let mut later = Txn::new(&store, 3_000);
         assert!(later.meta(b"k").unwrap().is_none());
         assert!(later.is_past(2_500));

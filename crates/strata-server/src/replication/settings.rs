@@ -77,7 +77,7 @@ fn number(v: &str) -> Result<u64, String> {
 }
 
 fn memory(v: &str) -> Result<u64, String> {
-    crate::config::parse_bytes(v).ok_or_else(|| "argument must be a memory value".into())
+    crate::numbers::parse_bytes(v).ok_or_else(|| "argument must be a memory value".into())
 }
 
 /// `class hard soft seconds ...` of `client-output-buffer-limit`, applied

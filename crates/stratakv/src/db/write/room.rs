@@ -1,6 +1,6 @@
 //! The PM a new log extent must leave free for flushes.
 //!
-//! A flush to the matrix builds a row in the PM region before the log
+//! A flush into a level 0 kept in PM builds its output there before the log
 //! extents of its memtable can ever be freed (a round of column compaction
 //! frees them once the row is in the MANIFEST). If writers took the last
 //! free slots first, the flush thread would wait for PM that only its own
