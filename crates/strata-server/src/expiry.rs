@@ -1,7 +1,7 @@
 //! Background expiry: a thread that removes keys whose time has come,
 //! walking the expiry index (`e | expire_ms BE | key`) from the oldest
 //! entry. Reads never see an expired key whether or not it was swept. A
-//! replica does not sweep: its primary sends the DELs.
+//! read-only replica does not sweep: its primary sends the DELs.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,9 +20,12 @@ const PER_ROUND: usize = 256;
 /// index entries it handled in the busiest one (expired keys and stale
 /// entries).
 pub fn sweep_once(shared: &Shared, limit: usize) -> StoreResult<usize> {
-    // A replica expires nothing itself: its primary's DEL does (Redis's
-    // rule; see `Txn::keep_expired`), and its reads hide expired keys.
-    if shared.replication.is_replica() {
+    // A read-only replica expires nothing itself: its primary's DEL does
+    // (Redis's rule; see `Txn::keep_expired`), and its reads hide expired
+    // keys. A writable one (`replica-read-only no`) sweeps, so that keys
+    // its own clients wrote with a TTL go (Redis tracks those keys alone;
+    // here the primary's expired keys go too, a little before its DEL).
+    if shared.replication.is_replica() && shared.replication.read_only() {
         return Ok(0);
     }
     let mut most = 0;

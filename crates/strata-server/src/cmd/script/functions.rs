@@ -189,6 +189,11 @@ fn fcall_generic(ctx: &mut Ctx<'_>, args: &[Bytes], ro: bool) -> CmdResult {
         if ro && !no_writes {
             return Err("ERR Can not execute a script with write flag using *_ro command.".into());
         }
+        // A function may write unless flagged `no-writes`: refused before
+        // it runs, as in Redis.
+        if !ro && !no_writes && ctx.shared.replication.too_few_replicas() {
+            return Err("NOREPLICAS Not enough good replicas to write.".into());
+        }
         let (keys, argv) = keys_and_args(args).map_err(|e| match e.into_reply() {
             Reply::Error(s) => s,
             _ => "ERR syntax error".into(),

@@ -339,6 +339,12 @@ fn eval_generic(ctx: &mut Ctx<'_>, args: &[Bytes], by_sha: bool, ro: bool) -> Cm
         if ro && !flags.compat && !flags.no_writes {
             return Err("ERR Can not execute a script with write flag using *_ro command.".into());
         }
+        // A script declared with a shebang may write unless it says
+        // `no-writes`: refused before it runs, as in Redis (a script
+        // without one is refused at its first write).
+        if !ro && !flags.compat && !flags.no_writes && ctx.shared.replication.too_few_replicas() {
+            return Err("NOREPLICAS Not enough good replicas to write.".into());
+        }
         let opts = run::Opts { name: &sha, read_only: ro || (!flags.compat && flags.no_writes), eval: true };
         Ok(run::run(st, scripts, ctx, &func, keys, argv, &opts))
     });
