@@ -170,3 +170,14 @@ def r(request, server):
     c.flushall()
     yield c
     c.close()
+
+
+def wait_for(cond, what, timeout=60.0):
+    """Polls `cond` every 50 ms until it is true; fails naming `what` after
+    `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

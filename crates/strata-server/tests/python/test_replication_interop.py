@@ -19,7 +19,7 @@ import time
 import pytest
 import redis
 
-from conftest import RedisServer, Server
+from conftest import RedisServer, Server, wait_for
 
 WRITES = 100_000
 # Databases compared: the workload writes to 0 and 1; 2 and 3 must stay empty.
@@ -357,15 +357,6 @@ def replication_info(server):
         return c.info("replication")
     finally:
         c.close()
-
-
-def wait_for(cond, what, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def caught_up(primary, replica):

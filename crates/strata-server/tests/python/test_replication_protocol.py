@@ -15,22 +15,13 @@ import time
 import pytest
 import redis
 
-from conftest import RedisServer, Server
+from conftest import RedisServer, Server, wait_for
 
 DBS = 3
 
 
 def info(c, section="replication"):
     return c.info(section)
-
-
-def wait_for(cond, what, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def dump(server):
