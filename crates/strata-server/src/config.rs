@@ -105,6 +105,11 @@ pub struct Flags {
     /// read (e.g. 64mb; 0: none). Default 256 MiB.
     #[arg(long = "read-cache-size")]
     pub read_cache_size: Option<String>,
+    /// Engine storage: keep every key's type and expiry in DRAM (`yes`,
+    /// default) so that writes skip reading the old entry from the engine;
+    /// costs some 40 bytes plus the key's length per key.
+    #[arg(long = "key-directory")]
+    pub key_directory: Option<String>,
     /// Engine storage: the engine's block cache of table blocks read from
     /// SSD (e.g. 32mb). Default 256 MiB. With `read-cache-size`,
     /// `write-buffer-size` and `pm-size` (a PM region in /dev/shm is
@@ -282,6 +287,8 @@ pub struct Config {
     pub shards: usize,
     /// Bytes of the engine store's read cache (0: none).
     pub read_cache_size: u64,
+    /// A DRAM key directory in front of the engine store.
+    pub key_directory: bool,
     /// Bytes of the engine's block cache (`None`: the engine's default).
     pub block_cache_size: Option<u64>,
     /// The TLS port, if any.
@@ -407,6 +414,7 @@ const KNOWN: &[&str] = &[
     "shards",
     "read-cache-size",
     "block-cache-size",
+    "key-directory",
     "tls-port",
     "tls-cert-file",
     "tls-key-file",
@@ -621,6 +629,12 @@ impl Config {
         let read_cache_size =
             bytes(pick(f.read_cache_size, "read-cache-size"), "read-cache-size")?.unwrap_or(DEFAULT_READ_CACHE);
         let block_cache_size = bytes(pick(f.block_cache_size, "block-cache-size"), "block-cache-size")?;
+        let key_directory =
+            match pick(f.key_directory, "key-directory").as_deref().map(str::to_ascii_lowercase).as_deref() {
+                None | Some("yes") => storage == StorageMode::Engine,
+                Some("no") => false,
+                Some(other) => bail!("key-directory must be yes or no, not {other}"),
+            };
         if shards > 256 {
             bail!("shards must be at most 256");
         }
@@ -691,6 +705,7 @@ impl Config {
             databases,
             shards: shards as usize,
             read_cache_size,
+            key_directory,
             block_cache_size,
             tls,
             startup_tuning,
@@ -724,6 +739,7 @@ impl Config {
             ("databases", self.databases.to_string()),
             ("shards", self.shards.to_string()),
             ("read-cache-size", self.read_cache_size.to_string()),
+            ("key-directory", if self.key_directory { "yes" } else { "no" }.into()),
             (
                 "block-cache-size",
                 self.block_cache_size.unwrap_or(stratakv::Options::default().block_cache_bytes).to_string(),

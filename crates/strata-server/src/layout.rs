@@ -27,6 +27,14 @@ pub mod tag {
 /// Bytes of a member key before the user key: the tag and `klen u32 BE`.
 pub const MEMBER_HEADER: usize = 5;
 
+/// The header of a stored meta entry: its type byte and its expiry (Unix
+/// ms, 0 for none), `type u8 | expire_ms u64 LE | body`; `None` if short.
+pub fn meta_header(value: &[u8]) -> Option<(u8, u64)> {
+    let t = *value.first()?;
+    let exp: [u8; 8] = value.get(1..9)?.try_into().ok()?;
+    Some((t, u64::from_le_bytes(exp)))
+}
+
 /// 32-bit FNV-1a: the hash that orders meta keys (frozen: it is on disk).
 pub fn fnv1a32(key: &[u8]) -> u32 {
     let mut h: u32 = 0x811c_9dc5;

@@ -18,6 +18,7 @@ use strata_server::cmd::Shared;
 use strata_server::config::{Config, Flags, StorageMode};
 use strata_server::net::Loops;
 use strata_server::store::cache::CachedStore;
+use strata_server::store::directory::DirectoryStore;
 use strata_server::store::engine::EngineStore;
 use strata_server::store::memory::{MemoryPersistence, MemoryStore};
 use strata_server::store::sharded::ShardedStore;
@@ -56,10 +57,15 @@ fn open_store(cfg: &Config) -> anyhow::Result<Arc<dyn Backend>> {
             } else {
                 Arc::new(EngineStore::open(&cfg.dir, opts).map_err(|e| anyhow::anyhow!("{e}"))?)
             };
-            if cfg.read_cache_size == 0 {
+            let store: Arc<dyn Backend> = if cfg.read_cache_size == 0 {
+                store
+            } else {
+                Arc::new(CachedStore::new(store, cfg.read_cache_size, cfg.databases))
+            };
+            if !cfg.key_directory {
                 return Ok(store);
             }
-            Arc::new(CachedStore::new(store, cfg.read_cache_size, cfg.databases))
+            Arc::new(DirectoryStore::new(store, cfg.databases))
         }
         StorageMode::Memory => {
             let p = MemoryPersistence { appendfsync: cfg.appendfsync, snapshot_seconds: cfg.snapshot_seconds };

@@ -213,11 +213,16 @@ impl Shared {
 
     fn count_keys_of(db: &Database) -> Result<(), StoreError> {
         let (mut keys, mut expires) = (0i64, 0i64);
+        // The key directory is built from the same scan.
+        let dir = db.store.key_directory();
         let mut cursor = b"m".to_vec();
         loop {
             let chunk = db.store.scan(&cursor, Some(b"n"), 4096)?;
-            for (_, v) in &chunk {
+            for (k, v) in &chunk {
                 keys += 1;
+                if let Some(d) = dir {
+                    d.insert_loaded(k, v);
+                }
                 if Meta::decode(v).is_some_and(|m| m.expire_ms != 0) {
                     expires += 1;
                 }
@@ -232,6 +237,9 @@ impl Shared {
         }
         db.keys.store(keys, Ordering::Relaxed);
         db.expires.store(expires, Ordering::Relaxed);
+        if let Some(d) = dir {
+            d.set_ready();
+        }
         Ok(())
     }
 

@@ -58,7 +58,9 @@ fn set_value(
     xx: bool,
     get: bool,
 ) -> Result<(bool, Option<Vec<u8>>), CmdError> {
-    let old = ctx.txn.meta_for_write(key)?;
+    // Without GET only the old type and expiry matter (the directory may
+    // answer without the old value).
+    let old = if get { ctx.txn.meta_for_write(key)? } else { ctx.txn.meta_for_overwrite(key)? };
     let old_value = match &old {
         Some(m) if get && m.kind != KeyType::String => return Err(CmdError::WrongType),
         Some(m) if get && m.kind == KeyType::String => Some(m.body.clone()),

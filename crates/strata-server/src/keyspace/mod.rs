@@ -198,8 +198,9 @@ impl Meta {
 
     /// The expiry of stored meta bytes, without decoding the body.
     pub fn decode_expiry(b: &[u8]) -> Option<u64> {
-        stored_type(*b.first()?)?;
-        read_u64_le(b, 1)
+        let (t, expire_ms) = crate::layout::meta_header(b)?;
+        stored_type(t)?;
+        Some(expire_ms)
     }
 
     /// Member entry tags (prefix bytes) used by this key's type: none for

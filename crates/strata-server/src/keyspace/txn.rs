@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use ahash::AHashMap;
 
-use super::{expire_index_key, meta_key, prefix_end, Meta};
+use super::{expire_index_key, meta_key, prefix_end, KeyType, Meta};
+use crate::store::directory::Known;
 use crate::store::{Backend, Op, Pending, StoreError, StoreResult};
 
 /// Changes a commit made to the key and expiry counts.
@@ -317,6 +318,24 @@ impl<'a> Txn<'a> {
         }
     }
 
+    /// Like [`Txn::meta_for_write`], for a write that replaces the key's
+    /// value whole and reads only its type and expiry (SET without GET):
+    /// where the key directory knows the key as a live string, the store
+    /// is not read and the returned meta's body is empty.
+    pub fn meta_for_overwrite(&mut self, key: &[u8]) -> StoreResult<Option<Meta>> {
+        let mk = meta_key(key);
+        if !self.cleared && !self.writes.contains_key(&mk) {
+            if let Known::Entry { type_byte, expire_ms } = self.store.known_meta(&mk) {
+                let shell = Meta::string(Vec::new(), expire_ms);
+                if type_byte == KeyType::String as u8 && !self.is_expired(&shell) {
+                    self.base.entry(mk).or_insert((true, expire_ms != 0));
+                    return Ok(Some(shell));
+                }
+            }
+        }
+        self.meta_for_write(key)
+    }
+
     /// Writes the meta of `key`, keeping the expiry index in step with
     /// `old` (what [`Txn::meta_for_write`] returned).
     pub fn put_meta(&mut self, key: &[u8], old: Option<&Meta>, new: &Meta) {
@@ -407,37 +426,62 @@ impl<'a> Txn<'a> {
             return Ok((delta, Pending::default()));
         }
         let writes = std::mem::take(&mut self.writes);
+        // A flush reaches the key directory through the store's clear; any
+        // other write is noted here, before the store has it (see
+        // `store::directory` for the order).
+        let dir = if self.cleared && self.scope != ClearScope::Covered { None } else { self.store.key_directory() };
         for (k, after) in writes.iter().filter(|(k, _)| k.first() == Some(&super::tag::META)) {
             let before = match (self.cleared, self.base.remove(k)) {
                 (true, _) => (false, false),
                 (false, Some(b)) => b,
                 (false, None) => base_of(self.store.get(k)?.as_deref()),
             };
+            if let Some(d) = dir {
+                match after {
+                    Some(v) => d.will_put(k, v),
+                    None => d.will_delete(k),
+                }
+            }
             let after = base_of(after.as_deref());
             delta.keys += i64::from(after.0) - i64::from(before.0);
             delta.expires += i64::from(after.1) - i64::from(before.1);
         }
         let mut ops: Vec<Op> = writes.into_iter().collect();
+        // The meta keys deleted, to drop from the directory once stored.
+        let deletes: Vec<Vec<u8>> = match dir {
+            Some(_) => ops
+                .iter()
+                .filter(|(k, v)| v.is_none() && k.first() == Some(&super::tag::META))
+                .map(|(k, _)| k.clone())
+                .collect(),
+            None => Vec::new(),
+        };
         let pending = if self.cleared {
             match self.scope {
                 // The keyspace version survives every flush, in the same step.
                 ClearScope::Database => {
                     ops.push((super::VERSION_KEY.to_vec(), Some(super::VERSION.to_vec())));
-                    self.store.clear(super::VERSION_KEY, ops, durable)?
+                    self.store.clear(super::VERSION_KEY, ops, durable)
                 }
                 ClearScope::Everything => {
                     ops.push((super::VERSION_KEY.to_vec(), Some(super::VERSION.to_vec())));
-                    self.store.clear_every_database(super::VERSION_KEY, ops, durable)?
+                    self.store.clear_every_database(super::VERSION_KEY, ops, durable)
                 }
-                ClearScope::Covered if ops.is_empty() => Pending::default(),
-                ClearScope::Covered => self.store.write(ops, durable)?,
+                ClearScope::Covered if ops.is_empty() => Ok(Pending::default()),
+                ClearScope::Covered => self.store.write(ops, durable),
             }
         } else if !ops.is_empty() {
-            self.store.write(ops, durable)?
+            self.store.write(ops, durable)
         } else {
-            Pending::default()
+            Ok(Pending::default())
         };
-        Ok((delta, pending))
+        if let Some(d) = dir {
+            match &pending {
+                Ok(_) => deletes.iter().for_each(|k| d.deleted(k)),
+                Err(_) => d.turn_off(),
+            }
+        }
+        Ok((delta, pending?))
     }
 
     /// Whether this transaction's flush empties every database (it must

@@ -4,6 +4,7 @@
 
 pub mod aof;
 pub mod cache;
+pub mod directory;
 pub mod engine;
 pub mod group;
 pub mod memory;
@@ -112,6 +113,17 @@ pub trait Backend: Send + Sync {
         let _ = keys;
     }
 
+    /// What a key directory knows of the meta entry under `meta_key`
+    /// without reading the store ([`directory`]); `Unsure` by default.
+    fn known_meta(&self, meta_key: &[u8]) -> directory::Known {
+        let _ = meta_key;
+        directory::Known::Unsure
+    }
+    /// The key directory in front of this store, if any (filled by the
+    /// open scan of the keys).
+    fn key_directory(&self) -> Option<&directory::KeyDirectory> {
+        None
+    }
     /// Up to `limit` pairs with `start <= key < end` (no end: to the last
     /// key), in key order.
     fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> StoreResult<Vec<(Vec<u8>, Vec<u8>)>>;
