@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use ahash::AHashMap;
 
 use super::{expire_index_key, meta_key, prefix_end, KeyType, Meta};
-use crate::store::directory::Known;
+use crate::store::directory::{KeyDirectory, Known};
 use crate::store::{Backend, Op, Pending, StoreError, StoreResult};
 
 /// Changes a commit made to the key and expiry counts.
@@ -68,11 +68,12 @@ pub enum ClearScope {
     Covered,
 }
 
-/// A meta key's store value as first read: (present, has an expiry).
-type Base = (bool, bool);
+/// A meta key's store value as first read: (present, has an expiry), and
+/// what the key directory said of it when it answered the read.
+type Base = (bool, bool, Known);
 
 fn base_of(v: Option<&[u8]>) -> Base {
-    (v.is_some(), v.and_then(Meta::decode_expiry).is_some_and(|ms| ms != 0))
+    (v.is_some(), v.and_then(Meta::decode_expiry).is_some_and(|ms| ms != 0), Known::Unsure)
 }
 
 fn corrupt(key: &[u8]) -> StoreError {
@@ -147,11 +148,13 @@ impl<'a> Txn<'a> {
         if self.cleared {
             return Ok(None);
         }
-        let v = self.store.get(k)?;
         if record && k.first() == Some(&super::tag::META) && !self.base.contains_key(k) {
-            self.base.insert(k.to_vec(), base_of(v.as_deref()));
+            let (v, known) = self.store.get_meta(k)?;
+            let (present, expires, _) = base_of(v.as_deref());
+            self.base.insert(k.to_vec(), (present, expires, known));
+            return Ok(v);
         }
-        Ok(v)
+        self.store.get(k)
     }
 
     /// Whether this transaction has staged a value (not a delete) for `k`.
@@ -328,7 +331,7 @@ impl<'a> Txn<'a> {
             if let Known::Entry { type_byte, expire_ms } = self.store.known_meta(&mk) {
                 let shell = Meta::string(Vec::new(), expire_ms);
                 if type_byte == KeyType::String as u8 && !self.is_expired(&shell) {
-                    self.base.entry(mk).or_insert((true, expire_ms != 0));
+                    self.base.entry(mk).or_insert((true, expire_ms != 0, Known::Entry { type_byte, expire_ms }));
                     return Ok(Some(shell));
                 }
             }
@@ -432,12 +435,15 @@ impl<'a> Txn<'a> {
         let dir = if self.cleared && self.scope != ClearScope::Covered { None } else { self.store.key_directory() };
         for (k, after) in writes.iter().filter(|(k, _)| k.first() == Some(&super::tag::META)) {
             let before = match (self.cleared, self.base.remove(k)) {
-                (true, _) => (false, false),
+                (true, _) => (false, false, Known::Unsure),
                 (false, Some(b)) => b,
                 (false, None) => base_of(self.store.get(k)?.as_deref()),
             };
             if let Some(d) = dir {
                 match after {
+                    // An entry the directory holds as it will be (a SET
+                    // over a string, neither with an expiry) stays.
+                    Some(v) if before.2 != Known::Unsure && before.2 == KeyDirectory::known_for(v) => {}
                     Some(v) => d.will_put(k, v),
                     None => d.will_delete(k),
                 }

@@ -207,6 +207,14 @@ impl KeyDirectory {
         self.ready.store(false, Ordering::Release);
     }
 
+    /// What the directory holds for a meta entry stored as `value`.
+    pub fn known_for(value: &[u8]) -> Known {
+        match pack(value) {
+            UNKNOWN => Known::Unsure,
+            p => Known::Entry { type_byte: (p >> 56) as u8, expire_ms: p & (EXPIRY_LIMIT - 1) },
+        }
+    }
+
     /// Before a store write that puts `value` under `meta_key`.
     pub fn will_put(&self, meta_key: &[u8], value: &[u8]) {
         self.set(meta_key, pack(value));
@@ -310,6 +318,13 @@ impl Backend for DirectoryStore {
 
     fn prefetch(&self, keys: &[Vec<u8>]) {
         self.inner.prefetch(keys)
+    }
+
+    fn get_meta(&self, meta_key: &[u8]) -> StoreResult<(Option<Vec<u8>>, Known)> {
+        match self.dir().lookup(meta_key) {
+            Known::Absent => Ok((None, Known::Absent)),
+            known => Ok((self.inner.get(meta_key)?, known)),
+        }
     }
 
     fn known_meta(&self, meta_key: &[u8]) -> Known {

@@ -119,6 +119,11 @@ pub trait Backend: Send + Sync {
         let _ = meta_key;
         directory::Known::Unsure
     }
+    /// The value of the meta key `meta_key` and what a key directory knew
+    /// of it (one directory lookup for both); `Unsure` by default.
+    fn get_meta(&self, meta_key: &[u8]) -> StoreResult<(Option<Vec<u8>>, directory::Known)> {
+        Ok((self.get(meta_key)?, directory::Known::Unsure))
+    }
     /// The key directory in front of this store, if any (filled by the
     /// open scan of the keys).
     fn key_directory(&self) -> Option<&directory::KeyDirectory> {
