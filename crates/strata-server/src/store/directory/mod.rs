@@ -7,11 +7,10 @@
 //! hold is absent (no store read at all), and a key it holds as a string
 //! with a known expiry can be overwritten without reading the old value.
 //!
-//! Keys are held whole (a key of up to 22 bytes inline in its table slot,
-//! 33 bytes a key with the slot's entry and control byte; a longer one
-//! adds its length): a fingerprint would be smaller, but two keys sharing
-//! one would make a positive answer wrong, and the positive answer is what
-//! lets an overwrite skip its read.
+//! Keys are held whole (a key of up to 22 bytes inline in its 32-byte
+//! table slot, a longer one adds its length; [`table`]): a fingerprint
+//! would be smaller, but two keys sharing one would make a positive answer
+//! wrong, and the positive answer is what lets an overwrite skip its read.
 //!
 //! One invariant makes the negative answer exact: every meta entry the
 //! store holds has an entry here. Writers keep it by adding a key before
@@ -28,7 +27,6 @@
 //! ([`KeyDirectory::insert_loaded`], then [`KeyDirectory::set_ready`]);
 //! until then it answers nothing.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -49,12 +47,9 @@ const UNKNOWN: u64 = u64::MAX;
 /// are held as [`UNKNOWN`] (an expiry in the year 2^56 ms is no real one).
 const EXPIRY_LIMIT: u64 = 1 << 56;
 
-/// Bytes a table slot costs (inline key, entry, control byte).
-const SLOT_BYTES: u64 = 33;
+mod table;
 
-/// Longest key held inline (no allocation, no second cache miss to
-/// compare it).
-const INLINE: usize = 22;
+use table::Table;
 
 /// What the directory knows of a key's meta entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,79 +67,24 @@ pub enum Known {
     Unsure,
 }
 
-/// A key as the directory holds it.
-#[derive(Clone, Debug)]
-enum DirKey {
-    Inline { len: u8, bytes: [u8; INLINE] },
-    Heap(Box<[u8]>),
-}
-
-impl DirKey {
-    fn new(key: &[u8]) -> DirKey {
-        match key.len() {
-            n if n <= INLINE => {
-                let mut bytes = [0u8; INLINE];
-                bytes[..n].copy_from_slice(key);
-                DirKey::Inline { len: n as u8, bytes }
-            }
-            _ => DirKey::Heap(key.into()),
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            DirKey::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            DirKey::Heap(b) => b,
-        }
-    }
-}
-
-// Hash and equality are the byte slice's, so that lookups borrow `&[u8]`.
-impl std::hash::Hash for DirKey {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_slice().hash(state)
-    }
-}
-
-impl PartialEq for DirKey {
-    fn eq(&self, other: &DirKey) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl Eq for DirKey {}
-
-impl std::borrow::Borrow<[u8]> for DirKey {
-    fn borrow(&self) -> &[u8] {
-        self.as_slice()
-    }
-}
-
-type Shard = Mutex<HashMap<DirKey, u64, ahash::RandomState>>;
-
 /// The directory of one database.
 pub struct KeyDirectory {
-    shards: Box<[Shard]>,
+    shards: Box<[Mutex<Table>]>,
     /// Built and trusted; false before the open scan and after a failed write.
     ready: AtomicBool,
-    /// Heap bytes of keys longer than [`INLINE`].
-    heap: std::sync::atomic::AtomicU64,
 }
 
 impl Default for KeyDirectory {
     fn default() -> Self {
-        KeyDirectory {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::default())).collect(),
-            ready: AtomicBool::new(false),
-            heap: std::sync::atomic::AtomicU64::new(0),
-        }
+        KeyDirectory { shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(), ready: AtomicBool::new(false) }
     }
 }
 
 /// The packed entry for stored meta bytes.
 fn pack(value: &[u8]) -> u64 {
     match meta_header(value) {
-        Some((t, exp)) if exp < EXPIRY_LIMIT => (u64::from(t) << 56) | exp,
+        // 0 marks a free slot of the table: no real meta entry packs to it.
+        Some((t, exp)) if exp < EXPIRY_LIMIT && (t, exp) != (0, 0) => (u64::from(t) << 56) | exp,
         _ => UNKNOWN,
     }
 }
@@ -167,8 +107,8 @@ impl KeyDirectory {
         let Some((key, shard)) = Self::locate(meta_key) else { return Known::Unsure };
         match self.shards[shard].lock().get(key) {
             None => Known::Absent,
-            Some(&UNKNOWN) => Known::Unsure,
-            Some(&p) => Known::Entry { type_byte: (p >> 56) as u8, expire_ms: p & (EXPIRY_LIMIT - 1) },
+            Some(UNKNOWN) => Known::Unsure,
+            Some(p) => Known::Entry { type_byte: (p >> 56) as u8, expire_ms: p & (EXPIRY_LIMIT - 1) },
         }
     }
 
@@ -184,15 +124,14 @@ impl KeyDirectory {
 
     fn set(&self, meta_key: &[u8], packed: u64) {
         let Some((key, shard)) = Self::locate(meta_key) else { return };
-        let mut map = self.shards[shard].lock();
-        match map.get_mut(key) {
-            Some(p) => *p = packed,
-            None => {
-                if key.len() > INLINE {
-                    self.heap.fetch_add(key.len() as u64, Ordering::Relaxed);
-                }
-                map.insert(DirKey::new(key), packed);
-            }
+        self.shards[shard].lock().insert(key, packed);
+    }
+
+    /// Asks the CPU for the table slot a lookup of `meta_key` reads, so
+    /// that the lookups of a pipeline's keys overlap their cache misses.
+    pub fn prefetch(&self, meta_key: &[u8]) {
+        if let Some((key, shard)) = Self::locate(meta_key) {
+            self.shards[shard].lock().prefetch(key);
         }
     }
 
@@ -223,30 +162,21 @@ impl KeyDirectory {
     /// Before a store write that deletes `meta_key`: unsure until
     /// [`KeyDirectory::deleted`].
     pub fn will_delete(&self, meta_key: &[u8]) {
-        let Some((key, shard)) = Self::locate(meta_key) else { return };
-        if let Some(p) = self.shards[shard].lock().get_mut(key) {
-            *p = UNKNOWN;
+        if let Some((key, shard)) = Self::locate(meta_key) {
+            self.shards[shard].lock().update(key, UNKNOWN);
         }
     }
 
     /// After the store write that deleted `meta_key`.
     pub fn deleted(&self, meta_key: &[u8]) {
-        let Some((key, shard)) = Self::locate(meta_key) else { return };
-        let mut map = self.shards[shard].lock();
-        if map.get(key) == Some(&UNKNOWN) && map.remove(key).is_some() && key.len() > INLINE {
-            self.heap.fetch_sub(key.len() as u64, Ordering::Relaxed);
+        if let Some((key, shard)) = Self::locate(meta_key) {
+            self.shards[shard].lock().remove_if(key, UNKNOWN);
         }
     }
 
     /// Empties the directory (after the store was flushed).
     fn clear(&self) {
-        for s in self.shards.iter() {
-            let mut map = s.lock();
-            let heap: u64 = map.keys().map(|k| k.as_slice().len() as u64).filter(|n| *n > INLINE as u64).sum();
-            map.clear();
-            map.shrink_to_fit();
-            self.heap.fetch_sub(heap, Ordering::Relaxed);
-        }
+        self.shards.iter().for_each(|s| s.lock().clear());
     }
 
     /// Entries held.
@@ -257,8 +187,7 @@ impl KeyDirectory {
     /// Bytes its tables take (slots allocated, used or not) and the long
     /// keys they point to.
     pub fn bytes(&self) -> u64 {
-        let slots: u64 = self.shards.iter().map(|s| s.lock().capacity() as u64 * SLOT_BYTES).sum();
-        slots + self.heap.load(Ordering::Relaxed)
+        self.shards.iter().map(|s| s.lock().bytes() as u64).sum()
     }
 }
 
@@ -317,6 +246,10 @@ impl Backend for DirectoryStore {
     }
 
     fn prefetch(&self, keys: &[Vec<u8>]) {
+        let dir = self.dir();
+        if dir.is_ready() {
+            keys.iter().for_each(|k| dir.prefetch(k));
+        }
         self.inner.prefetch(keys)
     }
 
@@ -484,10 +417,9 @@ mod tests {
                 (got, stored) => panic!("step {step}: {got:?} for {stored:?}"),
             }
         }
-        let long: u64 = store.keys().map(|k| k.len() as u64 - 5).filter(|n| *n > INLINE as u64).sum();
-        assert_eq!(dir.heap.load(Ordering::Relaxed), long);
+        assert_eq!(dir.entries(), store.len() as u64);
         dir.clear();
-        assert_eq!((dir.entries(), dir.heap.load(Ordering::Relaxed)), (0, 0));
+        assert_eq!((dir.entries(), dir.bytes()), (0, 0));
     }
 
     #[test]
