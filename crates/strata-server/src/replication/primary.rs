@@ -47,12 +47,8 @@ use crate::rdb::image::{write_image, ImageOptions};
 use crate::rdb::write::{Header, ReplInfo};
 use crate::store::SnapshotView;
 
-/// How long a write to the replica may stall (Redis's `repl-timeout`).
-const TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the tail waits for new stream bytes before looking around.
 const TICK: Duration = Duration::from_millis(100);
-/// Redis's `repl-ping-replica-period`.
-const PING_PERIOD: Duration = Duration::from_secs(10);
 /// Keepalive newlines while the image is written.
 const KEEPALIVE: Duration = Duration::from_secs(1);
 
@@ -216,7 +212,9 @@ fn feed(
     input: Vec<u8>,
 ) -> io::Result<()> {
     sock.set_nonblocking(false)?;
-    sock.set_write_timeout(Some(TIMEOUT))?;
+    // A write to the replica may stall `repl-timeout` (read when the
+    // replica attaches).
+    sock.set_write_timeout(Some(state.settings.timeout()))?;
     let mut w = sock;
     w.write_all(&out)?;
     let reader = sock.try_clone()?;
@@ -230,7 +228,7 @@ fn feed(
         Resync::Full { psync, eof } => {
             let diskless = eof && state.settings.diskless();
             if diskless {
-                if let Some(end) = diskless_delay(state, me) {
+                if let Some(end) = diskless_delay(state, me, &mut w) {
                     return end;
                 }
             }
@@ -245,7 +243,7 @@ fn feed(
                 // what it read: the stream waits for its first ACK, sent
                 // once the image is loaded (Redis's
                 // `repl_start_cmd_stream_on_ack`).
-                let until = Instant::now() + TIMEOUT;
+                let until = Instant::now() + state.settings.timeout();
                 while !me.acked.load(Ordering::Acquire) {
                     if let Some(end) = must_stop(state, me) {
                         return end;
@@ -268,7 +266,7 @@ fn feed(
         }
         let chunks = spool.1.take(TICK).map_err(io::Error::other)?;
         if chunks.is_empty() {
-            h.stream.ping_if_idle(PING_PERIOD);
+            h.stream.ping_if_idle(state.settings.ping_period());
         }
         for c in chunks {
             w.write_all(&c)?;
@@ -279,9 +277,12 @@ fn feed(
 /// Waits `repl-diskless-sync-delay` seconds (less once
 /// `repl-diskless-sync-max-replicas` replicas wait), so that a replica's
 /// peers arriving meanwhile start too; `Some` if the thread must stop.
-fn diskless_delay(state: &State, me: &Attached) -> Option<io::Result<()>> {
+fn diskless_delay(state: &State, me: &Attached, w: &mut &TcpStream) -> Option<io::Result<()>> {
     let until = Instant::now() + Duration::from_secs(state.settings.diskless_delay());
     state.diskless_waiting.fetch_add(1, Ordering::AcqRel);
+    // A newline a second keeps the replica's `repl-timeout` from firing
+    // while it waits for the PSYNC reply (as Redis does in this state).
+    let mut alive = Instant::now();
     let end = loop {
         if let Some(end) = must_stop(state, me) {
             break Some(end);
@@ -289,6 +290,12 @@ fn diskless_delay(state: &State, me: &Attached) -> Option<io::Result<()>> {
         let max = state.settings.diskless_max_replicas();
         if Instant::now() >= until || (max > 0 && state.diskless_waiting.load(Ordering::Acquire) >= max) {
             break None;
+        }
+        if alive.elapsed() >= KEEPALIVE {
+            if let Err(e) = w.write_all(b"\n") {
+                break Some(Err(e));
+            }
+            alive = Instant::now();
         }
         std::thread::sleep(Duration::from_millis(20));
     };

@@ -21,9 +21,6 @@ use super::resp::{encode, parse, Parsed};
 use super::{Applier, ApplierFactory, Link, State};
 use crate::rdb::read::{read_rdb, Item, ReadOptions};
 
-/// How long the handshake and the RDB transfer may stall (Redis's
-/// `repl-timeout`).
-const TIMEOUT: Duration = Duration::from_secs(60);
 /// How often the stream loop wakes without data (ACKs, stop checks).
 const TICK: Duration = Duration::from_millis(100);
 /// Longest wait between reconnection attempts.
@@ -132,7 +129,9 @@ fn sync(
         (host, port).to_socket_addrs()?.next().ok_or_else(|| End::Failed(format!("{host} resolves to no address")))?;
     let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     stream.set_nodelay(true)?;
-    stream.set_read_timeout(Some(TIMEOUT))?;
+    // The primary pings an idle link every `repl-ping-replica-period`: a
+    // link silent for `repl-timeout` (read when it connects) is dropped.
+    stream.set_read_timeout(Some(state.settings.timeout()))?;
     let mut w = stream.try_clone()?;
     let mut r = BufReader::with_capacity(64 << 10, stream);
     let pong = call(&mut w, &mut r, &[b"PING"])?;
@@ -402,8 +401,9 @@ fn follow(
                 last_io = Instant::now();
             }
             Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                if last_io.elapsed() > TIMEOUT {
-                    return Err(End::Failed("no data from the primary for 60 seconds".into()));
+                let limit = state.settings.timeout();
+                if last_io.elapsed() > limit {
+                    return Err(End::Failed(format!("no data from the primary for {} seconds", limit.as_secs())));
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

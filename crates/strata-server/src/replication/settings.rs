@@ -1,7 +1,7 @@
 //! The replication settings a config file and CONFIG SET change at run
 //! time, with Redis 7.0's names, defaults and units: the backlog's size,
-//! diskless sync, min-replicas-to-write, replica-serve-stale-data and the
-//! replicas' output buffer limit. [`Settings::check`] validates a value
+//! diskless sync, min-replicas-to-write, replica-serve-stale-data, the
+//! link's timeout and ping period and the replicas' output buffer limit. [`Settings::check`] validates a value
 //! (CONFIG SET is all or nothing), [`Settings::set`] applies a checked one.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,6 +27,8 @@ pub struct Settings {
     min_replicas: AtomicU64,
     min_replicas_lag: AtomicU64,
     serve_stale: AtomicBool,
+    timeout: AtomicU64,
+    ping_period: AtomicU64,
     /// `client-output-buffer-limit`: normal, replica, pubsub. Only the
     /// replica class's hard limit is applied (to each replica's spool).
     obuf: Mutex<[BufferLimit; 3]>,
@@ -43,6 +45,8 @@ impl Default for Settings {
             min_replicas: AtomicU64::new(0),
             min_replicas_lag: AtomicU64::new(10),
             serve_stale: AtomicBool::new(true),
+            timeout: AtomicU64::new(60),
+            ping_period: AtomicU64::new(10),
             obuf: Mutex::new([(0, 0, 0), (256 << 20, 64 << 20, 60), (32 << 20, 8 << 20, 60)]),
         }
     }
@@ -60,6 +64,8 @@ fn canonical(name: &str) -> Option<&'static str> {
         "min-replicas-max-lag" | "min-slaves-max-lag" => "min-replicas-max-lag",
         "replica-serve-stale-data" | "slave-serve-stale-data" => "replica-serve-stale-data",
         "client-output-buffer-limit" => "client-output-buffer-limit",
+        "repl-timeout" => "repl-timeout",
+        "repl-ping-replica-period" | "repl-ping-slave-period" => "repl-ping-replica-period",
         _ => return None,
     })
 }
@@ -117,6 +123,11 @@ impl Settings {
             "repl-backlog-size" => memory(value).map(drop),
             "repl-diskless-sync" | "replica-serve-stale-data" => yes_no(value).map(drop),
             "client-output-buffer-limit" => buffer_limits(value, &mut [(0, 0, 0); 3]),
+            // Redis's range: at least a second.
+            "repl-timeout" | "repl-ping-replica-period" => match number(value)? {
+                0 => Err("argument must be between 1 and 2147483647 inclusive".into()),
+                _ => Ok(()),
+            },
             _ => number(value).map(drop),
         }
     }
@@ -135,6 +146,8 @@ impl Settings {
             "min-replicas-to-write" => self.min_replicas.store(n(), Ordering::Relaxed),
             "min-replicas-max-lag" => self.min_replicas_lag.store(n(), Ordering::Relaxed),
             "replica-serve-stale-data" => self.serve_stale.store(yes_no(value)?, Ordering::Relaxed),
+            "repl-timeout" => self.timeout.store(n(), Ordering::Relaxed),
+            "repl-ping-replica-period" => self.ping_period.store(n(), Ordering::Relaxed),
             "client-output-buffer-limit" => {
                 let mut l = self.obuf.lock();
                 let mut next = *l;
@@ -168,6 +181,9 @@ impl Settings {
             ("replica-serve-stale-data", yn(self.serve_stale())),
             ("slave-serve-stale-data", yn(self.serve_stale())),
             ("client-output-buffer-limit", limits.join(" ")),
+            ("repl-timeout", self.timeout.load(Ordering::Relaxed).to_string()),
+            ("repl-ping-replica-period", self.ping_period.load(Ordering::Relaxed).to_string()),
+            ("repl-ping-slave-period", self.ping_period.load(Ordering::Relaxed).to_string()),
         ]
     }
 
@@ -199,6 +215,18 @@ impl Settings {
     /// `min-replicas-max-lag` in seconds.
     pub fn min_replicas_max_lag(&self) -> u64 {
         self.min_replicas_lag.load(Ordering::Relaxed)
+    }
+
+    /// `repl-timeout`: how long a replication link may stay silent (a
+    /// replica's reads, a primary's writes and waits) before it is dropped.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout.load(Ordering::Relaxed).max(1))
+    }
+
+    /// `repl-ping-replica-period`: how often a primary with nothing to send
+    /// pings its replicas (so their `repl-timeout` sees a live link).
+    pub fn ping_period(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.ping_period.load(Ordering::Relaxed).max(1))
     }
 
     /// `replica-serve-stale-data`.

@@ -8,6 +8,7 @@ min-replicas-to-write and replica-serve-stale-data.
 Links are dropped through a small TCP relay the test owns (`Relay`), so
 that no server has to support killing its replication link.
 """
+import os
 import socket
 import threading
 import time
@@ -410,3 +411,40 @@ def test_psync_with_an_offset_that_is_no_number_is_refused(servers):
         s.sendall(b"PSYNC replicationid offset_str\r\n")
         assert s.recv(100) == b"-ERR value is not an integer or out of range\r\n"
     assert stats(p) == (0, 0, 0)
+
+
+def test_repl_timeout_and_ping_period(servers):
+    """An idle link stays up on the primary's pings (repl-ping-replica-period
+    below the replica's repl-timeout); a primary that stops answering
+    (SIGSTOP) is dropped after repl-timeout, and the link comes back when it
+    resumes. Both settings are CONFIG SET at run time."""
+    import signal
+
+    p, r = servers(), servers()
+    pc, rc = p.client(), r.client()
+    pc.config_set("repl-ping-replica-period", "1")
+    rc.config_set("repl-timeout", "3")
+    assert pc.config_get("repl-ping-slave-period") == {"repl-ping-slave-period": "1"}
+    with pytest.raises(redis.exceptions.ResponseError):
+        rc.config_set("repl-timeout", "0")
+    pc.set("k", "v")
+    follow(r, p.port)
+    wait_for(lambda: rc.get("k") == b"v", "the key on the replica")
+    # Idle for twice the timeout: the pings keep the link up.
+    deadline = time.time() + 6
+    while time.time() < deadline:
+        assert info(rc)["master_link_status"] == "up", "an idle link dropped despite the pings"
+        time.sleep(0.5)
+    os.kill(p.proc.pid, signal.SIGSTOP)
+    try:
+        stopped = time.time()
+        wait_for(lambda: info(rc)["master_link_status"] == "down", "the link down after repl-timeout", timeout=30)
+        # The last ping came up to a period (1 s) before the stop.
+        waited = time.time() - stopped
+        assert waited >= 1.5, f"dropped after {waited:.1f} s, before repl-timeout"
+        assert "no data from the primary for 3 seconds" in r.log()
+    finally:
+        os.kill(p.proc.pid, signal.SIGCONT)
+    wait_for(lambda: info(rc)["master_link_status"] == "up", "the link up again")
+    pc.set("k", "w")
+    wait_for(lambda: rc.get("k") == b"w", "a write after the link came back")
