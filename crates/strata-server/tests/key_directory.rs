@@ -16,15 +16,8 @@ use rand::{Rng, SeedableRng};
 
 /// Reads one RESP reply whole, rendered as text.
 fn read_reply(s: &mut TcpStream) -> String {
-    let mut line = Vec::new();
-    let mut b = [0u8; 1];
-    while !line.ends_with(b"\r\n") {
-        s.read_exact(&mut b).unwrap();
-        line.push(b[0]);
-    }
-    line.truncate(line.len() - 2);
-    let text = String::from_utf8_lossy(&line).to_string();
-    match line.first() {
+    let text = common::read_line(s);
+    match text.as_bytes().first() {
         Some(b'$') => {
             let n: i64 = text[1..].parse().unwrap();
             if n < 0 {

@@ -89,6 +89,11 @@ fn pack(value: &[u8]) -> u64 {
     }
 }
 
+/// What a packed entry (not [`UNKNOWN`]) says.
+fn unpack(p: u64) -> Known {
+    Known::Entry { type_byte: (p >> 56) as u8, expire_ms: p & (EXPIRY_LIMIT - 1) }
+}
+
 impl KeyDirectory {
     /// The user key of a meta key and its shard; `None` for other keys.
     fn locate(meta_key: &[u8]) -> Option<(&[u8], usize)> {
@@ -108,7 +113,7 @@ impl KeyDirectory {
         match self.shards[shard].lock().get(key) {
             None => Known::Absent,
             Some(UNKNOWN) => Known::Unsure,
-            Some(p) => Known::Entry { type_byte: (p >> 56) as u8, expire_ms: p & (EXPIRY_LIMIT - 1) },
+            Some(p) => unpack(p),
         }
     }
 
@@ -150,7 +155,7 @@ impl KeyDirectory {
     pub fn known_for(value: &[u8]) -> Known {
         match pack(value) {
             UNKNOWN => Known::Unsure,
-            p => Known::Entry { type_byte: (p >> 56) as u8, expire_ms: p & (EXPIRY_LIMIT - 1) },
+            p => unpack(p),
         }
     }
 
