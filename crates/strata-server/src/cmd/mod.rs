@@ -503,6 +503,15 @@ pub fn execute_batch(shared: &Shared, sess: &mut Session, reqs: Vec<Vec<Bytes>>,
 /// One command of a group: its table index, spec, handler and arguments.
 pub(crate) type Grouped = (usize, &'static Spec, spec::DataFn, Vec<Bytes>);
 
+/// Every command reads its key's meta first: starts all those reads'
+/// cache misses now, so they overlap instead of coming one by one.
+pub(crate) fn prefetch_metas(shared: &Shared, db: usize, keys: &[&[u8]]) {
+    if keys.len() > 1 {
+        let metas: Vec<Vec<u8>> = keys.iter().map(|k| crate::keyspace::meta_key(k)).collect();
+        shared.store_of(db).prefetch(&metas);
+    }
+}
+
 /// Runs a group of keyspace commands in one transaction; returns the
 /// number of replies appended.
 fn run_group(shared: &Shared, db: usize, proto: u8, group: Vec<Grouped>, out: &mut Vec<u8>) -> usize {
@@ -530,12 +539,7 @@ pub(crate) fn run_group_as(shared: &Shared, db: usize, group: &[(u8, Grouped)], 
     shared.stats.total_commands.fetch_add(group.len() as u64, Ordering::Relaxed);
     let started = std::time::Instant::now();
     let keys: Vec<&[u8]> = group.iter().flat_map(|(_, (_, spec, _, args))| keys_of(spec, args)).collect();
-    // Every command reads its key's meta first: start all those reads'
-    // cache misses now, so they overlap instead of coming one by one.
-    if keys.len() > 1 {
-        let metas: Vec<Vec<u8>> = keys.iter().map(|k| crate::keyspace::meta_key(k)).collect();
-        shared.store_of(db).prefetch(&metas);
-    }
+    prefetch_metas(shared, db, &keys);
     let (replies, failed) = {
         let _locks = shared.locks.lock(&keys);
         let mut ctx = Ctx::new(shared, db, group.first().map_or(2, |g| g.0), now_ms());

@@ -123,16 +123,18 @@ impl ReplStream {
     }
 
     /// Appends raw bytes to the backlog and every replica's spool.
-    fn append(&self, b: &mut Backlog, out: &[u8]) {
-        if out.is_empty() {
+    fn append(&self, b: &mut Backlog, out: impl Into<Bytes> + AsRef<[u8]>) {
+        let bytes = out.as_ref();
+        if bytes.is_empty() {
             return;
         }
-        b.offset += out.len() as u64;
-        b.bytes.extend(out);
+        b.offset += bytes.len() as u64;
+        b.bytes.extend(bytes);
         b.trim();
         b.last = Some(Instant::now());
         if !b.feeds.is_empty() {
-            let chunk = Bytes::copy_from_slice(out);
+            // An owned buffer becomes the shared chunk without a copy.
+            let chunk: Bytes = out.into();
             for f in &b.feeds {
                 f.push(chunk.clone());
             }
@@ -168,7 +170,7 @@ impl ReplStream {
             encode(&mut out, &[Bytes::from_static(b"EXEC")]);
         }
         b.db = db;
-        self.append(&mut b, &out);
+        self.append(&mut b, out);
     }
 }
 
@@ -209,7 +211,7 @@ impl crate::replication::primary::Stream for ReplStream {
             Some(_) => {
                 let mut out = Vec::new();
                 encode(&mut out, &[Bytes::from_static(b"PING")]);
-                self.append(&mut b, &out);
+                self.append(&mut b, out);
             }
         }
     }
@@ -221,7 +223,7 @@ impl crate::replication::primary::Stream for ReplStream {
         let mut out = Vec::new();
         encode(&mut out, &[Bytes::from_static(b"REPLCONF"), Bytes::from_static(b"GETACK"), Bytes::from_static(b"*")]);
         let mut b = self.inner.lock();
-        self.append(&mut b, &out);
+        self.append(&mut b, out);
     }
 
     fn backlog(&self) -> (bool, u64, u64, u64) {
@@ -261,7 +263,7 @@ impl crate::replication::primary::Stream for ReplStream {
 
     fn proxy(&self, bytes: &[u8]) {
         let mut b = self.inner.lock();
-        self.append(&mut b, bytes);
+        self.append(&mut b, Bytes::copy_from_slice(bytes));
     }
 }
 

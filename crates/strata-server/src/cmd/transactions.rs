@@ -97,6 +97,9 @@ pub(crate) fn exec(shared: &Shared, sess: &mut Session, _: &[Bytes]) -> Reply {
         if flushed || watched.iter().any(|&(s, v)| shared.locks.version(s) != v) || deadline.is_some_and(|d| d <= now) {
             return Reply::NilArray;
         }
+        // A replica applies each of its primary's multi-command commits
+        // as a transaction: overlap their keys' misses as a group does.
+        super::prefetch_metas(shared, sess.db, &keys);
         let mut ctx = Ctx::new(shared, sess.db, sess.proto, now);
         ctx.txn.keep_expired = sess.master;
         let mut replies = Vec::with_capacity(cmds.len());

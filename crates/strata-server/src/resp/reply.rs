@@ -153,7 +153,7 @@ fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
 }
 
 /// Appends the decimal text of `n` (no allocation).
-fn push_int(out: &mut Vec<u8>, n: i64) {
+pub(crate) fn push_int(out: &mut Vec<u8>, n: i64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     let mut v = n.unsigned_abs();
