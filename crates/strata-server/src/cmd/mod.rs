@@ -8,6 +8,7 @@ mod busy;
 mod cmdstats;
 mod collscan;
 mod connection;
+mod debug;
 mod dump;
 mod hashes;
 mod introspect;

@@ -342,6 +342,10 @@ impl Applier for MasterClient {
         self.shared.upgrade().is_none_or(|s| s.is_shutting_down())
     }
 
+    fn is_empty(&mut self) -> bool {
+        self.shared.upgrade().is_none_or(|s| s.dbs.iter().all(|d| d.keys.load(std::sync::atomic::Ordering::Relaxed) <= 0))
+    }
+
     fn discard(&mut self) {
         if self.sess.as_ref().is_some_and(|s| s.multi.is_some()) {
             let _ = self.run(&[bytes(b"DISCARD")]);
@@ -356,6 +360,7 @@ pub fn install_replication(shared: &Arc<Shared>) {
         // Checked when the file was read.
         let _ = shared.replication.settings.set(name, value);
     }
+    shared.replication.set_spool_dir(shared.config.dir.clone());
     let weak = Arc::downgrade(shared);
     shared.replication.install_snapshotter(Arc::new(move |hard| {
         let shared = weak.upgrade().ok_or("the server is gone")?;

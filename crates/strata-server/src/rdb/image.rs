@@ -44,6 +44,44 @@ impl Default for ImageOptions {
     }
 }
 
+/// Where a walk of the keyspace puts each key: an RDB file's writer, or a
+/// digest (`DEBUG DIGEST`). A key comes as one `key` call (a string) or as
+/// `begin`, its members, then `end`.
+pub trait KeySink {
+    /// A string key.
+    fn key(&mut self, key: &[u8], value: &Value, expire_ms: u64) -> io::Result<()>;
+    /// A collection of `count` members follows.
+    fn begin(&mut self, kind: Collection, key: &[u8], count: u64, expire_ms: u64) -> io::Result<()>;
+    /// A list's element or a set's member.
+    fn item(&mut self, item: &[u8]) -> io::Result<()>;
+    /// A hash's field and value.
+    fn pair(&mut self, field: &[u8], value: &[u8]) -> io::Result<()>;
+    /// A sorted set's member and score.
+    fn scored(&mut self, member: &[u8], score: f64) -> io::Result<()>;
+    /// The collection begun last is complete.
+    fn end(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<W: Write> KeySink for RdbWriter<W> {
+    fn key(&mut self, key: &[u8], value: &Value, expire_ms: u64) -> io::Result<()> {
+        RdbWriter::key(self, key, value, expire_ms)
+    }
+    fn begin(&mut self, kind: Collection, key: &[u8], count: u64, expire_ms: u64) -> io::Result<()> {
+        RdbWriter::begin(self, kind, key, count, expire_ms)
+    }
+    fn item(&mut self, item: &[u8]) -> io::Result<()> {
+        RdbWriter::item(self, item)
+    }
+    fn pair(&mut self, field: &[u8], value: &[u8]) -> io::Result<()> {
+        RdbWriter::pair(self, field, value)
+    }
+    fn scored(&mut self, member: &[u8], score: f64) -> io::Result<()> {
+        RdbWriter::scored(self, member, score)
+    }
+}
+
 /// What an image holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ImageStats {
@@ -192,9 +230,31 @@ fn count_keys(view: &dyn SnapshotView, opts: &ImageOptions) -> Result<(u64, u64)
     Ok((keys, expires))
 }
 
+/// Puts every key of `view` that an image holds into `sink` (with
+/// `opts.now_ms` 0, keys already expired too, as Redis's digest counts
+/// them); returns how many.
+pub fn visit_database<S: KeySink>(sink: &mut S, view: &dyn SnapshotView, opts: &ImageOptions) -> Result<u64, ImageError> {
+    let mut stats = ImageStats::default();
+    write_database(sink, view, opts, &mut stats)?;
+    Ok(stats.keys)
+}
+
+/// Puts `key` of `view` into `sink`, expired or not; false if the view
+/// has no such key (or it is an empty collection).
+pub fn visit_key<S: KeySink>(sink: &mut S, view: &dyn SnapshotView, key: &[u8], batch: Batch) -> Result<bool, ImageError> {
+    let meta_key = crate::keyspace::meta_key(key);
+    let Some(v) = view.get(&meta_key)? else { return Ok(false) };
+    let (_, meta) = meta_of(&meta_key, v)?;
+    if element_count(&meta) == 0 {
+        return Ok(false);
+    }
+    write_key(sink, view, key, meta, batch)?;
+    Ok(true)
+}
+
 /// Writes every key of `view`.
-fn write_database<W: Write>(
-    w: &mut RdbWriter<W>,
+fn write_database<S: KeySink>(
+    w: &mut S,
     view: &dyn SnapshotView,
     opts: &ImageOptions,
     stats: &mut ImageStats,
@@ -213,8 +273,8 @@ fn write_database<W: Write>(
 
 /// Writes one key: a string or packed hash from its meta, a collection
 /// from its members, streamed.
-fn write_key<W: Write>(
-    w: &mut RdbWriter<W>,
+fn write_key<S: KeySink>(
+    w: &mut S,
     view: &dyn SnapshotView,
     key: &[u8],
     meta: Meta,
@@ -231,7 +291,7 @@ fn write_key<W: Write>(
             for (f, v) in pairs {
                 w.pair(f, v)?;
             }
-            return Ok(());
+            return Ok(w.end()?);
         }
         KeyType::Hash => (Collection::Hash, b'H'),
         KeyType::Set => (Collection::Set, b'S'),
@@ -265,7 +325,7 @@ fn write_key<W: Write>(
     if seen != count {
         return Err(short(seen));
     }
-    Ok(())
+    Ok(w.end()?)
 }
 
 #[cfg(test)]

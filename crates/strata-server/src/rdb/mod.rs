@@ -15,6 +15,7 @@
 //! [`decode`]'s decoders.
 
 mod decode;
+pub mod digest;
 pub mod image;
 pub mod read;
 pub mod write;

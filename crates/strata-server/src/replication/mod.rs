@@ -22,6 +22,7 @@
 //! its "master client".
 
 pub mod feed;
+mod load;
 pub mod primary;
 pub mod replica;
 mod resp;
@@ -55,6 +56,8 @@ pub trait Applier: Send {
     fn apply_batch(&mut self, cmds: Vec<Vec<Bytes>>) -> Vec<(String, String)>;
     /// Whether the server is stopping.
     fn stopping(&self) -> bool;
+    /// Whether every database is empty (`repl-diskless-load on-empty-db`).
+    fn is_empty(&mut self) -> bool;
     /// Drops a transaction begun and not ended (the link was cut in it).
     fn discard(&mut self);
 }
@@ -158,6 +161,9 @@ pub struct State {
     /// unknown) and the bytes read so far.
     sync_total: std::sync::atomic::AtomicI64,
     sync_read: AtomicU64,
+    /// Where a replica receives a full sync's image before loading it
+    /// (the data directory; set at start).
+    spool_dir: OnceLock<std::path::PathBuf>,
 }
 
 /// A fresh 40-hex-digit replication id.
@@ -209,7 +215,21 @@ impl State {
             sync_partial_err: AtomicU64::new(0),
             sync_total: std::sync::atomic::AtomicI64::new(0),
             sync_read: AtomicU64::new(0),
+            spool_dir: OnceLock::new(),
         }
+    }
+
+    /// Sets where a full sync's image is received before it is loaded
+    /// (once, at start: the data directory).
+    pub fn set_spool_dir(&self, dir: std::path::PathBuf) {
+        let _ = self.spool_dir.set(dir);
+    }
+
+    /// The file a full sync's image is received into (Redis's
+    /// `temp-<time>.<pid>.rdb`).
+    fn spool_path(&self) -> std::path::PathBuf {
+        let dir = self.spool_dir.get().cloned().unwrap_or_else(std::env::temp_dir);
+        dir.join(format!("temp-repl-{}.{}.rdb", unix_secs(), std::process::id()))
     }
 
     /// Installs what takes a full sync's image (once, at start).

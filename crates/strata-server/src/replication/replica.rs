@@ -19,7 +19,6 @@ use bytes::Bytes;
 
 use super::resp::{encode, parse, Parsed};
 use super::{Applier, ApplierFactory, Link, State};
-use crate::rdb::read::{read_rdb, Item, ReadOptions};
 
 /// How often the stream loop wakes without data (ACKs, stop checks).
 const TICK: Duration = Duration::from_millis(100);
@@ -29,7 +28,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 const LOGGED_ERRORS: u32 = 10;
 
 /// Why a session with the primary ended.
-enum End {
+pub(super) enum End {
     /// REPLICAOF changed or the server stops: do not reconnect.
     Stopped,
     /// The link failed: reconnect.
@@ -190,7 +189,7 @@ fn sync(
         }
         state.touched();
     };
-    load_image(state, applier, &mut r, &header, generation)?;
+    super::load::load_image(state, applier, &mut r, &header, generation)?;
     state.sync_loaded(generation);
     *synced = true;
     stream_from(state, applier, r, w, generation)
@@ -211,102 +210,6 @@ fn stream_from(
     state.set_link(generation, Link::Connected);
     state.touched();
     follow(state, applier, stream, w, leftover, generation)
-}
-
-/// Loads the RDB image announced by `header` (`$<len>` or `$EOF:<mark>`)
-/// into the emptied keyspace, key by key; keys already expired are skipped.
-fn load_image(
-    state: &State,
-    applier: &mut dyn Applier,
-    r: &mut BufReader<TcpStream>,
-    header: &str,
-    generation: u64,
-) -> Result<(), End> {
-    enum Size {
-        Len(u64),
-        Eof([u8; 40]),
-    }
-    let size = match header.strip_prefix("$EOF:") {
-        Some(mark) => {
-            let mark: [u8; 40] =
-                mark.as_bytes().try_into().map_err(|_| End::Failed(format!("bad EOF mark in {header:?}")))?;
-            Size::Eof(mark)
-        }
-        None => {
-            let len = header.strip_prefix('$').and_then(|n| n.parse::<u64>().ok());
-            Size::Len(len.ok_or_else(|| End::Failed(format!("expected the RDB image, got {header:?}")))?)
-        }
-    };
-    applier.flush_all()?;
-    state.sync_total.store(
-        match size {
-            Size::Len(n) => n as i64,
-            Size::Eof(_) => -1,
-        },
-        Ordering::Relaxed,
-    );
-    let mut r = Counting { inner: r, read: &state.sync_read };
-    let r = &mut r;
-    let mut stopped = false;
-    let mut on = |item: Item| -> Result<(), String> {
-        if state.stale(generation) || applier.stopping() {
-            stopped = true;
-            return Err("stopped".into());
-        }
-        state.touched();
-        match item {
-            Item::Key(e) => {
-                if e.expire_ms.is_some_and(|at| at <= crate::keyspace::now_ms()) {
-                    return Ok(());
-                }
-                applier.load(e)
-            }
-            Item::Function { code } => applier.load_function(code),
-            Item::Aux { .. } => Ok(()),
-        }
-    };
-    let opts = ReadOptions::default();
-    let read = match size {
-        Size::Len(len) => {
-            let mut part = r.take(len);
-            let read = read_rdb(&mut part, &opts, &mut on);
-            // Whatever follows the image's checksum within its length.
-            if read.is_ok() {
-                io::copy(&mut part, &mut io::sink())?;
-            }
-            read
-        }
-        Size::Eof(mark) => {
-            let read = read_rdb(&mut *r, &opts, &mut on);
-            if read.is_ok() {
-                let mut end = [0u8; 40];
-                r.read_exact(&mut end)?;
-                if end != mark {
-                    return Err(End::Failed("the diskless image did not end with its EOF mark".into()));
-                }
-            }
-            read
-        }
-    };
-    if stopped {
-        return Err(End::Stopped);
-    }
-    read.map_err(|e| End::Failed(format!("loading the primary's image: {e}")))?;
-    Ok(())
-}
-
-/// A reader counting the bytes read (INFO's `master_sync_read_bytes`).
-struct Counting<'a, R> {
-    inner: R,
-    read: &'a std::sync::atomic::AtomicU64,
-}
-
-impl<R: Read> Read for Counting<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
 }
 
 /// Sends `REPLCONF ACK <offset>`.

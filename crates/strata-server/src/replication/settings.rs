@@ -1,7 +1,8 @@
 //! The replication settings a config file and CONFIG SET change at run
 //! time, with Redis 7.0's names, defaults and units: the backlog's size,
-//! diskless sync, min-replicas-to-write, replica-serve-stale-data, the
-//! link's timeout and ping period and the replicas' output buffer limit. [`Settings::check`] validates a value
+//! diskless sync and load, min-replicas-to-write, replica-serve-stale-data,
+//! the link's timeout and ping period and the replicas' output buffer
+//! limit. [`Settings::check`] validates a value
 //! (CONFIG SET is all or nothing), [`Settings::set`] applies a checked one.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,6 +13,38 @@ use parking_lot::Mutex;
 pub const DEFAULT_BACKLOG: u64 = 1 << 20;
 /// The smallest backlog Redis allows (16kb).
 const MIN_BACKLOG: u64 = 16 << 10;
+
+/// `repl-diskless-load`: how a replica loads a full sync's image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DisklessLoad {
+    /// Receive the whole image into a file first; the old data stays
+    /// until the image is complete (Redis's default).
+    Disabled,
+    /// Load from the socket only into an empty keyspace; otherwise as
+    /// `Disabled`.
+    OnEmptyDb,
+    /// Redis keeps the old data in memory while it loads; here the image
+    /// is received into a file first, as `Disabled` does, which keeps the
+    /// same promise (a failed transfer leaves the old data).
+    Swapdb,
+}
+
+impl DisklessLoad {
+    const NAMES: [(&'static str, DisklessLoad); 3] = [
+        ("disabled", DisklessLoad::Disabled),
+        ("on-empty-db", DisklessLoad::OnEmptyDb),
+        ("swapdb", DisklessLoad::Swapdb),
+    ];
+
+    fn parse(v: &str) -> Result<DisklessLoad, String> {
+        let v = v.to_ascii_lowercase();
+        DisklessLoad::NAMES.iter().find(|(n, _)| *n == v).map(|(_, d)| *d).ok_or_else(|| "argument(s) must be one of the following: disabled, on-empty-db, swapdb".into())
+    }
+
+    fn name(self) -> &'static str {
+        DisklessLoad::NAMES.iter().find(|(_, d)| *d == self).map_or("disabled", |(n, _)| n)
+    }
+}
 
 /// The output buffer limits of one client class: hard bytes, soft bytes,
 /// soft seconds (0: none).
@@ -24,6 +57,7 @@ pub struct Settings {
     diskless: AtomicBool,
     diskless_delay: AtomicU64,
     diskless_max_replicas: AtomicU64,
+    diskless_load: Mutex<DisklessLoad>,
     min_replicas: AtomicU64,
     min_replicas_lag: AtomicU64,
     serve_stale: AtomicBool,
@@ -42,6 +76,7 @@ impl Default for Settings {
             diskless: AtomicBool::new(true),
             diskless_delay: AtomicU64::new(5),
             diskless_max_replicas: AtomicU64::new(0),
+            diskless_load: Mutex::new(DisklessLoad::Disabled),
             min_replicas: AtomicU64::new(0),
             min_replicas_lag: AtomicU64::new(10),
             serve_stale: AtomicBool::new(true),
@@ -60,6 +95,7 @@ fn canonical(name: &str) -> Option<&'static str> {
         "repl-diskless-sync" => "repl-diskless-sync",
         "repl-diskless-sync-delay" => "repl-diskless-sync-delay",
         "repl-diskless-sync-max-replicas" => "repl-diskless-sync-max-replicas",
+        "repl-diskless-load" => "repl-diskless-load",
         "min-replicas-to-write" | "min-slaves-to-write" => "min-replicas-to-write",
         "min-replicas-max-lag" | "min-slaves-max-lag" => "min-replicas-max-lag",
         "replica-serve-stale-data" | "slave-serve-stale-data" => "replica-serve-stale-data",
@@ -123,6 +159,7 @@ impl Settings {
             "repl-backlog-size" => memory(value).map(drop),
             "repl-diskless-sync" | "replica-serve-stale-data" => yes_no(value).map(drop),
             "client-output-buffer-limit" => buffer_limits(value, &mut [(0, 0, 0); 3]),
+            "repl-diskless-load" => DisklessLoad::parse(value).map(drop),
             // Redis's range: at least a second.
             "repl-timeout" | "repl-ping-replica-period" => match number(value)? {
                 0 => Err("argument must be between 1 and 2147483647 inclusive".into()),
@@ -143,6 +180,7 @@ impl Settings {
             "repl-diskless-sync" => self.diskless.store(yes_no(value)?, Ordering::Relaxed),
             "repl-diskless-sync-delay" => self.diskless_delay.store(n(), Ordering::Relaxed),
             "repl-diskless-sync-max-replicas" => self.diskless_max_replicas.store(n(), Ordering::Relaxed),
+            "repl-diskless-load" => *self.diskless_load.lock() = DisklessLoad::parse(value)?,
             "min-replicas-to-write" => self.min_replicas.store(n(), Ordering::Relaxed),
             "min-replicas-max-lag" => self.min_replicas_lag.store(n(), Ordering::Relaxed),
             "replica-serve-stale-data" => self.serve_stale.store(yes_no(value)?, Ordering::Relaxed),
@@ -174,6 +212,7 @@ impl Settings {
             ("repl-diskless-sync", yn(self.diskless())),
             ("repl-diskless-sync-delay", self.diskless_delay().to_string()),
             ("repl-diskless-sync-max-replicas", self.diskless_max_replicas().to_string()),
+            ("repl-diskless-load", self.diskless_load().name().to_string()),
             ("min-replicas-to-write", min.clone()),
             ("min-slaves-to-write", min),
             ("min-replicas-max-lag", lag.clone()),
@@ -205,6 +244,11 @@ impl Settings {
     /// `repl-diskless-sync-max-replicas` (0: always wait the delay).
     pub fn diskless_max_replicas(&self) -> u64 {
         self.diskless_max_replicas.load(Ordering::Relaxed)
+    }
+
+    /// `repl-diskless-load`.
+    pub fn diskless_load(&self) -> DisklessLoad {
+        *self.diskless_load.lock()
     }
 
     /// `min-replicas-to-write` (0: off).
@@ -265,6 +309,11 @@ mod tests {
         assert!(s.set("client-output-buffer-limit", "other 1 1 1").is_err());
         let p = s.params();
         assert!(p.contains(&("client-output-buffer-limit", "normal 0 0 0 slave 1048576 0 0 pubsub 0 0 0".into())));
-        assert!(!Settings::knows("repl-diskless-load"));
+        assert_eq!(s.diskless_load(), DisklessLoad::Disabled);
+        s.set("repl-diskless-load", "SWAPDB").unwrap();
+        assert_eq!(s.diskless_load(), DisklessLoad::Swapdb);
+        assert!(s.set("repl-diskless-load", "sometimes").is_err());
+        assert!(s.params().contains(&("repl-diskless-load", "swapdb".into())));
+        assert!(!Settings::knows("repl-diskless-loads"));
     }
 }

@@ -145,7 +145,7 @@ class RedisServer(Process):
     def start(self, timeout=30.0):
         """Starts the process and waits until it answers PING."""
         self.launch([self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                     "--appendonly", "no", "--dir", self.dir, *self.args])
+                     "--appendonly", "no", "--enable-debug-command", "yes", "--dir", self.dir, *self.args])
         return self.wait_ready(timeout)
 
     def client(self, protocol=2, **kw):

@@ -381,7 +381,21 @@ def compare(primary, replicas, what):
         wait_for(lambda r=r: caught_up(primary, r), f"{what}: replica on port {r.port} to catch up", 30)
     for r in replicas:
         check_replica(r, a, what)
+    # DEBUG DIGEST, computed as Redis computes it, agrees too (whichever
+    # server is which); retried while the primary's expiry cycle may still
+    # delete a key between the two reads.
+    for r in replicas:
+        wait_for(lambda r=r: caught_up(primary, r) and digest(primary) == digest(r),
+                 f"{what}: DEBUG DIGEST of the replica on port {r.port} to equal the primary's", 30)
     return a
+
+
+def digest(server):
+    c = server.client()
+    try:
+        return c.execute_command("DEBUG", "DIGEST")
+    finally:
+        c.close()
 
 
 def replica_expires_keys_itself(primary, replica):

@@ -448,3 +448,48 @@ def test_repl_timeout_and_ping_period(servers):
     wait_for(lambda: info(rc)["master_link_status"] == "up", "the link up again")
     pc.set("k", "w")
     wait_for(lambda: rc.get("k") == b"w", "a write after the link came back")
+
+
+@pytest.mark.parametrize("mode", ["disabled", "swapdb", "on-empty-db"])
+def test_repl_diskless_load_keeps_the_old_data_when_a_sync_is_cut(servers, mode):
+    """A replica holding one primary's data is pointed at another whose
+    image transfer is cut half way and never resumes: with
+    repl-diskless-load disabled (the default) or swapdb the image went to
+    a file first, so the replica still serves the old data, whole; so it
+    does with on-empty-db, which loads from the socket only into an empty
+    keyspace. The spool file is removed."""
+    old, new, r = servers(), servers(), servers()
+    relay = Relay(new.port)
+    try:
+        write_some(old, "old", n=500)
+        cr = r.client()
+        assert cr.config_get("repl-diskless-load") == {"repl-diskless-load": "disabled"}
+        cr.config_set("repl-diskless-load", mode)
+        follow(r, old.port)
+        wait_equal(old, r, what="the replica of the first primary")
+        want = dump(old)
+        cn = new.client()
+        cn.config_set("repl-diskless-sync", "no")
+        big = b"y" * 100_000
+        pipe = cn.pipeline(transaction=False)
+        for i in range(500):
+            pipe.set(f"big:{i}", big)
+        pipe.execute()
+        assert cr.execute_command("REPLICAOF", "127.0.0.1", relay.port) == b"OK"
+        wait_for(lambda: info(cr).get("master_sync_read_bytes", 0) > 0, "the image to arrive", 60)
+        relay.close()
+        wait_for(lambda: info(cr).get("master_sync_in_progress") == 0, "the cut sync to end", 60)
+        assert dump(r) == want, "the old data, whole, after the cut transfer"
+        spools = [f for f in os.listdir(os.path.join(r.dir, "data")) if f.startswith("temp-repl-")]
+        assert spools == []
+    finally:
+        relay.close()
+
+
+def test_repl_diskless_load_on_empty_db_loads_from_the_socket(servers):
+    p, r = servers(), servers()
+    write_some(p, "p", n=300)
+    cr = r.client()
+    cr.config_set("repl-diskless-load", "on-empty-db")
+    follow(r, p.port)
+    wait_equal(p, r, what="the replica loading straight from the socket")

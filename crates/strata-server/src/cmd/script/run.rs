@@ -175,7 +175,7 @@ struct Call<'c, 'a> {
 /// Redis 7.0 commands this server does not have yet, all flagged
 /// `noscript` there: a script calling one gets Redis's answer. Each leaves
 /// this list when it joins the command table (a test checks).
-const ABSENT_NOSCRIPT: &[&str] = &["cluster", "monitor", "debug", "acl"];
+const ABSENT_NOSCRIPT: &[&str] = &["cluster", "monitor", "acl"];
 
 impl Call<'_, '_> {
     fn call(&mut self, args: &[Bytes], resp: u8) -> Reply {
