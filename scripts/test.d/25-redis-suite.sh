@@ -136,38 +136,12 @@ spawn_skips() {
         # waits for Redis's log line "Unable to AUTH to MASTER"
         auth) tests=("MASTERAUTH test with binary password") ;;
         integration/replication) tests=(
-            # DEBUG DIGEST compares master and replica
-            "INCRBYFLOAT replication, should not remove expire"
-            "BRPOPLPUSH replication, when blocking against empty list" "BRPOPLPUSH replication, list exists"
-            "/^BLMOVE .* replication" "BLPOP followed by role change, issue #2473"
-            "/^Connect multiple replicas at the same time"
-            "Master stream is correctly processed while the replica has a script in -BUSY state"
             # DEBUG POPULATE, rdb-key-save-delay: an RDB child kept busy
             "/^Diskless load swapdb" "Busy script during async loading"
             "Blocked commands and configs during async-loading" "diskless loading short read"
             "/^diskless .* replicas drop during rdb pipe" "diskless replication child being killed is collected"
             "/^replication child dies when parent is killed" "diskless replication read pipe cleanup"
-            "Kill rdb child process if its dumping RDB is not useful" "replica can handle EINTR if use diskless load"
-            # DEBUG SLEEP
-            "replicaof right after disconnection") ;;
-        integration/replication-2) tests=("MASTER and SLAVE dataset should be identical after complex ops") ;;
-        integration/replication-3) tests=("MASTER and SLAVE consistency with expire"
-            "Writable replica doesn't return expired keys" "PFCOUNT doesn't use expired key on readonly replica") ;;
-        integration/replication-4) tests=("Test replication with parallel clients writing in different DBs"
-            "Replication of an expired key does not delete the expired key"
-            "Replication: commands with many arguments (issue #1221)"
-            "Replication of SPOP command -- alsoPropagate() API" "Data divergence can happen under default conditions") ;;
-        # DEBUG DIGEST, DEBUG SLEEP
-        integration/replication-psync) tests=("/^Test replication partial resync") ;;
-        integration/replication-buffer) tests=(
-            "Replica could use replication buffer (beyond backlog config) for partial resynchronization"
-            "Partial resynchronization is successful even client-output-buffer-limit is less than repl-backlog-size") ;;
-        # DEBUG DIGEST after 25 s of load: the unit is its SLAVEOF then
-        integration/block-repl) tests=("Test replication with blocking lists and sorted sets operations") ;;
-        integration/psync2-pingoff) tests=("PSYNC2 pingoff: pause replica and promote it") ;;
-        integration/psync2-master-restart) tests=(
-            "PSYNC2: Partial resync after Master restart using RDB aux fields with expire"
-            "PSYNC2: Full resync after Master restart when too many key expired") ;;
+            "Kill rdb child process if its dumping RDB is not useful" "replica can handle EINTR if use diskless load") ;;
         # FAILOVER and DEBUG DIGEST
         integration/failover) tests=("failover command to specific replica works" "failover command to any replica works"
             "failover to a replica with force works" "failover with timeout aborts if replica never catches up"

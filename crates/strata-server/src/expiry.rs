@@ -82,7 +82,8 @@ pub fn spawn_sweeper(shared: Arc<Shared>, stop: Arc<AtomicBool>) -> std::io::Res
     std::thread::Builder::new().name("strata-expire".into()).spawn(move || {
         while !stop.load(Ordering::Acquire) {
             // A full round means more may be due: go again at once.
-            let busy = matches!(sweep_once(&shared, PER_ROUND), Ok(n) if n == PER_ROUND);
+            let on = shared.active_expire.load(Ordering::Relaxed);
+            let busy = on && matches!(sweep_once(&shared, PER_ROUND), Ok(n) if n == PER_ROUND);
             if !busy {
                 std::thread::sleep(Duration::from_millis(100));
             }

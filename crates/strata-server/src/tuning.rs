@@ -56,6 +56,8 @@ const PARAMS: &[(&str, Kind, &str)] = &[
     ("hll-sparse-max-bytes", Kind::Int, "3000"),
     ("active-defrag-cycle-min", Kind::Int, "1"),
     ("active-defrag-cycle-max", Kind::Int, "25"),
+    // strata-server logs its notices and warnings whatever this says.
+    ("loglevel", Kind::Choice(&["debug", "verbose", "notice", "warning", "nothing"]), "notice"),
     // RESTORE checks every payload whole whatever this says.
     ("sanitize-dump-payload", Kind::Choice(&["no", "yes", "clients"]), "no"),
 ];

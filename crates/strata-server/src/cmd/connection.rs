@@ -189,17 +189,32 @@ fn client_line(sess: &Session) -> String {
     )
 }
 
+/// Which client types a CLIENT KILL `TYPE` names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum KillType {
+    Normal,
+    Pubsub,
+    Master,
+    Replica,
+}
+
 /// CLIENT KILL, both forms, with Redis's argument checks. There is no
-/// registry of the other connections yet, so only the calling connection
-/// can match (with `SKIPME no`, or the old `ip:port` form naming it): it is
-/// closed once the reply is written. Sentinel's `CLIENT KILL TYPE normal`
-/// at a failover is accepted and kills nothing (its own connection is
-/// skipped).
-fn client_kill(sess: &mut Session, args: &[Bytes]) -> Reply {
+/// registry of the other client connections yet, so of them only the
+/// calling connection can match (with `SKIPME no`, or the old `ip:port`
+/// form naming it; it is closed once the reply is written); the
+/// replication links match too: the connection to our primary (`TYPE
+/// master`, its address the primary's) and our replicas' (`TYPE replica`).
+/// Sentinel's `CLIENT KILL TYPE normal` at a failover kills nothing here.
+fn client_kill(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    use crate::replication::LinkKind;
     if args.len() == 3 {
         // The old form: CLIENT KILL ip:port.
-        if arg(args, 2) == sess.addr.as_bytes() {
+        let addr = arg(args, 2);
+        if addr == sess.addr.as_bytes() {
             sess.quit = true;
+            return Reply::ok();
+        }
+        if shared.replication.kill_links(&|_, a| a.as_bytes() == addr) > 0 {
             return Reply::ok();
         }
         return Reply::err("ERR No such client");
@@ -209,31 +224,41 @@ fn client_kill(sess: &mut Session, args: &[Bytes]) -> Reply {
         return Reply::err("ERR syntax error");
     }
     let mut skip_me = true;
+    let mut kind: Option<KillType> = None;
+    let mut addr: Option<&[u8]> = None;
+    // Filters a replication link cannot match (an id, a local address,
+    // an age).
+    let mut links_match = true;
     let mut matches = true;
     for pair in filters.chunks(2) {
         let (name, value) = (arg(pair, 0), arg(pair, 1));
         if is(name, "type") {
-            let pubsub = sess.subs.sizes() != (0, 0, 0);
-            matches &= if is(value, "normal") {
-                !pubsub
+            kind = Some(if is(value, "normal") {
+                KillType::Normal
             } else if is(value, "pubsub") {
-                pubsub
-            } else if is(value, "master") || is(value, "slave") || is(value, "replica") {
-                false
+                KillType::Pubsub
+            } else if is(value, "master") {
+                KillType::Master
+            } else if is(value, "slave") || is(value, "replica") {
+                KillType::Replica
             } else {
                 return Reply::err(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(value)));
-            };
+            });
         } else if is(name, "id") {
             match crate::numbers::parse_i64(value) {
                 Some(id) if id > 0 => matches &= u64::try_from(id).is_ok_and(|id| id == sess.id),
                 _ => return Reply::err("ERR client-id should be greater than 0"),
             }
+            links_match = false;
         } else if is(name, "addr") {
             matches &= value == sess.addr.as_bytes();
+            addr = Some(value);
         } else if is(name, "laddr") {
             matches = false;
+            links_match = false;
         } else if is(name, "user") {
             matches &= value == b"default";
+            links_match &= value == b"default";
         } else if is(name, "skipme") {
             skip_me = if is(value, "yes") {
                 true
@@ -247,15 +272,35 @@ fn client_kill(sess: &mut Session, args: &[Bytes]) -> Reply {
                 return Reply::err("ERR value is not an integer or out of range");
             }
             matches = false;
+            links_match = false;
         } else {
             return Reply::err("ERR syntax error");
         }
     }
+    let pubsub = sess.subs.sizes() != (0, 0, 0);
+    matches &= match kind {
+        None => true,
+        Some(KillType::Normal) => !pubsub,
+        Some(KillType::Pubsub) => pubsub,
+        Some(KillType::Master | KillType::Replica) => false,
+    };
+    let mut killed = 0;
+    if links_match {
+        killed += shared.replication.kill_links(&|k, a| {
+            let typed = match kind {
+                None => true,
+                Some(KillType::Master) => k == LinkKind::Master,
+                Some(KillType::Replica) => k == LinkKind::Replica,
+                Some(KillType::Normal | KillType::Pubsub) => false,
+            };
+            typed && addr.is_none_or(|want| want == a.as_bytes())
+        });
+    }
     if matches && !skip_me {
         sess.quit = true;
-        return Reply::Int(1);
+        killed += 1;
     }
-    Reply::Int(0)
+    Reply::Int(killed as i64)
 }
 
 pub(crate) fn client(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
@@ -298,7 +343,7 @@ pub(crate) fn client(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Rep
         "info" if n == 2 => Reply::bulk(client_line(sess)),
         "list" => Reply::bulk(client_line(sess)),
         "no-evict" | "no-touch" if n == 3 => Reply::ok(),
-        "kill" if n >= 3 => client_kill(sess, args),
+        "kill" if n >= 3 => client_kill(shared, sess, args),
         "unblock" if n == 3 || n == 4 => {
             let Some(id) = crate::numbers::parse_i64(arg(args, 2)) else {
                 return Reply::err("ERR value is not an integer or out of range");

@@ -1,6 +1,8 @@
 //! DEBUG: the subcommands that inspect rather than break: `DIGEST` and
 //! `DIGEST-VALUE` (Redis's dataset and value digests, computed the way
-//! Redis 7.0 does, see [`crate::rdb::digest`]) and `SLEEP`. Redis's
+//! Redis 7.0 does, see [`crate::rdb::digest`]), `SET-ACTIVE-EXPIRE` (the
+//! expiry sweeper off and on) and `SLEEP` (the connection's event loop
+//! and the replication link). Redis's
 //! subcommands that crash, reload or reconfigure the server are not here
 //! and answer an unknown-subcommand error.
 
@@ -47,6 +49,8 @@ pub(crate) fn debug(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
                 "    Output a hex signature representing the current DB content.",
                 "DIGEST-VALUE <key> [<key> ...]",
                 "    Output a hex signature of the values of all the specified keys.",
+                "SET-ACTIVE-EXPIRE <0|1>",
+                "    Setting it to 0 disables expiring keys in background when they are not accessed.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>. Decimals allowed.",
                 "HELP",
@@ -56,11 +60,22 @@ pub(crate) fn debug(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
             .map(|l| Reply::Status(l.to_string()))
             .collect(),
         )
+    } else if is(sub, "set-active-expire") && args.len() == 3 {
+        let on = match arg(args, 2) {
+            b"0" => false,
+            b"1" => true,
+            _ => return Reply::err("ERR value is not an integer or out of range"),
+        };
+        shared.active_expire.store(on, std::sync::atomic::Ordering::Relaxed);
+        Reply::ok()
     } else if is(sub, "sleep") && args.len() == 3 {
         let Some(secs) = std::str::from_utf8(arg(args, 2)).ok().and_then(|s| s.parse::<f64>().ok()) else {
             return Reply::err("ERR value is not a valid float");
         };
         if secs.is_finite() && secs > 0.0 {
+            // As Redis's whole server sleeps, the replication link does
+            // too: it applies nothing and does not reconnect meanwhile.
+            let _frozen = shared.replication.apply_lock.lock();
             std::thread::sleep(Duration::from_secs_f64(secs).min(MAX_SLEEP));
         }
         Reply::ok()

@@ -243,6 +243,13 @@ impl crate::replication::primary::Stream for ReplStream {
         ReplStream::resize(self, usize::try_from(size).unwrap_or(usize::MAX));
     }
 
+    fn free(&self) {
+        self.recording.store(false, Ordering::Release);
+        let mut b = self.inner.lock();
+        b.bytes = VecDeque::new();
+        b.db = None;
+    }
+
     fn reset(&self, offset: u64) {
         let mut b = self.inner.lock();
         b.bytes.clear();

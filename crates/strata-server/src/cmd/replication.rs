@@ -361,6 +361,7 @@ pub fn install_replication(shared: &Arc<Shared>) {
         let _ = shared.replication.settings.set(name, value);
     }
     shared.replication.set_spool_dir(shared.config.dir.clone());
+    crate::replication::spawn_cron(&shared.replication);
     let weak = Arc::downgrade(shared);
     shared.replication.install_snapshotter(Arc::new(move |hard| {
         let shared = weak.upgrade().ok_or("the server is gone")?;

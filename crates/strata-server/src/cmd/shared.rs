@@ -93,6 +93,8 @@ pub struct Shared {
     shutdown_save: AtomicU8,
     /// A BGSAVE is running.
     pub bgsave_running: Arc<AtomicBool>,
+    /// Whether the expiry sweeper runs (`DEBUG SET-ACTIVE-EXPIRE`).
+    pub active_expire: AtomicBool,
     /// Tuning parameters CONFIG SET accepts (no effect here).
     pub tuning: crate::tuning::Tuning,
     /// Per-command counters (INFO commandstats, errorstats).
@@ -145,6 +147,7 @@ impl Shared {
             store_always_durable,
             shutdown_save: AtomicU8::new(0),
             bgsave_running: Arc::new(AtomicBool::new(false)),
+            active_expire: AtomicBool::new(true),
             tuning: crate::tuning::Tuning::default(),
             cmdstats: super::CommandStats::default(),
             repl_stream,

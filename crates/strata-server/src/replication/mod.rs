@@ -21,7 +21,9 @@
 //! which the thread flushes, loads keys and runs the primary's commands as
 //! its "master client".
 
+mod cron;
 pub mod feed;
+mod links;
 mod load;
 pub mod primary;
 pub mod replica;
@@ -36,6 +38,8 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 
 use crate::rdb::read::Entry;
+pub use cron::spawn as spawn_cron;
+pub use links::LinkKind;
 pub use settings::Settings;
 
 /// What the replication thread writes through: one per sync, so the
@@ -70,8 +74,11 @@ pub type ApplierFactory = Arc<dyn Fn() -> Option<Box<dyn Applier>> + Send + Sync
 pub enum Link {
     /// Must connect (Redis's `connect`).
     Connect,
-    /// Connecting and handshaking.
+    /// Connecting.
     Connecting,
+    /// Connected, before the primary's answer to PSYNC (Redis's
+    /// `handshake`).
+    Handshake,
     /// Receiving the RDB image.
     Sync,
     /// Applying the command stream.
@@ -84,6 +91,7 @@ impl Link {
         match self {
             Link::Connect => "connect",
             Link::Connecting => "connecting",
+            Link::Handshake => "handshake",
             Link::Sync => "sync",
             Link::Connected => "connected",
         }
@@ -164,6 +172,11 @@ pub struct State {
     /// Where a replica receives a full sync's image before loading it
     /// (the data directory; set at start).
     spool_dir: OnceLock<std::path::PathBuf>,
+    /// The connection to the primary while one is up, with the primary's
+    /// address (CLIENT KILL cuts it; see `links`).
+    master_link: Mutex<Option<(String, std::net::TcpStream)>>,
+    /// Unix seconds since when no replica is attached (`repl-backlog-ttl`).
+    no_replicas_since: AtomicU64,
 }
 
 /// A fresh 40-hex-digit replication id.
@@ -216,6 +229,8 @@ impl State {
             sync_total: std::sync::atomic::AtomicI64::new(0),
             sync_read: AtomicU64::new(0),
             spool_dir: OnceLock::new(),
+            master_link: Mutex::new(None),
+            no_replicas_since: AtomicU64::new(unix_secs()),
         }
     }
 
@@ -343,7 +358,11 @@ impl State {
 
     /// Counts a replica out (its thread ends).
     fn detach(&self, r: &Arc<primary::Attached>) {
-        self.replicas.lock().retain(|x| !Arc::ptr_eq(x, r));
+        let mut replicas = self.replicas.lock();
+        replicas.retain(|x| !Arc::ptr_eq(x, r));
+        if replicas.is_empty() {
+            self.no_replicas_since.store(unix_secs(), Ordering::Release);
+        }
     }
 
     /// The attached replicas that follow the stream: ip, port, acked
@@ -497,6 +516,8 @@ impl State {
             if let Some(s) = self.stream.get() {
                 s.set_following(false);
             }
+            // The backlog's time to live counts from the promotion.
+            self.no_replicas_since.store(unix_secs(), Ordering::Release);
             self.disconnect_replicas();
         }
         r.link = Link::Connect;

@@ -72,6 +72,9 @@ pub trait Stream: Send + Sync {
     fn getack(&self);
     /// Keeps a backlog of `size` bytes from now on.
     fn start(&self, size: u64);
+    /// Drops the backlog and stops recording until the next `start`
+    /// (`repl-backlog-ttl`); the offset stays.
+    fn free(&self);
     /// Sets the backlog's size, keeping the newest bytes.
     fn resize(&self, size: u64);
     /// A full sync from a primary: the stream continues at `offset` with
@@ -138,6 +141,10 @@ pub struct Handover {
 pub struct Attached {
     /// Its address (IP) as seen here.
     pub ip: String,
+    /// Its connection's address, `ip:port` (what CLIENT KILL names).
+    pub addr: String,
+    /// A handle of its connection, to cut it (CLIENT KILL).
+    link: Option<TcpStream>,
     /// Its listening port.
     pub port: u16,
     /// The image was sent; it follows the stream.
@@ -152,6 +159,8 @@ pub struct Attached {
     pub(super) kicked: AtomicBool,
     /// It sent a `REPLCONF ACK` since it attached.
     acked: AtomicBool,
+    /// CLIENT KILL cut it.
+    killed: AtomicBool,
 }
 
 /// Serves a replica on a thread of its own: `sock` is the connection (in
@@ -161,6 +170,8 @@ pub fn serve(state: Arc<State>, h: Handover, sock: TcpStream, out: Vec<u8>, inpu
     let name = "strata-replica-out".to_string();
     let spawned = std::thread::Builder::new().name(name).spawn(move || {
         let me = Arc::new(Attached {
+            addr: sock.peer_addr().map_or_else(|_| ip.clone(), |a| a.to_string()),
+            link: sock.try_clone().ok(),
             ip,
             port: h.listening_port,
             online: AtomicBool::new(false),
@@ -169,6 +180,7 @@ pub fn serve(state: Arc<State>, h: Handover, sock: TcpStream, out: Vec<u8>, inpu
             gone: AtomicBool::new(false),
             kicked: AtomicBool::new(false),
             acked: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
         });
         state.attach(me.clone());
         if let Err(e) = feed(&state, &me, h, &sock, out, input) {
@@ -179,6 +191,17 @@ pub fn serve(state: Arc<State>, h: Handover, sock: TcpStream, out: Vec<u8>, inpu
     });
     if let Err(e) = spawned {
         eprintln!("strata-server: starting a replica's thread: {e}");
+    }
+}
+
+impl Attached {
+    /// Cuts the replica's connection (CLIENT KILL); its thread ends and the
+    /// replica reconnects.
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        if let Some(s) = &self.link {
+            let _ = s.shutdown(Shutdown::Both);
+        }
     }
 }
 
@@ -198,6 +221,9 @@ fn must_stop(state: &State, me: &Attached) -> Option<io::Result<()>> {
     }
     if me.kicked.load(Ordering::Acquire) {
         return Some(Err(io::Error::other("our replication id changed")));
+    }
+    if me.killed.load(Ordering::Acquire) {
+        return Some(Err(io::Error::other("killed by CLIENT KILL")));
     }
     state.stopping().then_some(Ok(()))
 }
@@ -265,6 +291,7 @@ fn feed(
             return end;
         }
         let chunks = spool.1.take(TICK).map_err(io::Error::other)?;
+        drop(state.apply_lock.lock());
         if chunks.is_empty() {
             h.stream.ping_if_idle(state.settings.ping_period());
         }
@@ -292,6 +319,9 @@ fn diskless_delay(state: &State, me: &Attached, w: &mut &TcpStream) -> Option<io
             break None;
         }
         if alive.elapsed() >= KEEPALIVE {
+            // A server frozen by DEBUG SLEEP (which holds the apply lock)
+            // sends no newlines either, as Redis's would not.
+            drop(state.apply_lock.lock());
             if let Err(e) = w.write_all(b"\n") {
                 break Some(Err(e));
             }

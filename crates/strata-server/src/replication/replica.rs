@@ -68,6 +68,9 @@ fn sessions(state: &Arc<State>, applier: &mut dyn Applier, host: String, port: u
         // A transaction the link cut is dropped: PSYNC resends it whole
         // (the offset stops before its MULTI).
         applier.discard();
+        // DEBUG SLEEP holds the apply lock: a frozen server does not
+        // reconnect either.
+        drop(state.apply_lock.lock());
         state.set_link(generation, Link::Connecting);
         let mut synced = false;
         match session(state, applier, &host, port, generation, &mut synced) {
@@ -92,7 +95,15 @@ fn sessions(state: &Arc<State>, applier: &mut dyn Applier, host: String, port: u
 /// Reads one reply line (without its CRLF).
 fn line(r: &mut impl BufRead) -> Result<String, End> {
     let mut v = Vec::new();
-    r.read_until(b'\n', &mut v)?;
+    if let Err(e) = r.read_until(b'\n', &mut v) {
+        // Redis's words, which operators and its tests look for.
+        return Err(match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                End::Failed("Timeout connecting to the MASTER...".into())
+            }
+            _ => e.into(),
+        });
+    }
     if v.last() != Some(&b'\n') {
         return Err(End::Failed("the primary closed the connection".into()));
     }
@@ -110,10 +121,12 @@ fn call(w: &mut TcpStream, r: &mut impl BufRead, args: &[&[u8]]) -> Result<Strin
 
 /// One connection to the primary: handshake, full sync, stream.
 fn session(state: &State, applier: &mut dyn Applier, host: &str, port: u16, generation: u64, synced: &mut bool) -> End {
-    match sync(state, applier, host, port, generation, synced) {
+    let end = match sync(state, applier, host, port, generation, synced) {
         Ok(()) => End::Stopped,
         Err(e) => e,
-    }
+    };
+    state.clear_master_link();
+    end
 }
 
 fn sync(
@@ -128,6 +141,8 @@ fn sync(
         (host, port).to_socket_addrs()?.next().ok_or_else(|| End::Failed(format!("{host} resolves to no address")))?;
     let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
     stream.set_nodelay(true)?;
+    state.set_master_link(&stream);
+    state.set_link(generation, Link::Handshake);
     // The primary pings an idle link every `repl-ping-replica-period`: a
     // link silent for `repl-timeout` (read when it connects) is dropped.
     stream.set_read_timeout(Some(state.settings.timeout()))?;

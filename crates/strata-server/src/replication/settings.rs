@@ -231,6 +231,11 @@ impl Settings {
         self.backlog_size.load(Ordering::Relaxed)
     }
 
+    /// `repl-backlog-ttl` in seconds (0: never freed).
+    pub fn backlog_ttl(&self) -> u64 {
+        self.backlog_ttl.load(Ordering::Relaxed)
+    }
+
     /// `repl-diskless-sync`.
     pub fn diskless(&self) -> bool {
         self.diskless.load(Ordering::Relaxed)

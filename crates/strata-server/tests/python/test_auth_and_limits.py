@@ -280,6 +280,7 @@ busy-reply-threshold 200
         assert c.config_get("notify-keyspace-events") == {"notify-keyspace-events": "AKE"}
         assert c.config_get("hash-max-listpack-entries") == {"hash-max-listpack-entries": "64"}
         assert c.config_get("latency-monitor-threshold") == {"latency-monitor-threshold": "1"}
+        assert c.config_get("loglevel") == {"loglevel": "verbose"}
         # In file order: the last of two names of one setting wins.
         assert c.config_get("lua-time-limit") == {"lua-time-limit": "200"}
         c.close()

@@ -493,3 +493,53 @@ def test_repl_diskless_load_on_empty_db_loads_from_the_socket(servers):
     cr.config_set("repl-diskless-load", "on-empty-db")
     follow(r, p.port)
     wait_equal(p, r, what="the replica loading straight from the socket")
+
+
+def test_client_kill_cuts_replication_links_and_they_resume_partially(servers):
+    """CLIENT KILL TYPE master on a replica, the old `ip:port` form naming
+    its primary, and CLIENT KILL TYPE replica on the primary each cut the
+    link; the replica reconnects and continues from the backlog (partial
+    resyncs, no second full sync). TYPE normal leaves the links alone."""
+    p, r = servers(), servers()
+    cp, cr = p.client(), r.client()
+    follow(r, p.port)
+    write_some(p, "a", n=50)
+    wait_equal(p, r, what="the replica before the kills")
+    assert cr.execute_command("CLIENT", "KILL", "TYPE", "normal") == 0
+    assert cp.execute_command("CLIENT", "KILL", "TYPE", "normal") == 0
+    resumed = lambda n: stats(p)[1] >= n and info(cp)["connected_slaves"] == 1
+    assert cr.execute_command("CLIENT", "KILL", "TYPE", "master") == 1
+    write_some(p, "b", n=50)
+    wait_for(lambda: resumed(1), "a partial resync after CLIENT KILL TYPE master")
+    wait_equal(p, r, what="the replica after CLIENT KILL TYPE master")
+    assert cr.execute_command("CLIENT", "KILL", f"127.0.0.1:{p.port}") == b"OK"
+    wait_for(lambda: resumed(2), "a partial resync after CLIENT KILL ip:port")
+    assert cp.execute_command("CLIENT", "KILL", "TYPE", "replica") == 1
+    write_some(p, "c", n=50)
+    wait_for(lambda: resumed(3), "a partial resync after CLIENT KILL TYPE replica")
+    wait_equal(p, r, what="the replica after CLIENT KILL TYPE replica")
+    full, partial, _ = stats(p)
+    assert full == 1 and partial == 3, stats(p)
+
+
+def test_repl_backlog_ttl_frees_the_backlog_and_changes_the_id(servers):
+    """With no replica attached for repl-backlog-ttl seconds a primary
+    frees its backlog and takes a new replication id, so the replica that
+    comes back syncs in full; a replica keeps its own backlog."""
+    p, r = servers(), servers()
+    cp, cr = p.client(), r.client()
+    follow(r, p.port)
+    write_some(p, "a", n=50)
+    wait_equal(p, r, what="the replica")
+    replid = info(cp)["master_replid"]
+    cp.config_set("repl-backlog-ttl", "1")
+    cr.config_set("repl-backlog-ttl", "1")
+    cr.execute_command("REPLICAOF", "NO", "ONE")
+    wait_for(lambda: info(cp)["connected_slaves"] == 0, "the replica to leave")
+    wait_for(lambda: info(cp)["repl_backlog_active"] == 0, "the backlog to be freed", 10)
+    assert info(cp)["master_replid"] != replid
+    assert info(cr)["repl_backlog_active"] == 1, "a promoted replica counts the ttl from its promotion"
+    follow(r, p.port)
+    wait_equal(p, r, what="the replica that came back")
+    full, partial, err = stats(p)
+    assert full == 2 and partial == 0, stats(p)
