@@ -118,18 +118,17 @@ for _ in $(seq 1 300); do
 done
 
 # Redis's replication units: servers the runner starts, replicating from
-# each other. Left out: integration/psync2-reg (its verdict is DEBUG DIGEST,
-# it runs 20 s with a random number of tests and drives load through
-# redis-benchmark over a unix socket, which strata-server does not listen
-# on). They run without SKIP_TAGS' -needs:repl (REPL_TAGS).
+# each other. Left out: integration/psync2-reg (it runs 20 s with a
+# random number of tests and drives load through redis-benchmark over a
+# unix socket, which strata-server does not listen on). They run without SKIP_TAGS' -needs:repl (REPL_TAGS).
 REPL_UNITS="integration/replication integration/replication-2 integration/replication-3 integration/replication-4 integration/replication-psync integration/replication-buffer integration/block-repl integration/psync2 integration/psync2-pingoff integration/psync2-master-restart integration/failover wait"
 # Units run with servers the runner starts (through src/redis-server).
 SPAWN_UNITS=" auth $REPL_UNITS "
 # Tests of those that need what strata-server does not have, skipped by
-# name (a leading / makes it a regexp): every test whose verdict or setup
-# needs DEBUG (strata-server has no DEBUG command: DIGEST, SLEEP,
-# SET-ACTIVE-EXPIRE, OBJECT, REPLICATE, POPULATE), a forked RDB child
-# (rdb-key-save-delay, the diskless rdb pipe) or 25 s of idle load.
+# name (a leading / makes it a regexp): tests whose setup needs DEBUG
+# subcommands strata-server does not have (POPULATE, OBJECT, REPLICATE; it
+# has DIGEST, DIGEST-VALUE, SLEEP, SET-ACTIVE-EXPIRE), a forked RDB child
+# (rdb-key-save-delay, the diskless rdb pipe) or FAILOVER.
 spawn_skips() {
     local tests=()
     case "$1" in
