@@ -35,11 +35,8 @@ pub(crate) fn debug(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
             Err(e) => return Reply::err(format!("ERR {e}")),
         };
         let Some(view) = views.get(sess.db) else { return Reply::err("ERR DB index is out of range") };
-        let digests: Result<Vec<Reply>, _> = args
-            .iter()
-            .skip(2)
-            .map(|k| digest::value_digest(view.as_ref(), k).map(Reply::Status))
-            .collect();
+        let digests: Result<Vec<Reply>, _> =
+            args.iter().skip(2).map(|k| digest::value_digest(view.as_ref(), k).map(Reply::Status)).collect();
         digests.map_or_else(|e| Reply::err(format!("ERR {e}")), Reply::Array)
     } else if is(sub, "help") && args.len() == 2 {
         Reply::Array(

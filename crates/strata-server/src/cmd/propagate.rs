@@ -179,14 +179,14 @@ impl crate::replication::primary::Stream for ReplStream {
         ReplStream::offset(self)
     }
 
-    fn attach(&self, from: u64, hard: u64) -> Option<Arc<Feed>> {
+    fn attach(&self, from: u64, limit: crate::replication::settings::BufferLimit) -> Option<Arc<Feed>> {
         let mut b = self.inner.lock();
         let held = b.bytes.len() as u64;
         let first = b.offset - held;
         if from < first || from > b.offset {
             return None;
         }
-        let feed = Arc::new(Feed::new(hard));
+        let feed = Arc::new(Feed::new(limit));
         if from < b.offset {
             let rest: Vec<u8> = b.bytes.iter().skip((from - first) as usize).copied().collect();
             feed.push(Bytes::from(rest));
@@ -241,6 +241,12 @@ impl crate::replication::primary::Stream for ReplStream {
 
     fn resize(&self, size: u64) {
         ReplStream::resize(self, usize::try_from(size).unwrap_or(usize::MAX));
+    }
+
+    fn set_limit(&self, limit: crate::replication::settings::BufferLimit) {
+        for f in &self.inner.lock().feeds {
+            f.set_limit(limit);
+        }
     }
 
     fn free(&self) {
@@ -637,7 +643,7 @@ mod tests {
         assert_eq!(s.since(0).as_deref(), Some(&b"*1\r\n$4\r\nPING\r\n"[..]));
         s.ping_if_idle(Duration::from_secs(60));
         assert_eq!(Stream::offset(&*s), 14);
-        let feed = s.attach(4, 0).unwrap();
+        let feed = s.attach(4, (0, 0, 0)).unwrap();
         assert_eq!(feed.take(Duration::ZERO).unwrap().concat(), b"$4\r\nPING\r\n");
         let t = {
             let s = s.clone();
@@ -662,7 +668,7 @@ mod tests {
         assert!(s.since(from).is_none());
         assert_eq!(feed.take(Duration::ZERO).unwrap().concat().len() as u64, Stream::offset(&*s) - from);
         s.detach(&feed);
-        assert!(s.attach(0, 0).is_none(), "the backlog lost the start");
+        assert!(s.attach(0, (0, 0, 0)).is_none(), "the backlog lost the start");
     }
 
     /// Following a primary: local commits record nothing, the primary's

@@ -122,7 +122,7 @@ pub(crate) fn psync(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
     let partial = match asked.and_then(|o| u64::try_from(o).ok()?.checked_sub(1)) {
         Some(from) if !sync && known => {
             use crate::replication::primary::Stream;
-            shared.repl_stream.attach(from, st.settings.replica_hard_limit())
+            shared.repl_stream.attach(from, st.settings.replica_limit())
         }
         _ => None,
     };
@@ -154,14 +154,17 @@ pub(crate) fn psync(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
 /// key lock (no write commits between them) and the replication thread's
 /// apply lock (on a replica, no batch of the primary's stream is half
 /// applied and proxied).
-pub fn take_image(shared: &Shared, hard: u64) -> Result<crate::replication::primary::Image, String> {
+pub fn take_image(
+    shared: &Shared,
+    limit: crate::replication::settings::BufferLimit,
+) -> Result<crate::replication::primary::Image, String> {
     use crate::replication::primary::Stream;
     let _applying = shared.replication.apply_lock.lock();
     let _all = shared.locks.lock_all();
     shared.repl_stream.reselect();
     let views = shared.store.snapshot_databases(shared.dbs.len()).map_err(|e| format!("taking the image: {e}"))?;
     let offset = shared.repl_stream.offset();
-    let feed = shared.repl_stream.attach(offset, hard).ok_or("the stream moved while the image was taken")?;
+    let feed = shared.repl_stream.attach(offset, limit).ok_or("the stream moved while the image was taken")?;
     Ok(crate::replication::primary::Image { views, offset, feed, replid: shared.replication.replid() })
 }
 
@@ -343,7 +346,9 @@ impl Applier for MasterClient {
     }
 
     fn is_empty(&mut self) -> bool {
-        self.shared.upgrade().is_none_or(|s| s.dbs.iter().all(|d| d.keys.load(std::sync::atomic::Ordering::Relaxed) <= 0))
+        self.shared
+            .upgrade()
+            .is_none_or(|s| s.dbs.iter().all(|d| d.keys.load(std::sync::atomic::Ordering::Relaxed) <= 0))
     }
 
     fn discard(&mut self) {
@@ -363,9 +368,9 @@ pub fn install_replication(shared: &Arc<Shared>) {
     shared.replication.set_spool_dir(shared.config.dir.clone());
     crate::replication::spawn_cron(&shared.replication);
     let weak = Arc::downgrade(shared);
-    shared.replication.install_snapshotter(Arc::new(move |hard| {
+    shared.replication.install_snapshotter(Arc::new(move |limit| {
         let shared = weak.upgrade().ok_or("the server is gone")?;
-        take_image(&shared, hard)
+        take_image(&shared, limit)
     }));
     let weak = Arc::downgrade(shared);
     shared.replication.install(Arc::new(move || {

@@ -227,6 +227,8 @@ fn config_set(shared: &Shared, args: &[Bytes]) -> Reply {
         let _ = shared.replication.settings.set(&name, &v);
         if name == "repl-backlog-size" {
             shared.replication.resize_backlog();
+        } else if name == "client-output-buffer-limit" {
+            shared.replication.relimit_replicas();
         }
     }
     Reply::ok()

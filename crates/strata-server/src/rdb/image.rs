@@ -233,7 +233,11 @@ fn count_keys(view: &dyn SnapshotView, opts: &ImageOptions) -> Result<(u64, u64)
 /// Puts every key of `view` that an image holds into `sink` (with
 /// `opts.now_ms` 0, keys already expired too, as Redis's digest counts
 /// them); returns how many.
-pub fn visit_database<S: KeySink>(sink: &mut S, view: &dyn SnapshotView, opts: &ImageOptions) -> Result<u64, ImageError> {
+pub fn visit_database<S: KeySink>(
+    sink: &mut S,
+    view: &dyn SnapshotView,
+    opts: &ImageOptions,
+) -> Result<u64, ImageError> {
     let mut stats = ImageStats::default();
     write_database(sink, view, opts, &mut stats)?;
     Ok(stats.keys)
@@ -241,7 +245,12 @@ pub fn visit_database<S: KeySink>(sink: &mut S, view: &dyn SnapshotView, opts: &
 
 /// Puts `key` of `view` into `sink`, expired or not; false if the view
 /// has no such key (or it is an empty collection).
-pub fn visit_key<S: KeySink>(sink: &mut S, view: &dyn SnapshotView, key: &[u8], batch: Batch) -> Result<bool, ImageError> {
+pub fn visit_key<S: KeySink>(
+    sink: &mut S,
+    view: &dyn SnapshotView,
+    key: &[u8],
+    batch: Batch,
+) -> Result<bool, ImageError> {
     let meta_key = crate::keyspace::meta_key(key);
     let Some(v) = view.get(&meta_key)? else { return Ok(false) };
     let (_, meta) = meta_of(&meta_key, v)?;

@@ -102,11 +102,7 @@ fn settle(state: &State, applier: &dyn Applier, generation: u64, r: Result<(), E
 }
 
 /// Reads one framed image from `r`, giving each item to `on`.
-fn read_framed(
-    r: &mut dyn Read,
-    size: &Size,
-    on: &mut dyn FnMut(Item) -> Result<(), String>,
-) -> Result<(), End> {
+fn read_framed(r: &mut dyn Read, size: &Size, on: &mut dyn FnMut(Item) -> Result<(), String>) -> Result<(), End> {
     let opts = ReadOptions::default();
     let read = match size {
         Size::Len(len) => {

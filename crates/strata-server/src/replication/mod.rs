@@ -252,10 +252,11 @@ impl State {
         let _ = self.snapshotter.set(f);
     }
 
-    /// Takes a full sync's image with a spool of hard limit `hard`.
-    fn snapshot(&self, hard: u64) -> Result<primary::Image, String> {
+    /// Takes a full sync's image with a spool of the output buffer limits
+    /// `limit`.
+    fn snapshot(&self, limit: settings::BufferLimit) -> Result<primary::Image, String> {
         let f = self.snapshotter.get().ok_or("replication is not available")?;
-        f(hard)
+        f(limit)
     }
 
     /// Counts a sync served: a full one, or a partial one accepted or
@@ -333,6 +334,14 @@ impl State {
     pub fn resize_backlog(&self) {
         if let Some(s) = self.stream.get() {
             s.resize(self.settings.backlog_size());
+        }
+    }
+
+    /// The replicas' output buffer limits changed (CONFIG SET
+    /// client-output-buffer-limit): attached replicas get them too.
+    pub fn relimit_replicas(&self) {
+        if let Some(s) = self.stream.get() {
+            s.set_limit(self.settings.replica_limit());
         }
     }
 

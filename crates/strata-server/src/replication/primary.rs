@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 
 use super::feed::Feed;
+use super::settings::BufferLimit;
 use super::{unix_secs, State};
 use crate::rdb::image::{write_image, ImageOptions};
 use crate::rdb::write::{Header, ReplInfo};
@@ -58,8 +59,9 @@ pub trait Stream: Send + Sync {
     fn offset(&self) -> u64;
     /// Attaches a replica's spool at `from` (filled with the backlog's
     /// bytes from there), if the backlog still holds `from..offset`;
-    /// every later append goes to it too. `hard`: its limit (0: none).
-    fn attach(&self, from: u64, hard: u64) -> Option<Arc<Feed>>;
+    /// every later append goes to it too. `limit`: its output buffer
+    /// limits (hard, soft, soft seconds; 0: none).
+    fn attach(&self, from: u64, limit: BufferLimit) -> Option<Arc<Feed>>;
     /// Detaches a spool.
     fn detach(&self, feed: &Arc<Feed>);
     /// Appends a `PING` if nothing was appended for `idle`, so replicas
@@ -77,6 +79,8 @@ pub trait Stream: Send + Sync {
     fn free(&self);
     /// Sets the backlog's size, keeping the newest bytes.
     fn resize(&self, size: u64);
+    /// Sets the output buffer limits of every attached replica's spool.
+    fn set_limit(&self, limit: BufferLimit);
     /// A full sync from a primary: the stream continues at `offset` with
     /// an empty backlog (and no spools).
     fn reset(&self, offset: u64);
@@ -101,8 +105,8 @@ pub struct Image {
     pub replid: String,
 }
 
-/// Takes an [`Image`] with a spool of the given hard limit.
-pub type Snapshotter = Arc<dyn Fn(u64) -> Result<Image, String> + Send + Sync>;
+/// Takes an [`Image`] with a spool of the given output buffer limits.
+pub type Snapshotter = Arc<dyn Fn(BufferLimit) -> Result<Image, String> + Send + Sync>;
 
 /// How the replica continues.
 pub enum Resync {
@@ -249,6 +253,7 @@ fn feed(
     let spool = match h.resync {
         Resync::Partial { ref preamble, ref feed } => {
             w.write_all(preamble)?;
+            feed.cut_on_overflow(sock.try_clone()?);
             Attachment(h.stream.clone(), feed.clone())
         }
         Resync::Full { psync, eof } => {
@@ -258,7 +263,8 @@ fn feed(
                     return end;
                 }
             }
-            let image = state.snapshot(state.settings.replica_hard_limit()).map_err(io::Error::other)?;
+            let image = state.snapshot(state.settings.replica_limit()).map_err(io::Error::other)?;
+            image.feed.cut_on_overflow(sock.try_clone()?);
             let spool = Attachment(h.stream.clone(), image.feed.clone());
             if psync {
                 w.write_all(format!("+FULLRESYNC {} {}\r\n", image.replid, image.offset).as_bytes())?;

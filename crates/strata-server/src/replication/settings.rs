@@ -38,7 +38,11 @@ impl DisklessLoad {
 
     fn parse(v: &str) -> Result<DisklessLoad, String> {
         let v = v.to_ascii_lowercase();
-        DisklessLoad::NAMES.iter().find(|(n, _)| *n == v).map(|(_, d)| *d).ok_or_else(|| "argument(s) must be one of the following: disabled, on-empty-db, swapdb".into())
+        DisklessLoad::NAMES
+            .iter()
+            .find(|(n, _)| *n == v)
+            .map(|(_, d)| *d)
+            .ok_or_else(|| "argument(s) must be one of the following: disabled, on-empty-db, swapdb".into())
     }
 
     fn name(self) -> &'static str {
@@ -63,8 +67,8 @@ pub struct Settings {
     serve_stale: AtomicBool,
     timeout: AtomicU64,
     ping_period: AtomicU64,
-    /// `client-output-buffer-limit`: normal, replica, pubsub. Only the
-    /// replica class's hard limit is applied (to each replica's spool).
+    /// `client-output-buffer-limit`: normal, replica, pubsub. The replica
+    /// class's limits apply to each replica's spool.
     obuf: Mutex<[BufferLimit; 3]>,
 }
 
@@ -283,9 +287,10 @@ impl Settings {
         self.serve_stale.load(Ordering::Relaxed)
     }
 
-    /// The replica class's hard output buffer limit in bytes (0: none).
-    pub fn replica_hard_limit(&self) -> u64 {
-        self.obuf.lock().get(1).map_or(0, |l| l.0)
+    /// The replica class's output buffer limits: hard bytes, soft bytes,
+    /// soft seconds (0: none).
+    pub fn replica_limit(&self) -> BufferLimit {
+        self.obuf.lock().get(1).copied().unwrap_or((0, 0, 0))
     }
 }
 
@@ -307,9 +312,9 @@ mod tests {
         assert!(s.set("replica-serve-stale-data", "maybe").is_err());
         s.set("slave-serve-stale-data", "no").unwrap();
         assert!(!s.serve_stale());
-        assert_eq!(s.replica_hard_limit(), 256 << 20);
+        assert_eq!(s.replica_limit(), (256 << 20, 64 << 20, 60));
         s.set("client-output-buffer-limit", "replica 1mb 0 0 pubsub 0 0 0").unwrap();
-        assert_eq!(s.replica_hard_limit(), 1 << 20);
+        assert_eq!(s.replica_limit(), (1 << 20, 0, 0));
         assert!(s.set("client-output-buffer-limit", "replica 1mb 0").is_err());
         assert!(s.set("client-output-buffer-limit", "other 1 1 1").is_err());
         let p = s.params();

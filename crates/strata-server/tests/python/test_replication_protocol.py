@@ -46,8 +46,11 @@ def dump(server):
 
 
 def offsets_equal(primary, *replicas):
+    """Whether every replica's link is up at the primary's offset (a
+    replica in a full sync has the image's offset before it is loaded)."""
     want = info(primary.client())["master_repl_offset"]
-    return all(info(r.client()).get("slave_repl_offset") == want for r in replicas)
+    return all(i.get("slave_repl_offset") == want and i.get("master_link_status") == "up"
+               for i in (info(r.client()) for r in replicas))
 
 
 def wait_equal(primary, *replicas, what="the replicas"):
@@ -543,3 +546,33 @@ def test_repl_backlog_ttl_frees_the_backlog_and_changes_the_id(servers):
     wait_equal(p, r, what="the replica that came back")
     full, partial, err = stats(p)
     assert full == 2 and partial == 0, stats(p)
+
+
+def test_output_buffer_soft_limit_drops_a_replica_that_stays_behind(servers):
+    """client-output-buffer-limit replica 0 256kb 1: a replica whose spool
+    stays over 256 KB for more than a second (here: SIGSTOPped under
+    writes) is dropped, and syncs in full once it runs again."""
+    import signal
+    p, r = servers(), servers()
+    cp = p.client()
+    follow(r, p.port)
+    cp.config_set("client-output-buffer-limit", "replica 0 256kb 1")
+    r.proc.send_signal(signal.SIGSTOP)
+    try:
+        big = b"z" * 65536
+        deadline = time.monotonic() + 4
+        i = 0
+        while time.monotonic() < deadline and info(cp)["connected_slaves"] == 1:
+            pipe = cp.pipeline(transaction=False)
+            for _ in range(32):
+                pipe.set(f"soft:{i % 500}", big)
+                i += 1
+            pipe.execute()
+            time.sleep(0.05)
+        wait_for(lambda: info(cp)["connected_slaves"] == 0, "the replica to be dropped", 15)
+    finally:
+        r.proc.send_signal(signal.SIGCONT)
+    assert "soft limit" in p.log()
+    wait_equal(p, r, what="the dropped replica")
+    full, _, _ = stats(p)
+    assert full == 2, stats(p)

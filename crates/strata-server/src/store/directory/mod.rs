@@ -76,7 +76,10 @@ pub struct KeyDirectory {
 
 impl Default for KeyDirectory {
     fn default() -> Self {
-        KeyDirectory { shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(), ready: AtomicBool::new(false) }
+        KeyDirectory {
+            shards: (0..SHARDS).map(|_| Mutex::new(Table::default())).collect(),
+            ready: AtomicBool::new(false),
+        }
     }
 }
 
@@ -386,7 +389,13 @@ mod tests {
         let dir = KeyDirectory::default();
         let mut store: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-        let name = |i: u32| if i.is_multiple_of(3) { format!("a-key-longer-than-the-inline-bytes-{i}") } else { format!("k{i}") };
+        let name = |i: u32| {
+            if i.is_multiple_of(3) {
+                format!("a-key-longer-than-the-inline-bytes-{i}")
+            } else {
+                format!("k{i}")
+            }
+        };
         for i in 0..300 {
             let k = meta_key(name(i).as_bytes());
             if rng.gen_bool(0.5) {

@@ -213,7 +213,8 @@ mod tests {
         let mut t = Table::default();
         let mut m: HashMap<Vec<u8>, u64> = HashMap::new();
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        let name = |i: u32| if i.is_multiple_of(4) { format!("long-key-past-the-inline-bytes-{i}") } else { format!("k{i}") };
+        let name =
+            |i: u32| if i.is_multiple_of(4) { format!("long-key-past-the-inline-bytes-{i}") } else { format!("k{i}") };
         for step in 0..200_000 {
             let k = name(rng.gen_range(0..2000)).into_bytes();
             let v = rng.gen_range(1..u64::MAX);
