@@ -10,7 +10,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::replica::End;
+use super::end::End;
 use super::settings::DisklessLoad;
 use super::{Applier, State};
 use crate::rdb::read::{read_rdb, Item, ReadOptions};

@@ -22,6 +22,7 @@
 //! its "master client".
 
 mod cron;
+mod end;
 pub mod feed;
 mod links;
 mod load;

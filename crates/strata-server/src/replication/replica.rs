@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::end::End;
 use super::resp::{encode, parse, Parsed};
 use super::{Applier, ApplierFactory, Link, State};
 
@@ -26,26 +27,6 @@ const TICK: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// Errors of applied commands logged per sync (the rest are counted).
 const LOGGED_ERRORS: u32 = 10;
-
-/// Why a session with the primary ended.
-pub(super) enum End {
-    /// REPLICAOF changed or the server stops: do not reconnect.
-    Stopped,
-    /// The link failed: reconnect.
-    Failed(String),
-}
-
-impl From<io::Error> for End {
-    fn from(e: io::Error) -> End {
-        End::Failed(e.to_string())
-    }
-}
-
-impl From<String> for End {
-    fn from(e: String) -> End {
-        End::Failed(e)
-    }
-}
 
 /// The thread's body: sessions with `host:port` until REPLICAOF changes
 /// (`generation` is no longer the current one) or the server stops.
