@@ -8,19 +8,19 @@
 //! memory.
 //!
 //! ```text
-//! word 0      key prefix: first 8 bytes of the user key, big-endian (settles most comparisons)
-//! word 1      key length (bits 0..32) | height (bits 32..40)
-//! word 2      value offset in PM
-//! word 3      value length (bits 0..32) | distance back from the value to
+//! word 0      key length (bits 0..32) | height (bits 32..40)
+//! word 1      value offset in PM
+//! word 2      value length (bits 0..32) | distance back from the value to
 //!             the record's PM skiplist node, 0 for none (bits 32..64)
-//! word 4..    links, one word per level: index of the next node (bits 0..32,
-//!             0 = none) | top 32 bits of the next node's key prefix (32..64)
+//! word 3..    links, one word per level: index of the next node (bits 0..32,
+//!             0 = none) | distinction tag of the next node (bits 32..64)
 //! then        the internal key, 8 bytes per word, little-endian
 //! ```
 //!
-//! A link carries the top half of its target's prefix so that a search step
-//! that ends a level (the next key is larger) is decided without loading
-//! the next node: one cache miss fewer per level on random keys.
+//! A link's tag says where the next node's user key parts from this node's
+//! ([`order`]), so most search steps are decided without loading the next
+//! node, and keys that share long prefixes (the members of one set, numeric
+//! keys) are never compared from their first byte.
 //!
 //! Inserts are lock-free (CAS on the predecessor's link, bottom level
 //! first); reads never block. Nodes are never removed: a memtable is
@@ -36,27 +36,23 @@ use std::sync::OnceLock;
 
 use parking_lot::Mutex;
 
-use crate::key::{key_prefix, key_trailer, user_key};
+use crate::key::{key_trailer, user_key};
+use order::{Pos, Step};
 
 mod batch;
+mod order;
 
 const MAX_HEIGHT: usize = 12;
 /// Index of the head node; also "null" in links (nothing links to the head).
 const HEAD: u32 = 0;
 const NIL: u32 = 0;
-const HEADER_WORDS: usize = 4;
+const HEADER_WORDS: usize = 3;
 /// Most words per arena chunk (8 MiB), and fewest (128 KiB, more than the
 /// largest node: a 64 KiB key at full height).
 const MAX_CHUNK_WORDS: usize = 1 << 20;
 const MIN_CHUNK_WORDS: usize = 1 << 14;
 /// Most chunks an arena can have.
 const MAX_CHUNKS: usize = 4096;
-
-/// The first 8 bytes of the user key of an internal key, zero padded, as a
-/// big-endian number: comparing prefixes orders keys whenever they differ.
-pub(crate) fn prefix_of(ikey: &[u8]) -> u64 {
-    key_prefix(user_key(ikey))
-}
 
 /// Append-only storage of words, addressed by a global word index.
 struct Arena {
@@ -167,7 +163,7 @@ impl SkipList {
         let list = SkipList { arena: Arena::new(words), height: AtomicUsize::new(1), len: AtomicUsize::new(0) };
         // The head: no key, every level. It is node 0 by construction.
         if let Some(h) = list.arena.alloc(HEADER_WORDS + MAX_HEIGHT) {
-            list.arena.store(h + 1, (MAX_HEIGHT as u64) << 32);
+            list.arena.store(h, (MAX_HEIGHT as u64) << 32);
         }
         list
     }
@@ -178,11 +174,11 @@ impl SkipList {
     }
 
     fn height_of(&self, n: u32) -> usize {
-        ((self.arena.load(n + 1) >> 32) & 0xff) as usize
+        ((self.arena.load(n) >> 32) & 0xff) as usize
     }
 
     fn key_len(&self, n: u32) -> usize {
-        (self.arena.load(n + 1) & 0xffff_ffff) as usize
+        (self.arena.load(n) & 0xffff_ffff) as usize
     }
 
     /// A copy of node `i` (None for the head or an invalid index).
@@ -192,9 +188,9 @@ impl SkipList {
     }
 
     /// The distance back from node `i`'s value to its record's PM skiplist
-    /// node (high half of word 3; 0: none).
+    /// node (high half of word 2; 0: none).
     pub fn node_back(&self, i: u32) -> u32 {
-        self.arena.word(i + 3).map_or(0, |w| (w.load(Ordering::Relaxed) >> 32) as u32)
+        self.arena.word(i + 2).map_or(0, |w| (w.load(Ordering::Relaxed) >> 32) as u32)
     }
 
     /// Calls `f` with node `i`'s internal key, value offset and value length
@@ -209,7 +205,7 @@ impl SkipList {
         let len = self.key_len(i);
         let nwords = len.div_ceil(8);
         let words = self.arena.words(i, HEADER_WORDS + h + nwords);
-        let (value_off, value_len) = match (words.get(2), words.get(3)) {
+        let (value_off, value_len) = match (words.get(1), words.get(2)) {
             (Some(o), Some(l)) => (o.load(Ordering::Relaxed), l.load(Ordering::Relaxed) as u32),
             _ => return None,
         };
@@ -245,18 +241,11 @@ impl SkipList {
         }
     }
 
-    /// Order of node `n` against a probe (an internal key with prefix `pp`).
-    fn cmp(&self, n: u32, probe: &[u8], pp: u64) -> CmpOrdering {
-        match self.arena.load(n).cmp(&pp) {
-            CmpOrdering::Equal => self.cmp_key(n, probe),
-            o => o,
-        }
-    }
-
     /// Full internal-key comparison of node `n` with `probe`, read straight
-    /// from the arena words (no copy: keys sharing their first 8 bytes, like
-    /// `user:000123`, make this the common case).
-    fn cmp_key(&self, n: u32, probe: &[u8]) -> CmpOrdering {
+    /// from the arena words, and the common prefix of their user keys. The
+    /// first `from` bytes of the user keys are known to agree and are
+    /// skipped (the members of one big hash share a long prefix).
+    fn cmp_key(&self, n: u32, probe: &[u8], from: u32) -> (CmpOrdering, u32) {
         let len = self.key_len(n);
         let kstart = n + (HEADER_WORDS + self.height_of(n)) as u32;
         let words = self.arena.words(kstart, len.div_ceil(8));
@@ -264,22 +253,21 @@ impl SkipList {
         let (node_user, probe_user) = (len.saturating_sub(8), probe.len().saturating_sub(8));
         let common = node_user.min(probe_user);
         // Eight bytes at a time as big-endian numbers, the last step masked
-        // to the bytes both user keys have: a slice comparison there was a
-        // memcmp call on every step through keys that share a long prefix
-        // (the fields of one big hash). Both keys have 8 bytes from any
+        // to the bytes both user keys have. Both keys have 8 bytes from any
         // `i < common` (the trailer follows the user key).
-        let mut i = 0;
+        let mut i = (from as usize).min(common) / 8 * 8;
         while i < common {
             let keep = u64::MAX << ((8 - (common - i).min(8)) * 8);
             let a = u64::from_be_bytes(byte_words(i / 8)) & keep;
             let b = probe.get(i..i + 8).and_then(|s| s.try_into().ok()).map_or(0, u64::from_be_bytes) & keep;
             if a != b {
-                return a.cmp(&b);
+                return (a.cmp(&b), (i + ((a ^ b).leading_zeros() / 8) as usize) as u32);
             }
             i += 8;
         }
+        let lcp = common as u32;
         if node_user != probe_user {
-            return node_user.cmp(&probe_user);
+            return (node_user.cmp(&probe_user), lcp);
         }
         // Same user key: the larger trailer (newer) sorts first.
         let mut t = [0u8; 8];
@@ -287,7 +275,19 @@ impl SkipList {
             let k = node_user + j;
             *b = byte_words(k / 8)[k % 8];
         }
-        key_trailer(probe).cmp(&u64::from_le_bytes(t))
+        (key_trailer(probe).cmp(&u64::from_le_bytes(t)), lcp)
+    }
+
+    /// The common prefix of node `n`'s user key with `up` (0 for the head).
+    fn common_prefix_with(&self, n: u32, up: &[u8]) -> u32 {
+        self.with_node(n, |k, _, _| order::common_prefix(user_key(k), up) as u32).unwrap_or(0)
+    }
+
+    /// `at` (a position found for probe `a`) as a position for probe `b`
+    /// (user key `ub`), given the common prefix `f` of the two user keys.
+    fn rebase(&self, at: Pos, f: u32, ub: &[u8]) -> Pos {
+        let lcp = order::rebased(at.lcp, f).unwrap_or_else(|| self.common_prefix_with(at.node, ub));
+        Pos { node: at.node, lcp }
     }
 
     fn random_height() -> usize {
@@ -305,34 +305,34 @@ impl SkipList {
     /// and returns its node. Returns None if the arena has no room (the
     /// memtable is far over budget).
     pub fn insert(&self, key: &[u8], value_off: u64, len_word: u64) -> Option<u32> {
-        let (idx, height, pp) = self.new_node(key, value_off, len_word)?;
-        self.link_in(idx, key, pp, height, &self.search(key, pp));
+        let (idx, height) = self.new_node(key, value_off, len_word)?;
+        self.link_in(idx, key, height, &self.search(key));
         Some(idx)
     }
 
     /// Predecessors of a probe at every level, searched from the top.
-    fn search(&self, key: &[u8], pp: u64) -> [u32; MAX_HEIGHT] {
-        let mut prev = [HEAD; MAX_HEIGHT];
-        let mut x = HEAD;
+    fn search(&self, key: &[u8]) -> [Pos; MAX_HEIGHT] {
+        let mut prev = [Pos::HEAD; MAX_HEIGHT];
+        let mut x = Pos::HEAD;
         for level in (0..self.height.load(Ordering::Relaxed)).rev() {
-            x = self.find_splice_at(key, pp, x, level).0;
-            prev[level] = x;
+            x = self.find_splice_at(key, x, level).0;
+            if let Some(p) = prev.get_mut(level) {
+                *p = x;
+            }
         }
         prev
     }
 
     /// Allocates and fills a node for `key` with a random height, raising
-    /// the list's height to it; returns (node, height, key prefix). The node
-    /// is unreachable until [`SkipList::link_in`].
-    fn new_node(&self, key: &[u8], value_off: u64, len_word: u64) -> Option<(u32, usize, u64)> {
+    /// the list's height to it; returns (node, height). The node is
+    /// unreachable until [`SkipList::link_in`].
+    fn new_node(&self, key: &[u8], value_off: u64, len_word: u64) -> Option<(u32, usize)> {
         let height = Self::random_height();
         let words = HEADER_WORDS + height + key.len().div_ceil(8);
         let idx = self.arena.alloc(words)?;
-        let pp = prefix_of(key);
-        self.arena.store(idx, pp);
-        self.arena.store(idx + 1, key.len() as u64 | (height as u64) << 32);
-        self.arena.store(idx + 2, value_off);
-        self.arena.store(idx + 3, len_word);
+        self.arena.store(idx, key.len() as u64 | (height as u64) << 32);
+        self.arena.store(idx + 1, value_off);
+        self.arena.store(idx + 2, len_word);
         let kstart = idx + (HEADER_WORDS + height) as u32;
         for (i, chunk) in key.chunks(8).enumerate() {
             let mut w = [0u8; 8];
@@ -346,21 +346,22 @@ impl SkipList {
                 Err(h) => cur = h,
             }
         }
-        Some((idx, height, pp))
+        Some((idx, height))
     }
 
-    /// Links node `idx` (key `key`, prefix `pp`) into levels `0..height`,
-    /// bottom first. `prev[level]` is a node with a smaller key (or the
-    /// head) at each level; the search walks forward from it, so nodes
-    /// inserted since it was found are passed correctly.
-    fn link_in(&self, idx: u32, key: &[u8], pp: u64, height: usize, prev: &[u32; MAX_HEIGHT]) {
-        let to_self = (pp >> 32) << 32 | idx as u64;
+    /// Links node `idx` (key `key`) into levels `0..height`, bottom first.
+    /// `prev[level]` is a node with a smaller key (or the head) at each
+    /// level; the search walks forward from it, so nodes inserted since it
+    /// was found are passed correctly.
+    fn link_in(&self, idx: u32, key: &[u8], height: usize, prev: &[Pos; MAX_HEIGHT]) {
+        let up = user_key(key);
         for (level, &start) in prev.iter().enumerate().take(height) {
             let mut from = start;
             loop {
-                let (p, n) = self.find_splice_at(key, pp, from, level);
-                let (Some(own), Some(link)) = (self.link_slot(idx, level), self.link_slot(p, level)) else { break };
-                own.store(n, Ordering::Relaxed);
+                let (p, n) = self.find_splice_at(key, from, level);
+                let (Some(own), Some(link)) = (self.link_slot(idx, level), self.link_slot(p.node, level)) else { break };
+                own.store(self.link_from_probe(up, p.lcp, n), Ordering::Relaxed);
+                let to_self = u64::from(order::tag(p.lcp as usize, up)) << 32 | u64::from(idx);
                 // Release: the node's words, written above and in new_node,
                 // are visible to whoever follows this link.
                 if link.compare_exchange(n, to_self, Ordering::Release, Ordering::Acquire).is_ok() {
@@ -373,41 +374,69 @@ impl SkipList {
         self.len.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The successor of `x` at `level` if its key is < the probe.
-    fn step(&self, probe: &[u8], pp: u64, x: u32, level: usize) -> Option<u32> {
-        let w = self.link_word(x, level);
-        self.links_below(w, probe, pp).then_some(w as u32)
+    /// The link word for a new node (user key `up`) in front of the target
+    /// of link word `w`, which the search left from a node at common prefix
+    /// `e` with `up`. The tag is reused when it says the same of `up`;
+    /// otherwise the target's key is read.
+    fn link_from_probe(&self, up: &[u8], e: u32, w: u64) -> u64 {
+        let n = w as u32;
+        if n == NIL {
+            return NIL as u64;
+        }
+        let t = (w >> 32) as u32;
+        if order::tag_carries_over(t, e, up) {
+            return w;
+        }
+        let tag = self
+            .with_node(n, |k, _, _| {
+                let uk = user_key(k);
+                order::tag(order::common_prefix(up, uk), uk)
+            })
+            .unwrap_or(0);
+        u64::from(tag) << 32 | u64::from(n)
     }
 
-    /// Whether link word `w` leads to a node whose key is < the probe
-    /// (decided from the prefix half in the link when it differs).
-    fn links_below(&self, w: u64, probe: &[u8], pp: u64) -> bool {
+    /// The successor of `x` at `level`, as a position, if its key is < the
+    /// probe.
+    fn step(&self, probe: &[u8], x: Pos, level: usize) -> Option<Pos> {
+        let w = self.link_word(x.node, level);
+        self.below(w, probe, x.lcp)
+    }
+
+    /// Where link word `w`, followed from a node at common prefix `e` with
+    /// the probe, leads if the node there is < the probe (decided from the
+    /// link's tag when it can be).
+    fn below(&self, w: u64, probe: &[u8], e: u32) -> Option<Pos> {
         let n = w as u32;
-        n != NIL
-            && match ((w >> 32) as u32).cmp(&((pp >> 32) as u32)) {
-                CmpOrdering::Equal => self.cmp(n, probe, pp) == CmpOrdering::Less,
-                o => o == CmpOrdering::Less,
-            }
+        if n == NIL {
+            return None;
+        }
+        match order::decide((w >> 32) as u32, e, user_key(probe)) {
+            Step::Below(lcp) => Some(Pos { node: n, lcp }),
+            Step::Above => None,
+            Step::Compare(from) => match self.cmp_key(n, probe, from) {
+                (CmpOrdering::Less, lcp) => Some(Pos { node: n, lcp }),
+                _ => None,
+            },
+        }
     }
 
     /// From `start` (whose key is < the probe, or the head), the last node at
     /// `level` with key < probe, and its link word at `level` (the successor).
-    fn find_splice_at(&self, probe: &[u8], pp: u64, start: u32, level: usize) -> (u32, u64) {
+    fn find_splice_at(&self, probe: &[u8], start: Pos, level: usize) -> (Pos, u64) {
         let mut x = start;
         loop {
-            let w = self.link_word(x, level);
-            if self.links_below(w, probe, pp) {
-                x = w as u32;
-            } else {
-                return (x, w);
+            let w = self.link_word(x.node, level);
+            match self.below(w, probe, x.lcp) {
+                Some(next) => x = next,
+                None => return (x, w),
             }
         }
     }
 
     /// First node with key >= `key`, or NIL.
     pub fn seek(&self, key: &[u8]) -> u32 {
-        let pp = prefix_of(key);
-        let mut x = HEAD;
+        let mut x = Pos::HEAD;
         let top = self.height.load(Ordering::Relaxed);
         let mut found = NIL;
         for level in (0..top).rev() {
@@ -415,7 +444,7 @@ impl SkipList {
             // link afterwards could return a node inserted meanwhile that
             // sorts before `key`.
             let w;
-            (x, w) = self.find_splice_at(key, pp, x, level);
+            (x, w) = self.find_splice_at(key, x, level);
             found = w as u32;
         }
         found
@@ -423,13 +452,12 @@ impl SkipList {
 
     /// Last node with key < `key`, or NIL.
     pub fn seek_before(&self, key: &[u8]) -> u32 {
-        let pp = prefix_of(key);
-        let mut x = HEAD;
+        let mut x = Pos::HEAD;
         let top = self.height.load(Ordering::Relaxed);
         for level in (0..top).rev() {
-            x = self.find_splice_at(key, pp, x, level).0;
+            x = self.find_splice_at(key, x, level).0;
         }
-        x
+        x.node
     }
 
     /// First node, or NIL.
@@ -758,7 +786,7 @@ mod tests {
         for _ in 0..20000 {
             let (n, k) = &nodes[rng.gen_range(0..nodes.len())];
             let probe = key(&mut rng);
-            assert_eq!(l.cmp_key(*n, &probe), compare_internal(k, &probe), "{k:?} vs {probe:?}");
+            assert_eq!(l.cmp_key(*n, &probe, 0).0, compare_internal(k, &probe), "{k:?} vs {probe:?}");
         }
     }
 }

@@ -4,7 +4,8 @@
 use std::cmp::Ordering as CmpOrdering;
 use std::sync::atomic::Ordering;
 
-use super::{SkipList, HEAD, MAX_HEIGHT};
+use super::order::{common_prefix, Pos};
+use super::{SkipList, MAX_HEIGHT};
 use crate::key::user_key;
 
 /// Whether internal key `b` sorts after `a` with a user key that shares
@@ -39,23 +40,30 @@ impl SkipList {
         }
         let follows = |j: usize| j > 0 && items.get(j - 1).zip(items.get(j)).is_some_and(|(a, b)| near_after(a.0, b.0));
         let searched: Vec<usize> = (0..items.len()).filter(|&j| !follows(j)).collect();
-        let mut prev = self.search_side_by_side(items, &nodes, &searched).into_iter();
-        let mut finger = [HEAD; MAX_HEIGHT];
-        for (j, (&(key, _, _), &(idx, height, pp))) in items.iter().zip(&nodes).enumerate() {
+        let mut prev = self.search_side_by_side(items, &searched).into_iter();
+        let mut finger = [Pos::HEAD; MAX_HEIGHT];
+        let mut last: &[u8] = &[];
+        for (j, (&(key, _, _), &(idx, height))) in items.iter().zip(&nodes).enumerate() {
             let p = if follows(j) {
-                self.preds_near(key, pp, height, &finger).unwrap_or_else(|| self.search(key, pp))
+                // The finger was found for the key before this one.
+                let up = user_key(key);
+                let f = common_prefix(user_key(last), up) as u32;
+                let near = finger.map(|at| self.rebase(at, f, up));
+                self.preds_near(key, height, &near).unwrap_or_else(|| self.search(key))
             } else {
-                prev.next().unwrap_or([HEAD; MAX_HEIGHT])
+                prev.next().unwrap_or([Pos::HEAD; MAX_HEIGHT])
             };
-            self.link_in(idx, key, pp, height, &p);
+            self.link_in(idx, key, height, &p);
             // What the next key starts from: this node on its levels, its
             // predecessors above them (all smaller than any later key).
             finger = p;
+            let own = Pos { node: idx, lcp: user_key(key).len() as u32 };
             for f in finger.iter_mut().take(height) {
-                *f = idx;
+                *f = own;
             }
+            last = key;
         }
-        Some(nodes.into_iter().map(|(idx, _, _)| idx).collect())
+        Some(nodes.into_iter().map(|(idx, _)| idx).collect())
     }
 
     /// Predecessors at every level of the keys `which` (indexes into
@@ -68,33 +76,35 @@ impl SkipList {
     /// level once instead of once per key. Chains advance round robin, one
     /// step each per round, so on the lower levels, where keys part ways,
     /// the CPU still overlaps their cache misses.
-    fn search_side_by_side(
-        &self,
-        items: &[(&[u8], u64, u64)],
-        nodes: &[(u32, usize, u64)],
-        which: &[usize],
-    ) -> Vec<[u32; MAX_HEIGHT]> {
+    fn search_side_by_side(&self, items: &[(&[u8], u64, u64)], which: &[usize]) -> Vec<[Pos; MAX_HEIGHT]> {
         let top = self.height.load(Ordering::Relaxed);
-        let mut prev = vec![[HEAD; MAX_HEIGHT]; which.len()];
-        let key_of = |a: usize| which.get(a).and_then(|&j| items.get(j).zip(nodes.get(j))).map(|(i, n)| (i.0, n.2));
+        let mut prev = vec![[Pos::HEAD; MAX_HEIGHT]; which.len()];
+        let key_of = |a: usize| which.get(a).and_then(|&j| items.get(j)).map(|i| i.0);
         // Whether key `a` sorts after key `a - 1`: only then may it start
-        // where the one before it stopped.
-        let ascending: Vec<bool> = (0..which.len())
+        // where the one before it stopped; and then the common prefix of
+        // their user keys (to carry the position over).
+        let ascending: Vec<Option<u32>> = (0..which.len())
             .map(|a| match (a.checked_sub(1).and_then(key_of), key_of(a)) {
-                (Some((x, _)), Some((y, _))) => crate::key::compare_internal(x, y) == CmpOrdering::Less,
-                _ => false,
+                (Some(x), Some(y)) if crate::key::compare_internal(x, y) == CmpOrdering::Less => {
+                    Some(common_prefix(user_key(x), user_key(y)) as u32)
+                }
+                _ => None,
             })
             .collect();
-        // Chains: (key walking now, end of the chain, node reached).
-        let mut chains: Vec<(usize, usize, u32)> = Vec::with_capacity(which.len());
+        // Chains: (key walking now, end of the chain, position reached for
+        // the key walking now).
+        let mut chains: Vec<(usize, usize, Pos)> = Vec::with_capacity(which.len());
         for level in (0..top).rev() {
-            let above = |p: &[u32; MAX_HEIGHT]| p.get(level + 1).copied().unwrap_or(HEAD);
+            let above = |p: &[Pos; MAX_HEIGHT]| p.get(level + 1).copied().unwrap_or(Pos::HEAD);
             chains.clear();
             let mut a = 0;
             while a < prev.len() {
-                let from = prev.get(a).map(above).unwrap_or(HEAD);
+                let from = prev.get(a).map(above).unwrap_or(Pos::HEAD);
                 let mut end = a + 1;
-                while end < prev.len() && ascending.get(end) == Some(&true) && prev.get(end).map(above) == Some(from) {
+                while end < prev.len()
+                    && ascending.get(end).is_some_and(|f| f.is_some())
+                    && prev.get(end).map(|p| above(p).node) == Some(from.node)
+                {
                     end += 1;
                 }
                 chains.push((a, end, from));
@@ -102,11 +112,11 @@ impl SkipList {
             }
             while !chains.is_empty() {
                 chains.retain_mut(|(a, end, x)| {
-                    let Some((key, pp)) = key_of(*a) else { return false };
-                    match self.step(key, pp, *x, level) {
+                    let Some(key) = key_of(*a) else { return false };
+                    match self.step(key, *x, level) {
                         Some(n) => {
                             *x = n;
-                            if let Some(w) = self.link_slot(n, level) {
+                            if let Some(w) = self.link_slot(n.node, level) {
                                 strata_pmem::prefetch(w);
                             }
                             true
@@ -116,7 +126,14 @@ impl SkipList {
                                 *slot = *x;
                             }
                             *a += 1;
-                            *a < *end
+                            if *a >= *end {
+                                return false;
+                            }
+                            // The next key of the chain starts here.
+                            if let (Some(Some(f)), Some(next)) = (ascending.get(*a), key_of(*a)) {
+                                *x = self.rebase(*x, *f, user_key(next));
+                            }
+                            true
                         }
                     }
                 });
@@ -129,18 +146,12 @@ impl SkipList {
     /// forward from `finger` (nodes with smaller keys; kept above `height`),
     /// or None when some level needs more than a few steps: the probe is
     /// not near the finger in the list, and a search from the top is cheaper.
-    fn preds_near(
-        &self,
-        probe: &[u8],
-        pp: u64,
-        height: usize,
-        finger: &[u32; MAX_HEIGHT],
-    ) -> Option<[u32; MAX_HEIGHT]> {
+    fn preds_near(&self, probe: &[u8], height: usize, finger: &[Pos; MAX_HEIGHT]) -> Option<[Pos; MAX_HEIGHT]> {
         const MOST_STEPS: usize = 8;
         let mut prev = *finger;
         for (level, slot) in prev.iter_mut().enumerate().take(height) {
             let mut steps = 0;
-            while let Some(n) = self.step(probe, pp, *slot, level) {
+            while let Some(n) = self.step(probe, *slot, level) {
                 steps += 1;
                 if steps > MOST_STEPS {
                     return None;
