@@ -1,8 +1,8 @@
 //! DEBUG: the subcommands that inspect rather than break: `DIGEST` and
 //! `DIGEST-VALUE` (Redis's dataset and value digests, computed the way
 //! Redis 7.0 does, see [`crate::rdb::digest`]), `SET-ACTIVE-EXPIRE` (the
-//! expiry sweeper off and on) and `SLEEP` (the connection's event loop
-//! and the replication link). Redis's
+//! expiry sweeper off and on), `SLEEP` (the connection's event loop
+//! and the replication link) and `POPULATE` (test data). Redis's
 //! subcommands that crash, reload or reconfigure the server are not here
 //! and answer an unknown-subcommand error.
 
@@ -46,6 +46,10 @@ pub(crate) fn debug(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
                 "    Output a hex signature representing the current DB content.",
                 "DIGEST-VALUE <key> [<key> ...]",
                 "    Output a hex signature of the values of all the specified keys.",
+                "POPULATE <count> [<prefix>] [<size>]",
+                "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+                "    it is used instead of the 'key' prefix. These are not propagated to",
+                "    replicas as DEBUG: each key goes as a SET ... NX.",
                 "SET-ACTIVE-EXPIRE <0|1>",
                 "    Setting it to 0 disables expiring keys in background when they are not accessed.",
                 "SLEEP <seconds>",
@@ -57,6 +61,8 @@ pub(crate) fn debug(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
             .map(|l| Reply::Status(l.to_string()))
             .collect(),
         )
+    } else if is(sub, "populate") && (3..=5).contains(&args.len()) {
+        populate(shared, sess, args)
     } else if is(sub, "set-active-expire") && args.len() == 3 {
         let on = match arg(args, 2) {
             b"0" => false,
@@ -82,4 +88,52 @@ pub(crate) fn debug(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Repl
             String::from_utf8_lossy(sub)
         ))
     }
+}
+
+/// Keys written per engine batch by POPULATE.
+const POPULATE_BATCH: usize = 1000;
+
+/// DEBUG POPULATE count [prefix] [size]: string keys `prefix:N` (`key:N`)
+/// holding `value:N`, cut or zero-padded to `size` bytes when given, in
+/// the connection's database; keys that exist are left alone, as in
+/// Redis. They are written as `SET ... NX` commands, in batches, so they
+/// replicate and are as durable as any write.
+fn populate(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
+    let positive = |a: &[u8]| std::str::from_utf8(a).ok().and_then(|s| s.parse::<u64>().ok());
+    let Some(count) = positive(arg(args, 2)) else {
+        return Reply::err("ERR value is out of range, must be positive");
+    };
+    let prefix = args.get(3).map_or(&b"key"[..], |p| p.as_ref());
+    let size = match args.get(4) {
+        Some(a) => match positive(a).and_then(|n| usize::try_from(n).ok()) {
+            Some(n) => Some(n),
+            None => return Reply::err("ERR value is out of range, must be positive"),
+        },
+        None => None,
+    };
+    let mut writer = Session::new(shared, sess.addr.clone());
+    writer.db = sess.db;
+    writer.authed = true;
+    let mut batch = Vec::with_capacity(POPULATE_BATCH);
+    let mut scratch = Vec::new();
+    for j in 0..count {
+        let mut key = prefix.to_vec();
+        key.extend_from_slice(format!(":{j}").as_bytes());
+        let mut value = format!("value:{j}").into_bytes();
+        if let Some(n) = size {
+            value.resize(n, 0);
+        }
+        batch.push(vec![Bytes::from_static(b"SET"), Bytes::from(key), Bytes::from(value), Bytes::from_static(b"NX")]);
+        if batch.len() >= POPULATE_BATCH || j + 1 == count {
+            scratch.clear();
+            super::execute_batch(shared, &mut writer, std::mem::take(&mut batch), &mut scratch);
+            // A refused write (out of memory, a full store) ends it there.
+            if scratch.first() == Some(&b'-') || scratch.windows(3).any(|w| w == b"\r\n-") {
+                let line = scratch.split(|&b| b == b'\n').find(|l| l.first() == Some(&b'-')).unwrap_or_default();
+                let msg = String::from_utf8_lossy(line.get(1..).unwrap_or_default()).trim_end().to_string();
+                return Reply::err(msg);
+            }
+        }
+    }
+    Reply::ok()
 }

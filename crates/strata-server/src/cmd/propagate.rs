@@ -345,12 +345,17 @@ pub(crate) fn setex(args: &[Bytes], now: u64) -> Vec<Command> {
     ]]
 }
 
-/// SET with EX, PX or EXAT: the same SET with `PXAT ms`.
+/// SET with EX, PX or EXAT: the same SET with `PXAT ms`; and without
+/// `GET`, which a replica has no use for (Redis 7.0 drops it too).
 pub(crate) fn set(args: &[Bytes], now: u64) -> Vec<Command> {
     let mut out = Vec::with_capacity(args.len());
     let mut i = 0;
     while i < args.len() {
         let a = arg(args, i);
+        if i >= 3 && is(a, "get") {
+            i += 1;
+            continue;
+        }
         let n = || int(arg(args, i + 1));
         let at = if i >= 3 && is(a, "ex") {
             Some((now as i64).saturating_add(n().saturating_mul(1000)))
@@ -394,6 +399,11 @@ pub(crate) fn getex(args: &[Bytes], now: u64) -> Vec<Command> {
         n
     };
     vec![vec![word("PEXPIREAT"), key, num(at)]]
+}
+
+/// GETSET key value: `SET key value`, as Redis 7.0 propagates it.
+pub(crate) fn getset(args: &[Bytes], _: u64) -> Vec<Command> {
+    vec![vec![word("SET"), Bytes::copy_from_slice(arg(args, 1)), Bytes::copy_from_slice(arg(args, 2))]]
 }
 
 /// GETDEL: `DEL key`.
@@ -480,7 +490,7 @@ mod tests {
         let hour = |rng: &mut rand::rngs::StdRng| (3600 + rng.gen_range(0..100)).to_string();
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let (a, b, v) = (k(rng), k(rng), n(rng));
-        match rng.gen_range(0..34) {
+        match rng.gen_range(0..36) {
             0 => s(&["SET", &a, &v]),
             1 => s(&["SET", &a, &v, "EX", &hour(rng), "GET"]),
             2 => s(&["SET", &a, &v, "PX", &(hour(rng) + "000"), "NX"]),
@@ -514,6 +524,8 @@ mod tests {
             30 => s(&["SELECT", &rng.gen_range(0..3).to_string()]),
             31 => s(&["EVAL", "redis.call('incr', KEYS[1]) redis.call('expire', KEYS[1], 7200) return 1", "1", &a]),
             32 => s(&["SORT", &a, "ALPHA", "STORE", &b]),
+            33 => s(&["GETSET", &a, &v]),
+            34 => s(&["SET", &a, &v, "GET", "KEEPTTL"]),
             _ => s(&["RPUSH", &a, &v]),
         }
     }
@@ -599,6 +611,8 @@ mod tests {
         execute(&a, &mut sess, &cmd(&["INCRBYFLOAT", "f", "0.25"]));
         execute(&a, &mut sess, &cmd(&["BLPOP", "nosuch", "s2", "1"]));
         execute(&a, &mut sess, &cmd(&["SETEX", "t", "100", "v"]));
+        execute(&a, &mut sess, &cmd(&["GETSET", "t", "w"]));
+        execute(&a, &mut sess, &cmd(&["SET", "t", "x", "GET"]));
         let mut stream = BytesMut::from(&a.repl_stream.since(0).unwrap()[..]);
         let mut got = Vec::new();
         while let Some(c) = parse_request(&mut stream, &Limits::default()).unwrap() {
@@ -610,7 +624,10 @@ mod tests {
         assert_eq!(got[2], ["SET", "f", "1.75", "KEEPTTL"]);
         // BLPOP found nothing and wrote nothing: no command.
         assert_eq!(got[3][..4], ["SET", "t", "v", "PXAT"]);
-        assert_eq!(got.len(), 4);
+        // GETSET and SET ... GET go as plain SETs (Redis 7.0).
+        assert_eq!(got[4], ["SET", "t", "w"]);
+        assert_eq!(got[5], ["SET", "t", "x"]);
+        assert_eq!(got.len(), 6);
     }
 
     #[test]

@@ -322,7 +322,11 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
     if want("persistence") {
         let mut f = vec![kv("loading", "0".into())];
         f.push(kv("durability", if shared.config.durability_sync { "sync" } else { "default" }.into()));
-        f.push(kv("rdb_bgsave_in_progress", u8::from(shared.bgsave_running.load(Ordering::Relaxed)).to_string()));
+        f.push(kv(
+            "rdb_bgsave_in_progress",
+            u8::from(shared.bgsave_running.load(Ordering::Relaxed) || shared.replication.image_in_progress())
+                .to_string(),
+        ));
         f.extend(shared.store.info());
         section(&mut out, "Persistence", &f);
     }

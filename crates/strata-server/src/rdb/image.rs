@@ -35,12 +35,16 @@ pub struct ImageOptions {
     pub batch: Batch,
     /// Keys whose expiry is at or before this (Unix ms) are left out.
     pub now_ms: u64,
+    /// A pause after each key written, in microseconds; negative `-n`:
+    /// one microsecond once in `n` keys on average (Redis's
+    /// `rdb-key-save-delay`, which tests use to slow a transfer down).
+    pub key_delay_us: i64,
 }
 
 impl Default for ImageOptions {
     /// Batches of 256 entries or 1 MiB; expiry checked against now.
     fn default() -> Self {
-        ImageOptions { batch: Batch::new(256, 1 << 20), now_ms: crate::keyspace::now_ms() }
+        ImageOptions { batch: Batch::new(256, 1 << 20), now_ms: crate::keyspace::now_ms(), key_delay_us: 0 }
     }
 }
 
@@ -276,8 +280,22 @@ fn write_database<S: KeySink>(
         }
         stats.keys += 1;
         stats.expires += u64::from(meta.expire_ms != 0);
-        write_key(w, view, &key, meta, opts.batch)
+        write_key(w, view, &key, meta, opts.batch)?;
+        key_delay(opts.key_delay_us);
+        Ok(())
     })
+}
+
+/// The pause of [`ImageOptions::key_delay_us`].
+fn key_delay(us: i64) {
+    let us = match us {
+        0 => return,
+        n if n < 0 => u64::from(rand::random::<u64>() % n.unsigned_abs() == 0),
+        n => n.unsigned_abs(),
+    };
+    if us > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(us));
+    }
 }
 
 /// Writes one key: a string or packed hash from its meta, a collection
@@ -431,7 +449,7 @@ mod tests {
     }
 
     fn image(views: &[Box<dyn SnapshotView>], batch: Batch, now_ms: u64) -> (Vec<u8>, ImageStats) {
-        let opts = ImageOptions { batch, now_ms };
+        let opts = ImageOptions { batch, now_ms, key_delay_us: 0 };
         write_image(Vec::new(), &Header::now("7.0.15", 0), views, &opts).unwrap()
     }
 

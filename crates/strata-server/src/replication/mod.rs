@@ -153,6 +153,11 @@ pub struct State {
     pub settings: Settings,
     /// Replicas waiting for a diskless sync's delay to end.
     diskless_waiting: AtomicU64,
+    /// Bumped when a diskless delay ends: every wait begun before ends.
+    diskless_round: AtomicU64,
+    /// Full sync images being written (INFO's `rdb_bgsave_in_progress`,
+    /// as Redis's RDB child for replicas counts there).
+    images: AtomicU64,
     /// Takes a full sync's image (installed at start).
     snapshotter: OnceLock<primary::Snapshotter>,
     /// Held by the replication thread while it applies and proxies a
@@ -194,6 +199,11 @@ fn unix_secs() -> u64 {
 }
 
 impl State {
+    /// Whether a full sync's image is being written to some replica.
+    pub fn image_in_progress(&self) -> bool {
+        self.images.load(Ordering::Acquire) > 0
+    }
+
     /// A primary's state: `port` is ours, `auth` the `masteruser` and
     /// `masterauth` settings.
     pub fn new(port: u16, auth: (Option<String>, Option<String>)) -> State {
@@ -221,6 +231,8 @@ impl State {
             stopping: AtomicBool::new(false),
             settings: Settings::default(),
             diskless_waiting: AtomicU64::new(0),
+            diskless_round: AtomicU64::new(0),
+            images: AtomicU64::new(0),
             snapshotter: OnceLock::new(),
             apply_lock: Mutex::new(()),
             master_client: Mutex::new(None),

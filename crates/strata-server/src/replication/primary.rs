@@ -269,8 +269,10 @@ fn feed(
             if psync {
                 w.write_all(format!("+FULLRESYNC {} {}\r\n", image.replid, image.offset).as_bytes())?;
             }
+            let writing = Writing::start(state);
             if diskless {
-                send_diskless(&mut w, &image, &h)?;
+                send_diskless(&mut w, &image, &h, &image_options(&state))?;
+                drop(writing);
                 // A Redis replica finds the EOF mark only at the end of
                 // what it read: the stream waits for its first ACK, sent
                 // once the image is loaded (Redis's
@@ -286,7 +288,8 @@ fn feed(
                     std::thread::sleep(Duration::from_millis(5));
                 }
             } else {
-                send_image(&mut w, &image, &h, me)?;
+                send_image(&mut w, &image, &h, me, &image_options(&state))?;
+                drop(writing);
             }
             spool
         }
@@ -310,8 +313,12 @@ fn feed(
 /// Waits `repl-diskless-sync-delay` seconds (less once
 /// `repl-diskless-sync-max-replicas` replicas wait), so that a replica's
 /// peers arriving meanwhile start too; `Some` if the thread must stop.
+/// The first waiter whose wait ends ends every wait begun before (a new
+/// round): the replicas that were waiting start together, as Redis
+/// starts one image for all of them.
 fn diskless_delay(state: &State, me: &Attached, w: &mut &TcpStream) -> Option<io::Result<()>> {
     let until = Instant::now() + Duration::from_secs(state.settings.diskless_delay());
+    let round = state.diskless_round.load(Ordering::Acquire);
     state.diskless_waiting.fetch_add(1, Ordering::AcqRel);
     // A newline a second keeps the replica's `repl-timeout` from firing
     // while it waits for the PSYNC reply (as Redis does in this state).
@@ -320,8 +327,12 @@ fn diskless_delay(state: &State, me: &Attached, w: &mut &TcpStream) -> Option<io
         if let Some(end) = must_stop(state, me) {
             break Some(end);
         }
+        if state.diskless_round.load(Ordering::Acquire) != round {
+            break None;
+        }
         let max = state.settings.diskless_max_replicas();
         if Instant::now() >= until || (max > 0 && state.diskless_waiting.load(Ordering::Acquire) >= max) {
+            state.diskless_round.fetch_add(1, Ordering::AcqRel);
             break None;
         }
         if alive.elapsed() >= KEEPALIVE {
@@ -347,30 +358,51 @@ fn header(image: &Image, h: &Handover) -> Header {
     }
 }
 
+/// An image being written, counted in `State::images` while it lives.
+struct Writing<'a>(&'a State);
+
+impl<'a> Writing<'a> {
+    fn start(state: &'a State) -> Writing<'a> {
+        state.images.fetch_add(1, Ordering::AcqRel);
+        Writing(state)
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.images.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// How images are written: as `rdb-key-save-delay` says.
+fn image_options(state: &State) -> ImageOptions {
+    ImageOptions { key_delay_us: state.settings.key_save_delay(), ..ImageOptions::default() }
+}
+
 /// Writes the image straight to the socket, framed by a random EOF mark.
-fn send_diskless(w: &mut &TcpStream, image: &Image, h: &Handover) -> io::Result<()> {
+fn send_diskless(w: &mut &TcpStream, image: &Image, h: &Handover, opts: &ImageOptions) -> io::Result<()> {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mark: Vec<u8> = (0..40).map(|_| HEX[usize::from(rand::random::<u8>() & 15)]).collect();
     let mut out = BufWriter::with_capacity(1 << 16, *w);
     out.write_all(b"$EOF:")?;
     out.write_all(&mark)?;
     out.write_all(b"\r\n")?;
-    let (mut out, _) = write_image(out, &header(image, h), &image.views, &ImageOptions::default())
-        .map_err(|e| io::Error::other(e.to_string()))?;
+    let (mut out, _) =
+        write_image(out, &header(image, h), &image.views, opts).map_err(|e| io::Error::other(e.to_string()))?;
     out.write_all(&mark)?;
     out.flush()
 }
 
 /// Writes the image to a temporary file (keepalives going out meanwhile),
 /// then sends it as `$<len>\r\n<bytes>`.
-fn send_image(w: &mut &TcpStream, image: &Image, h: &Handover, me: &Attached) -> io::Result<()> {
+fn send_image(w: &mut &TcpStream, image: &Image, h: &Handover, me: &Attached, opts: &ImageOptions) -> io::Result<()> {
     let path = h.dir.join(format!("temp-repl-{}-{}.rdb", std::process::id(), rand::random::<u32>()));
     let header = header(image, h);
     let done = AtomicBool::new(false);
     let result = std::thread::scope(|s| {
         let writer = s.spawn(|| {
             let r = File::create(&path).and_then(|f| {
-                write_image(BufWriter::new(f), &header, &image.views, &ImageOptions::default())
+                write_image(BufWriter::new(f), &header, &image.views, opts)
                     .map_err(|e| io::Error::other(e.to_string()))
                     .and_then(|(b, _)| b.into_inner().map_err(|e| e.into_error()))
                     .and_then(|f| f.sync_all())

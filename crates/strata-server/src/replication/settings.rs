@@ -2,7 +2,8 @@
 //! time, with Redis 7.0's names, defaults and units: the backlog's size,
 //! diskless sync and load, min-replicas-to-write, replica-serve-stale-data,
 //! the link's timeout and ping period and the replicas' output buffer
-//! limit. [`Settings::check`] validates a value
+//! limit, and `rdb-key-save-delay` (a pause per key written into a full
+//! sync's image: Redis's tests slow a transfer down with it). [`Settings::check`] validates a value
 //! (CONFIG SET is all or nothing), [`Settings::set`] applies a checked one.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -70,6 +71,9 @@ pub struct Settings {
     /// `client-output-buffer-limit`: normal, replica, pubsub. The replica
     /// class's limits apply to each replica's spool.
     obuf: Mutex<[BufferLimit; 3]>,
+    /// `rdb-key-save-delay`: microseconds per key; negative `-n`: one
+    /// microsecond with probability `1/n`.
+    key_save_delay: std::sync::atomic::AtomicI64,
 }
 
 impl Default for Settings {
@@ -87,6 +91,7 @@ impl Default for Settings {
             timeout: AtomicU64::new(60),
             ping_period: AtomicU64::new(10),
             obuf: Mutex::new([(0, 0, 0), (256 << 20, 64 << 20, 60), (32 << 20, 8 << 20, 60)]),
+            key_save_delay: std::sync::atomic::AtomicI64::new(0),
         }
     }
 }
@@ -106,6 +111,7 @@ fn canonical(name: &str) -> Option<&'static str> {
         "client-output-buffer-limit" => "client-output-buffer-limit",
         "repl-timeout" => "repl-timeout",
         "repl-ping-replica-period" | "repl-ping-slave-period" => "repl-ping-replica-period",
+        "rdb-key-save-delay" => "rdb-key-save-delay",
         _ => return None,
     })
 }
@@ -120,6 +126,11 @@ fn yes_no(v: &str) -> Result<bool, String> {
 
 fn number(v: &str) -> Result<u64, String> {
     v.trim().parse::<u64>().map_err(|_| "argument couldn't be parsed into an integer".into())
+}
+
+/// An integer in Redis's `int` range, negative allowed.
+fn signed(v: &str) -> Result<i64, String> {
+    v.trim().parse::<i32>().map(i64::from).map_err(|_| "argument couldn't be parsed into an integer".into())
 }
 
 fn memory(v: &str) -> Result<u64, String> {
@@ -169,6 +180,7 @@ impl Settings {
                 0 => Err("argument must be between 1 and 2147483647 inclusive".into()),
                 _ => Ok(()),
             },
+            "rdb-key-save-delay" => signed(value).map(drop),
             _ => number(value).map(drop),
         }
     }
@@ -190,6 +202,7 @@ impl Settings {
             "replica-serve-stale-data" => self.serve_stale.store(yes_no(value)?, Ordering::Relaxed),
             "repl-timeout" => self.timeout.store(n(), Ordering::Relaxed),
             "repl-ping-replica-period" => self.ping_period.store(n(), Ordering::Relaxed),
+            "rdb-key-save-delay" => self.key_save_delay.store(signed(value)?, Ordering::Relaxed),
             "client-output-buffer-limit" => {
                 let mut l = self.obuf.lock();
                 let mut next = *l;
@@ -227,7 +240,14 @@ impl Settings {
             ("repl-timeout", self.timeout.load(Ordering::Relaxed).to_string()),
             ("repl-ping-replica-period", self.ping_period.load(Ordering::Relaxed).to_string()),
             ("repl-ping-slave-period", self.ping_period.load(Ordering::Relaxed).to_string()),
+            ("rdb-key-save-delay", self.key_save_delay().to_string()),
         ]
+    }
+
+    /// `rdb-key-save-delay`: microseconds per key written into an image
+    /// (negative `-n`: one microsecond, once in `n` keys on average).
+    pub fn key_save_delay(&self) -> i64 {
+        self.key_save_delay.load(Ordering::Relaxed)
     }
 
     /// `repl-backlog-size` in bytes.

@@ -88,3 +88,59 @@ def test_digest_follows_contents_not_ttls(server):
         c.execute_command("DEBUG", "SEGFAULT")
     assert c.execute_command("DEBUG", "SLEEP", "0") in ("OK", True)
     c.close()
+
+
+def test_populate_writes_what_redis_writes(server, real):
+    """DEBUG POPULATE count [prefix] [size] gives the keys and values Redis
+    gives (equal digests), leaves existing keys alone, and refuses a bad
+    count as Redis does."""
+    for s in (server, real):
+        c = s.client()
+        c.flushall()
+        c.set("key:3", "mine")
+        assert c.execute_command("DEBUG", "POPULATE", 50) in (b"OK", "OK", True)
+        c.execute_command("DEBUG", "POPULATE", 20, "p", 12)
+        c.execute_command("DEBUG", "POPULATE", 10, "q", 3)
+        c.execute_command("SELECT", 2)
+        c.execute_command("DEBUG", "POPULATE", 7, "other")
+        with pytest.raises(Exception, match="must be positive"):
+            c.execute_command("DEBUG", "POPULATE", -1)
+        c.close()
+    ours, theirs = digests(server, [0, 2]), digests(real, [0, 2])
+    assert ours == theirs
+    c = server.client()
+    assert c.get("key:3") == b"mine"
+    assert c.get("p:7") == b"value:7" + b"\0" * 5
+    assert c.get("q:9") == b"val"
+    assert c.dbsize() == 50 + 20 + 10
+    c.close()
+
+
+def test_rdb_key_save_delay_slows_a_full_sync(server):
+    """CONFIG SET rdb-key-save-delay (microseconds per key written into a
+    full sync's image) is kept, shown by CONFIG GET, refused when not an
+    integer, and makes an image of 200 keys take at least 200 x 2 ms."""
+    import time
+
+    c = server.client()
+    c.flushall()
+    c.execute_command("DEBUG", "POPULATE", 200)
+    assert c.config_set("rdb-key-save-delay", 2000)
+    assert c.config_get("rdb-key-save-delay") == {"rdb-key-save-delay": "2000"}
+    with pytest.raises(Exception, match="integer"):
+        c.config_set("rdb-key-save-delay", "soon")
+    replica = server.__class__().start()
+    try:
+        r = replica.client()
+        started = time.monotonic()
+        r.execute_command("REPLICAOF", "127.0.0.1", server.port)
+        while r.info("replication").get("master_link_status") != "up":
+            assert time.monotonic() - started < 60, "no sync"
+            time.sleep(0.05)
+        assert time.monotonic() - started >= 0.4
+        assert r.dbsize() == 200
+        r.close()
+    finally:
+        c.config_set("rdb-key-save-delay", 0)
+        replica.stop()
+        c.close()

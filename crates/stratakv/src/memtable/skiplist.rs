@@ -359,7 +359,9 @@ impl SkipList {
             let mut from = start;
             loop {
                 let (p, n) = self.find_splice_at(key, from, level);
-                let (Some(own), Some(link)) = (self.link_slot(idx, level), self.link_slot(p.node, level)) else { break };
+                let (Some(own), Some(link)) = (self.link_slot(idx, level), self.link_slot(p.node, level)) else {
+                    break;
+                };
                 own.store(self.link_from_probe(up, p.lcp, n), Ordering::Relaxed);
                 let to_self = u64::from(order::tag(p.lcp as usize, up)) << 32 | u64::from(idx);
                 // Release: the node's words, written above and in new_node,

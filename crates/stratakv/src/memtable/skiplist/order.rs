@@ -125,7 +125,8 @@ pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     let mut i = 0;
     // Eight bytes at a time: keys of one record share long prefixes.
     while let (Some(x), Some(y)) = (a.get(i..i + 8), b.get(i..i + 8)) {
-        let (x, y) = (u64::from_be_bytes(x.try_into().unwrap_or([0; 8])), u64::from_be_bytes(y.try_into().unwrap_or([0; 8])));
+        let (x, y) =
+            (u64::from_be_bytes(x.try_into().unwrap_or([0; 8])), u64::from_be_bytes(y.try_into().unwrap_or([0; 8])));
         if x != y {
             return i + ((x ^ y).leading_zeros() / 8) as usize;
         }
