@@ -283,6 +283,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("process_id", std::process::id().to_string()),
                 kv("tcp_port", shared.config.port.to_string()),
                 kv("uptime_in_seconds", uptime.to_string()),
+                kv("shutdown_in_milliseconds", shared.shutdown_wait.remaining_ms().to_string()),
                 kv("uptime_in_days", (uptime / 86400).to_string()),
             ],
         );
@@ -477,9 +478,28 @@ pub(crate) fn lastsave(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: NOSAVE writes no final
 /// snapshot even if snapshots are configured, SAVE writes one even if not
 /// (the command log and the engine are made durable either way, as Redis
-/// fsyncs its AOF). Refused inside MULTI (see `cmd::execute`).
+/// fsyncs its AOF). With replicas behind, the client waits (blocked, as in
+/// Redis) up to `shutdown-timeout` while they catch up (`crate::shutdown`);
+/// NOW skips that wait, ABORT cancels it (the waiting clients get an
+/// error). Refused inside MULTI (see `cmd::execute`).
 pub(crate) fn shutdown(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
-    let (mut nosave, mut save, mut abort) = (false, false, false);
+    shutdown_blocking(shared, sess, args).unwrap_or_else(Reply::ok)
+}
+
+/// [`shutdown`]; `None` while the client waits for replicas. Run again on
+/// every poll of blocked clients.
+pub(crate) fn shutdown_blocking(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
+    use std::sync::atomic::Ordering as O;
+    if let Some(since) = sess.blocked.as_ref().and_then(|b| b.shutdown) {
+        if shared.shutdown_wait.aborts() == since || shared.is_shutting_down() {
+            return None;
+        }
+        sess.blocked = None;
+        shared.stats.blocked_clients.fetch_sub(1, O::AcqRel);
+        shared.waiting.leave(sess.id);
+        return Some(Reply::err("ERR Errors trying to SHUTDOWN. Check logs."));
+    }
+    let (mut nosave, mut save, mut abort, mut now) = (false, false, false, false);
     for a in args.iter().skip(1) {
         if is(a, "nosave") {
             nosave = true;
@@ -487,20 +507,25 @@ pub(crate) fn shutdown(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> R
             save = true;
         } else if is(a, "abort") {
             abort = true;
-        } else if !(is(a, "now") || is(a, "force")) {
-            return Reply::err("ERR syntax error");
+        } else if is(a, "now") {
+            now = true;
+        } else if !is(a, "force") {
+            return Some(Reply::err("ERR syntax error"));
         }
     }
     if (nosave && save) || (abort && args.len() > 2) {
-        return Reply::err("ERR syntax error");
+        return Some(Reply::err("ERR syntax error"));
     }
     if abort {
-        return Reply::err("ERR No shutdown in progress.");
+        return Some(match shared.shutdown_wait.abort() {
+            true => Reply::ok(),
+            false => Reply::err("ERR No shutdown in progress."),
+        });
     }
     // Redis checks this in the command: SHUTDOWN is allowed while a script
     // is busy, but only with NOSAVE.
     if !nosave && shared.scripts.running() && shared.scripts.busy(super::script::lua_time_limit(shared)) {
-        return Reply::err(shared.scripts.busy_error());
+        return Some(Reply::err(shared.scripts.busy_error()));
     }
     let mode = if nosave {
         crate::store::ShutdownSave::NoSave
@@ -509,10 +534,33 @@ pub(crate) fn shutdown(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> R
     } else {
         crate::store::ShutdownSave::Default
     };
-    shared.request_shutdown_saving(mode);
+    let waits = !now
+        && !shared.replication.settings.shutdown_timeout().is_zero()
+        && crate::shutdown::replicas_lag(shared, shared.repl_stream.offset());
+    if waits {
+        shared.stats.blocked_clients.fetch_add(1, O::AcqRel);
+        shared.waiting.enter(sess.id);
+        sess.blocked = Some(super::Blocked {
+            args: args.to_vec(),
+            deadline: None,
+            versions: Vec::new(),
+            nil: Reply::err("ERR Errors trying to SHUTDOWN. Check logs."),
+            seq: shared.stats.block_seq.fetch_add(1, O::Relaxed),
+            wait: None,
+            shutdown: Some(shared.shutdown_wait.aborts()),
+        });
+        shared.shutdown_wait.ask(mode, false);
+        return None;
+    }
+    if shared.shutdown_wait.waiting() {
+        // NOW during a wait: the wait ends and the server stops.
+        shared.shutdown_wait.ask(mode, true);
+    } else {
+        shared.request_shutdown_saving(mode);
+    }
     sess.quit = true;
     sess.silent = true;
-    Reply::ok()
+    Some(Reply::ok())
 }
 
 fn flush_args(args: &[Bytes]) -> Result<(), super::CmdError> {

@@ -387,6 +387,26 @@ impl State {
         }
     }
 
+    /// Every attached replica, online or still syncing: `ip:port`, acked
+    /// offset, seconds since its last ack, whether it follows the stream
+    /// (what a shutdown waits on: Redis's `isReadyToShutdown`).
+    pub fn replica_acks(&self) -> Vec<(String, u64, u64, bool)> {
+        let now = unix_secs();
+        self.replicas
+            .lock()
+            .iter()
+            .map(|r| {
+                let last = r.last_ack.load(Ordering::Acquire);
+                (
+                    format!("{}:{}", r.ip, r.port),
+                    r.ack.load(Ordering::Acquire),
+                    now.saturating_sub(last),
+                    r.online.load(Ordering::Acquire),
+                )
+            })
+            .collect()
+    }
+
     /// The attached replicas that follow the stream: ip, port, acked
     /// offset, seconds since their last ack.
     pub fn replicas(&self) -> Vec<(String, u16, u64, u64)> {

@@ -2,8 +2,9 @@
 //! time, with Redis 7.0's names, defaults and units: the backlog's size,
 //! diskless sync and load, min-replicas-to-write, replica-serve-stale-data,
 //! the link's timeout and ping period and the replicas' output buffer
-//! limit, and `rdb-key-save-delay` (a pause per key written into a full
-//! sync's image: Redis's tests slow a transfer down with it). [`Settings::check`] validates a value
+//! limit, `rdb-key-save-delay` (a pause per key written into a full
+//! sync's image: Redis's tests slow a transfer down with it) and
+//! `shutdown-timeout` (how long a shutdown waits for lagging replicas). [`Settings::check`] validates a value
 //! (CONFIG SET is all or nothing), [`Settings::set`] applies a checked one.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -74,6 +75,8 @@ pub struct Settings {
     /// `rdb-key-save-delay`: microseconds per key; negative `-n`: one
     /// microsecond with probability `1/n`.
     key_save_delay: std::sync::atomic::AtomicI64,
+    /// `shutdown-timeout`: seconds a shutdown waits for lagging replicas.
+    shutdown_timeout: AtomicU64,
 }
 
 impl Default for Settings {
@@ -92,6 +95,7 @@ impl Default for Settings {
             ping_period: AtomicU64::new(10),
             obuf: Mutex::new([(0, 0, 0), (256 << 20, 64 << 20, 60), (32 << 20, 8 << 20, 60)]),
             key_save_delay: std::sync::atomic::AtomicI64::new(0),
+            shutdown_timeout: AtomicU64::new(10),
         }
     }
 }
@@ -112,6 +116,7 @@ fn canonical(name: &str) -> Option<&'static str> {
         "repl-timeout" => "repl-timeout",
         "repl-ping-replica-period" | "repl-ping-slave-period" => "repl-ping-replica-period",
         "rdb-key-save-delay" => "rdb-key-save-delay",
+        "shutdown-timeout" => "shutdown-timeout",
         _ => return None,
     })
 }
@@ -203,6 +208,7 @@ impl Settings {
             "repl-timeout" => self.timeout.store(n(), Ordering::Relaxed),
             "repl-ping-replica-period" => self.ping_period.store(n(), Ordering::Relaxed),
             "rdb-key-save-delay" => self.key_save_delay.store(signed(value)?, Ordering::Relaxed),
+            "shutdown-timeout" => self.shutdown_timeout.store(n(), Ordering::Relaxed),
             "client-output-buffer-limit" => {
                 let mut l = self.obuf.lock();
                 let mut next = *l;
@@ -241,6 +247,7 @@ impl Settings {
             ("repl-ping-replica-period", self.ping_period.load(Ordering::Relaxed).to_string()),
             ("repl-ping-slave-period", self.ping_period.load(Ordering::Relaxed).to_string()),
             ("rdb-key-save-delay", self.key_save_delay().to_string()),
+            ("shutdown-timeout", self.shutdown_timeout().as_secs().to_string()),
         ]
     }
 
@@ -248,6 +255,12 @@ impl Settings {
     /// (negative `-n`: one microsecond, once in `n` keys on average).
     pub fn key_save_delay(&self) -> i64 {
         self.key_save_delay.load(Ordering::Relaxed)
+    }
+
+    /// `shutdown-timeout`: how long a shutdown waits for lagging replicas
+    /// (zero: not at all).
+    pub fn shutdown_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.shutdown_timeout.load(Ordering::Relaxed))
     }
 
     /// `repl-backlog-size` in bytes.
