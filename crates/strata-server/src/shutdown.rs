@@ -12,79 +12,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-
+use crate::cmd::shutdown_wait::{replicas_lag, WaitPoll};
 use crate::cmd::Shared;
 use crate::store::ShutdownSave;
-
-/// A shutdown asked for and, while it waits for replicas, its state.
-#[derive(Default)]
-pub struct ShutdownWait {
-    state: Mutex<WaitState>,
-    wake: tokio::sync::Notify,
-}
-
-#[derive(Default)]
-struct WaitState {
-    /// A shutdown asked for, not yet taken by [`supervise`]: save mode,
-    /// and NOW (no wait).
-    asked: Option<(ShutdownSave, bool)>,
-    /// The end of the wait for replicas, while it runs.
-    until: Option<Instant>,
-    /// SHUTDOWN ABORT came during the wait.
-    aborted: bool,
-    /// SHUTDOWN NOW came during the wait.
-    now: bool,
-    /// Waits that ended without a stop (aborted); a client blocked in
-    /// SHUTDOWN since an earlier count gets an error.
-    aborts: u64,
-}
-
-impl ShutdownWait {
-    /// Asks [`supervise`] to shut down, waiting for replicas unless `now`.
-    pub fn ask(&self, save: ShutdownSave, now: bool) {
-        let mut s = self.state.lock();
-        if s.until.is_some() {
-            s.now |= now;
-        } else {
-            s.asked = Some((save, now));
-        }
-        drop(s);
-        self.wake.notify_one();
-    }
-
-    /// SHUTDOWN ABORT: ends a wait in progress without stopping; false if
-    /// there is none.
-    pub fn abort(&self) -> bool {
-        let mut s = self.state.lock();
-        if s.until.is_none() {
-            return false;
-        }
-        s.aborted = true;
-        true
-    }
-
-    /// Whether a shutdown waits for replicas now (writes are refused).
-    pub fn waiting(&self) -> bool {
-        self.state.lock().until.is_some()
-    }
-
-    /// Milliseconds left of the wait for replicas (INFO's
-    /// `shutdown_in_milliseconds`), 0 when none runs.
-    pub fn remaining_ms(&self) -> u64 {
-        self.state.lock().until.map_or(0, |u| u.saturating_duration_since(Instant::now()).as_millis() as u64)
-    }
-
-    /// How many waits were aborted so far.
-    pub fn aborts(&self) -> u64 {
-        self.state.lock().aborts
-    }
-}
-
-/// Whether any attached replica has not acknowledged `offset`.
-pub fn replicas_lag(shared: &Shared, offset: u64) -> bool {
-    shared.replication.replica_acks().iter().any(|(_, ack, _, _)| *ack < offset)
-}
 
 /// Runs for the life of the server: waits for a signal or a SHUTDOWN,
 /// then for lagging replicas (see the module), then asks the server to
@@ -98,10 +28,7 @@ pub async fn supervise(shared: Arc<Shared>) {
         let (save, now) = tokio::select! {
             _ = term.recv() => (ShutdownSave::Default, false),
             _ = int.recv() => (ShutdownSave::Default, false),
-            _ = shared.shutdown_wait.wake.notified() => match shared.shutdown_wait.state.lock().asked.take() {
-                Some(a) => a,
-                None => continue,
-            },
+            a = shared.shutdown_wait.asked() => a,
         };
         if !now && !wait_for_replicas(&shared, &mut term, &mut int).await {
             continue;
@@ -124,7 +51,7 @@ async fn wait_for_replicas(
         return true;
     }
     eprintln!("strata-server: Waiting for replicas before shutting down.");
-    shared.shutdown_wait.state.lock().until = Some(Instant::now() + timeout);
+    shared.shutdown_wait.begin(Instant::now() + timeout);
     shared.replication.request_acks();
     loop {
         tokio::select! {
@@ -133,14 +60,14 @@ async fn wait_for_replicas(
             _ = int.recv() => break,
             _ = tokio::time::sleep(Duration::from_millis(10)) => {}
         }
-        let mut s = shared.shutdown_wait.state.lock();
-        if s.aborted {
-            *s = WaitState { aborts: s.aborts + 1, ..WaitState::default() };
-            eprintln!("strata-server: Shutdown manually aborted.");
-            return false;
-        }
-        if s.now || s.until.is_none_or(|u| Instant::now() >= u) || !replicas_lag(shared, offset) {
-            break;
+        match shared.shutdown_wait.poll() {
+            WaitPoll::Aborted => {
+                eprintln!("strata-server: Shutdown manually aborted.");
+                return false;
+            }
+            WaitPoll::Over => break,
+            WaitPoll::Waiting if !replicas_lag(shared, offset) => break,
+            WaitPoll::Waiting => {}
         }
     }
     let replicas = shared.replication.replica_acks();

@@ -30,6 +30,7 @@ mod session;
 mod sets;
 mod setstore;
 mod shared;
+pub mod shutdown_wait;
 mod sort;
 mod spec;
 mod strings;

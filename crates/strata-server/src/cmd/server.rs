@@ -536,7 +536,7 @@ pub(crate) fn shutdown_blocking(shared: &Shared, sess: &mut Session, args: &[Byt
     };
     let waits = !now
         && !shared.replication.settings.shutdown_timeout().is_zero()
-        && crate::shutdown::replicas_lag(shared, shared.repl_stream.offset());
+        && super::shutdown_wait::replicas_lag(shared, shared.repl_stream.offset());
     if waits {
         shared.stats.blocked_clients.fetch_add(1, O::AcqRel);
         shared.waiting.enter(sess.id);

@@ -92,7 +92,7 @@ pub struct Shared {
     /// (0 default, 1 NOSAVE, 2 SAVE).
     shutdown_save: AtomicU8,
     /// A shutdown waiting for replicas (`shutdown-timeout`).
-    pub shutdown_wait: crate::shutdown::ShutdownWait,
+    pub shutdown_wait: super::shutdown_wait::ShutdownWait,
     /// A BGSAVE is running.
     pub bgsave_running: Arc<AtomicBool>,
     /// Whether the expiry sweeper runs (`DEBUG SET-ACTIVE-EXPIRE`).
