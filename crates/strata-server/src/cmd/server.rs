@@ -301,6 +301,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
     }
     if want("memory") {
         let used = shared.store.used_memory();
+        let (backlog, spools) = shared.repl_stream.buffers();
         section(
             &mut out,
             "Memory",
@@ -311,6 +312,11 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("number_of_cached_scripts", shared.scripts.cached().to_string()),
                 kv("maxmemory", "0".into()),
                 kv("maxmemory_policy", "noeviction".into()),
+                // Redis's names; the spools are each replica's own copy
+                // of the stream not yet sent (Redis shares one buffer).
+                kv("mem_replication_backlog", backlog.to_string()),
+                kv("mem_clients_slaves", spools.to_string()),
+                kv("mem_total_replication_buffers", (backlog + spools).to_string()),
             ],
         );
     }

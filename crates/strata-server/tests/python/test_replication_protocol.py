@@ -591,6 +591,9 @@ def stopped_replica_behind(p, r):
     big = b"x" * (1 << 20)
     for i in range(24):
         cp.set(f"junk:{i}", big)
+    # What the stopped replica has not taken is held for it (INFO memory).
+    mem = cp.info("memory")
+    assert mem["mem_total_replication_buffers"] >= mem["mem_clients_slaves"] > (1 << 20), mem
     assert cp.incr("k") == 2
     return cp
 
