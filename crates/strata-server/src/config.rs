@@ -340,7 +340,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "tcp-keepalive",
     "save",
     "dbfilename",
-    "rdbcompression",
     "rdbchecksum",
     "rdb-del-sync-files",
     "stop-writes-on-bgsave-error",

@@ -327,7 +327,8 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
         section(&mut out, "Errorstats", &fields);
     }
     if want("persistence") {
-        let mut f = vec![kv("loading", "0".into())];
+        // Nothing loads asynchronously here (Redis's swapdb async loading).
+        let mut f = vec![kv("loading", "0".into()), kv("async_loading", "0".into())];
         f.push(kv("durability", if shared.config.durability_sync { "sync" } else { "default" }.into()));
         f.push(kv(
             "rdb_bgsave_in_progress",

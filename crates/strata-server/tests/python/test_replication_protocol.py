@@ -208,9 +208,13 @@ def test_a_promoted_replica_continues_the_other(servers):
     write_some(p, "b")
     wait_equal(p, r1, r2)
     old = info(p.client())["master_replid"]
-    offset = info(p.client())["master_repl_offset"]
+    # The primary's stop waits for its replicas' acks (shutdown-timeout):
+    # the REPLCONF GETACK it sends counts in the offsets, as in Redis.
     p.stop()
     c1 = r1.client()
+    c2 = r2.client()
+    wait_for(lambda: info(c1)["master_repl_offset"] == info(c2)["master_repl_offset"], "both replicas at one offset")
+    offset = info(c1)["master_repl_offset"]
     assert c1.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
     i = info(c1)
     assert i["role"] == "master" and i["master_replid2"] == old
@@ -235,7 +239,7 @@ def test_a_sync_cut_before_its_image_loaded_is_not_continued(servers):
     try:
         cp = p.client()
         cp.config_set("repl-diskless-sync", "no")
-        big = b"x" * 100_000
+        big = os.urandom(100_000)  # incompressible: the image stays large (rdbcompression)
         pipe = cp.pipeline(transaction=False)
         for i in range(500):
             pipe.set(f"big:{i}", big)
@@ -473,7 +477,7 @@ def test_repl_diskless_load_keeps_the_old_data_when_a_sync_is_cut(servers, mode)
         want = dump(old)
         cn = new.client()
         cn.config_set("repl-diskless-sync", "no")
-        big = b"y" * 100_000
+        big = os.urandom(100_000)  # incompressible: the image stays large (rdbcompression)
         pipe = cn.pipeline(transaction=False)
         for i in range(500):
             pipe.set(f"big:{i}", big)
@@ -684,3 +688,36 @@ def test_shutdown_gives_up_on_a_replica_after_shutdown_timeout(servers):
         assert "Waiting for replicas" not in q.log()
     finally:
         r.proc.send_signal(signal.SIGCONT)
+
+
+def test_images_compress_strings_as_redis_does(servers, tmp_path):
+    """rdbcompression (yes by default, as in Redis): a full sync's image
+    holds repetitive strings LZF-compressed; `redis-cli --rdb` fetches it
+    and Redis's own `redis-check-rdb` accepts it; with `rdbcompression no`
+    the same data makes an image many times larger."""
+    import shutil
+    import subprocess
+
+    p = servers()
+    c = p.client()
+    c.config_set("repl-diskless-sync-delay", 0)
+    pipe = c.pipeline(transaction=False)
+    for i in range(500):
+        pipe.set(f"k{i}", "abc" * 1000)
+        pipe.rpush(f"l{i % 10}", "xyz" * 100)
+    pipe.execute()
+    sizes = {}
+    for mode in ("yes", "no"):
+        c.config_set("rdbcompression", mode)
+        assert c.config_get("rdbcompression") == {"rdbcompression": mode}
+        out = tmp_path / f"{mode}.rdb"
+        subprocess.run(["redis-cli", "-p", str(p.port), "--rdb", str(out)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        sizes[mode] = out.stat().st_size
+        checker = shutil.which("redis-check-rdb")
+        if checker:
+            r = subprocess.run([checker, str(out)], capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0 and "RDB looks OK" in r.stdout, r.stdout + r.stderr
+    assert sizes["no"] > 1_500_000 and sizes["yes"] * 10 < sizes["no"], sizes
+    with pytest.raises(redis.exceptions.ResponseError):
+        c.config_set("rdbcompression", "maybe")
