@@ -121,7 +121,7 @@ done
 # each other. Left out: integration/psync2-reg (it runs 20 s with a
 # random number of tests and drives load through redis-benchmark over a
 # unix socket, which strata-server does not listen on). They run without SKIP_TAGS' -needs:repl (REPL_TAGS).
-REPL_UNITS="integration/replication integration/replication-2 integration/replication-3 integration/replication-4 integration/replication-psync integration/replication-buffer integration/block-repl integration/psync2 integration/psync2-pingoff integration/psync2-master-restart integration/failover integration/shutdown wait"
+REPL_UNITS="integration/replication integration/replication-2 integration/replication-3 integration/replication-4 integration/replication-psync integration/replication-buffer integration/block-repl integration/psync2 integration/psync2-pingoff integration/psync2-master-restart integration/failover wait"
 # Units run with servers the runner starts (through src/redis-server).
 SPAWN_UNITS=" auth $REPL_UNITS "
 # Tests of those that need what strata-server does not have, skipped by
@@ -141,9 +141,6 @@ spawn_skips() {
             "/^diskless .* replicas drop during rdb pipe" "diskless replication child being killed is collected"
             "/^replication child dies when parent is killed" "diskless replication read pipe cleanup"
             "Kill rdb child process if its dumping RDB is not useful" "replica can handle EINTR if use diskless load") ;;
-        # CONFIG SET appendonly yes at run time (an AOF rewrite that keeps
-        # the server from exiting)
-        integration/shutdown) tests=("Shutting down master waits for replica then fails") ;;
         # FAILOVER and DEBUG DIGEST
         integration/failover) tests=("failover command to specific replica works" "failover command to any replica works"
             "failover to a replica with force works" "failover with timeout aborts if replica never catches up"

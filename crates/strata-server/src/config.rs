@@ -340,6 +340,7 @@ pub const REDIS_ONLY: &[&str] = &[
     "tcp-keepalive",
     "save",
     "dbfilename",
+    "rdbcompression",
     "rdbchecksum",
     "rdb-del-sync-files",
     "stop-writes-on-bgsave-error",

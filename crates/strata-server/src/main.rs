@@ -117,7 +117,7 @@ fn run() -> anyhow::Result<()> {
         shared.replication.follow(host.clone(), *port).map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let mut loops = Loops::start(&shared, cfg.event_loops).context("starting the event loops")?;
-    rt.spawn(shutdown::supervise(shared.clone()));
+    rt.spawn(shutdown::on_signals(shared.clone()));
     rt.block_on(server::run(shared.clone(), plain, tls, &mut loops));
     // Requests already read are answered; then the loops exit.
     loops.stop(std::time::Duration::from_secs(30));
@@ -138,8 +138,7 @@ fn run() -> anyhow::Result<()> {
     store.shutdown(shared.shutdown_save()).map_err(|e| anyhow::anyhow!("{e}"))?;
     drop(shared);
     drop(store);
-    // Worded as Redis logs it, which test harnesses wait for.
-    eprintln!("strata-server stopped: ready to exit, bye bye...");
+    eprintln!("strata-server stopped");
     Ok(())
 }
 

@@ -97,15 +97,8 @@ pub(super) fn run(shared: &Shared, sess: &mut Session, spec: &Spec, f: spec::Dat
             // A wait that times out answers with a null array, whatever the
             // command (Redis 7); `nil` is the answer where it cannot wait.
             let _ = nil;
-            sess.blocked = Some(Blocked {
-                args: args.to_vec(),
-                deadline,
-                versions,
-                nil: Reply::NilArray,
-                seq,
-                wait: None,
-                shutdown: None,
-            });
+            sess.blocked =
+                Some(Blocked { args: args.to_vec(), deadline, versions, nil: Reply::NilArray, seq, wait: None });
             None
         }
         r => {

@@ -30,7 +30,6 @@ mod session;
 mod sets;
 mod setstore;
 mod shared;
-pub mod shutdown_wait;
 mod sort;
 mod spec;
 mod strings;
@@ -293,22 +292,13 @@ fn replication_refusal(shared: &Shared, sess: &Session, spec: &Spec) -> Option<R
     if !spec.has(flag::STALE) && !r.serves_stale() {
         return Some(Reply::err("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."));
     }
-    // The settings first: an EXEC's queue is looked at only when one is on.
-    if !(spec.has(flag::WRITE) || spec.name == "exec") {
-        return None;
-    }
-    let paused = shared.shutdown_wait.waiting();
-    if !paused && !r.too_few_replicas() {
+    // The setting first: an EXEC's queue is looked at only when it is on.
+    if !(spec.has(flag::WRITE) || spec.name == "exec") || !r.too_few_replicas() {
         return None;
     }
     let writes = spec.has(flag::WRITE)
         || sess.multi.as_ref().is_some_and(|q| q.iter().any(|a| validate(a).is_ok_and(|(_, s)| s.has(flag::WRITE))));
-    writes.then(|| match paused {
-        // Redis holds such writes until it exits; refusing them tells the
-        // client at once that they were not applied.
-        true => Reply::err("ERR the server is shutting down (waiting for its replicas): writes are refused"),
-        false => Reply::err("NOREPLICAS Not enough good replicas to write."),
-    })
+    writes.then(|| Reply::err("NOREPLICAS Not enough good replicas to write."))
 }
 
 /// Runs one request and returns its reply (`None`: no reply, for an
@@ -384,8 +374,6 @@ fn execute_one(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Re
     let reply = match spec.run {
         // WAIT may block the client (in EXEC it answers at once).
         Run::Session(_) if spec.name == "wait" => replication::wait_blocking(shared, sess, args),
-        // SHUTDOWN may block the client while replicas catch up.
-        Run::Session(_) if spec.name == "shutdown" => server::shutdown_blocking(shared, sess, args),
         Run::Session(f) => Some(f(shared, sess, args)),
         Run::Data(f) if spec.has(flag::BLOCKING) => blocking::run(shared, sess, spec, f, args),
         // A connection's script runs on the script thread, so that its

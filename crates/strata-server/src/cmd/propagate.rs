@@ -78,13 +78,6 @@ impl Backlog {
 }
 
 impl ReplStream {
-    /// Bytes held for replicas: the backlog's, and the attached replicas'
-    /// spools' (not yet sent) together (INFO memory).
-    pub fn buffers(&self) -> (u64, u64) {
-        let b = self.inner.lock();
-        (b.bytes.len() as u64, b.feeds.iter().map(|f| f.held()).sum())
-    }
-
     /// Starts recording into a backlog of `size` bytes (Redis creates its
     /// backlog when the first replica attaches).
     pub fn start(&self, size: usize) {

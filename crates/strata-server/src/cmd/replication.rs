@@ -228,7 +228,6 @@ pub(crate) fn wait_blocking(shared: &Shared, sess: &mut Session, args: &[Bytes])
             nil: Reply::Int(acked as i64),
             seq,
             wait: Some((target, n)),
-            shutdown: None,
         });
         shared.replication.request_acks();
     }

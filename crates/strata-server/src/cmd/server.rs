@@ -283,7 +283,6 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("process_id", std::process::id().to_string()),
                 kv("tcp_port", shared.config.port.to_string()),
                 kv("uptime_in_seconds", uptime.to_string()),
-                kv("shutdown_in_milliseconds", shared.shutdown_wait.remaining_ms().to_string()),
                 kv("uptime_in_days", (uptime / 86400).to_string()),
             ],
         );
@@ -301,7 +300,6 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
     }
     if want("memory") {
         let used = shared.store.used_memory();
-        let (backlog, spools) = shared.repl_stream.buffers();
         section(
             &mut out,
             "Memory",
@@ -312,11 +310,6 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
                 kv("number_of_cached_scripts", shared.scripts.cached().to_string()),
                 kv("maxmemory", "0".into()),
                 kv("maxmemory_policy", "noeviction".into()),
-                // Redis's names; the spools are each replica's own copy
-                // of the stream not yet sent (Redis shares one buffer).
-                kv("mem_replication_backlog", backlog.to_string()),
-                kv("mem_clients_slaves", spools.to_string()),
-                kv("mem_total_replication_buffers", (backlog + spools).to_string()),
             ],
         );
     }
@@ -327,8 +320,7 @@ pub fn info_text(shared: &Shared, wanted: &[String]) -> String {
         section(&mut out, "Errorstats", &fields);
     }
     if want("persistence") {
-        // Nothing loads asynchronously here (Redis's swapdb async loading).
-        let mut f = vec![kv("loading", "0".into()), kv("async_loading", "0".into())];
+        let mut f = vec![kv("loading", "0".into())];
         f.push(kv("durability", if shared.config.durability_sync { "sync" } else { "default" }.into()));
         f.push(kv(
             "rdb_bgsave_in_progress",
@@ -485,28 +477,9 @@ pub(crate) fn lastsave(shared: &Shared, _: &mut Session, _: &[Bytes]) -> Reply {
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: NOSAVE writes no final
 /// snapshot even if snapshots are configured, SAVE writes one even if not
 /// (the command log and the engine are made durable either way, as Redis
-/// fsyncs its AOF). With replicas behind, the client waits (blocked, as in
-/// Redis) up to `shutdown-timeout` while they catch up (`crate::shutdown`);
-/// NOW skips that wait, ABORT cancels it (the waiting clients get an
-/// error). Refused inside MULTI (see `cmd::execute`).
+/// fsyncs its AOF). Refused inside MULTI (see `cmd::execute`).
 pub(crate) fn shutdown(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Reply {
-    shutdown_blocking(shared, sess, args).unwrap_or_else(Reply::ok)
-}
-
-/// [`shutdown`]; `None` while the client waits for replicas. Run again on
-/// every poll of blocked clients.
-pub(crate) fn shutdown_blocking(shared: &Shared, sess: &mut Session, args: &[Bytes]) -> Option<Reply> {
-    use std::sync::atomic::Ordering as O;
-    if let Some(since) = sess.blocked.as_ref().and_then(|b| b.shutdown) {
-        if shared.shutdown_wait.aborts() == since || shared.is_shutting_down() {
-            return None;
-        }
-        sess.blocked = None;
-        shared.stats.blocked_clients.fetch_sub(1, O::AcqRel);
-        shared.waiting.leave(sess.id);
-        return Some(Reply::err("ERR Errors trying to SHUTDOWN. Check logs."));
-    }
-    let (mut nosave, mut save, mut abort, mut now) = (false, false, false, false);
+    let (mut nosave, mut save, mut abort) = (false, false, false);
     for a in args.iter().skip(1) {
         if is(a, "nosave") {
             nosave = true;
@@ -514,25 +487,20 @@ pub(crate) fn shutdown_blocking(shared: &Shared, sess: &mut Session, args: &[Byt
             save = true;
         } else if is(a, "abort") {
             abort = true;
-        } else if is(a, "now") {
-            now = true;
-        } else if !is(a, "force") {
-            return Some(Reply::err("ERR syntax error"));
+        } else if !(is(a, "now") || is(a, "force")) {
+            return Reply::err("ERR syntax error");
         }
     }
     if (nosave && save) || (abort && args.len() > 2) {
-        return Some(Reply::err("ERR syntax error"));
+        return Reply::err("ERR syntax error");
     }
     if abort {
-        return Some(match shared.shutdown_wait.abort() {
-            true => Reply::ok(),
-            false => Reply::err("ERR No shutdown in progress."),
-        });
+        return Reply::err("ERR No shutdown in progress.");
     }
     // Redis checks this in the command: SHUTDOWN is allowed while a script
     // is busy, but only with NOSAVE.
     if !nosave && shared.scripts.running() && shared.scripts.busy(super::script::lua_time_limit(shared)) {
-        return Some(Reply::err(shared.scripts.busy_error()));
+        return Reply::err(shared.scripts.busy_error());
     }
     let mode = if nosave {
         crate::store::ShutdownSave::NoSave
@@ -541,33 +509,10 @@ pub(crate) fn shutdown_blocking(shared: &Shared, sess: &mut Session, args: &[Byt
     } else {
         crate::store::ShutdownSave::Default
     };
-    let waits = !now
-        && !shared.replication.settings.shutdown_timeout().is_zero()
-        && super::shutdown_wait::replicas_lag(shared, shared.repl_stream.offset());
-    if waits {
-        shared.stats.blocked_clients.fetch_add(1, O::AcqRel);
-        shared.waiting.enter(sess.id);
-        sess.blocked = Some(super::Blocked {
-            args: args.to_vec(),
-            deadline: None,
-            versions: Vec::new(),
-            nil: Reply::err("ERR Errors trying to SHUTDOWN. Check logs."),
-            seq: shared.stats.block_seq.fetch_add(1, O::Relaxed),
-            wait: None,
-            shutdown: Some(shared.shutdown_wait.aborts()),
-        });
-        shared.shutdown_wait.ask(mode, false);
-        return None;
-    }
-    if shared.shutdown_wait.waiting() {
-        // NOW during a wait: the wait ends and the server stops.
-        shared.shutdown_wait.ask(mode, true);
-    } else {
-        shared.request_shutdown_saving(mode);
-    }
+    shared.request_shutdown_saving(mode);
     sess.quit = true;
     sess.silent = true;
-    Some(Reply::ok())
+    Reply::ok()
 }
 
 fn flush_args(args: &[Bytes]) -> Result<(), super::CmdError> {

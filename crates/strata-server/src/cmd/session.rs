@@ -24,17 +24,12 @@ pub struct Blocked {
     /// WAIT: the offset replicas must acknowledge and how many (looked at
     /// on every poll of blocked clients).
     pub wait: Option<(u64, usize)>,
-    /// SHUTDOWN waiting for replicas: the count of aborted waits when it
-    /// blocked (looked at on every poll; an abort answers an error).
-    pub shutdown: Option<u64>,
 }
 
 impl Blocked {
     /// Whether a key it waits on may have changed since it last ran.
     pub fn may_run(&self, shared: &Shared) -> bool {
-        self.wait.is_some()
-            || self.shutdown.is_some()
-            || self.versions.iter().any(|&(s, v)| shared.locks.version(s) != v)
+        self.wait.is_some() || self.versions.iter().any(|&(s, v)| shared.locks.version(s) != v)
     }
 
     /// Whether its timeout has passed.

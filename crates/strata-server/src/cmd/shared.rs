@@ -91,8 +91,6 @@ pub struct Shared {
     /// What the SHUTDOWN that stopped the server asked about saving
     /// (0 default, 1 NOSAVE, 2 SAVE).
     shutdown_save: AtomicU8,
-    /// A shutdown waiting for replicas (`shutdown-timeout`).
-    pub shutdown_wait: super::shutdown_wait::ShutdownWait,
     /// A BGSAVE is running.
     pub bgsave_running: Arc<AtomicBool>,
     /// Whether the expiry sweeper runs (`DEBUG SET-ACTIVE-EXPIRE`).
@@ -148,7 +146,6 @@ impl Shared {
             shutdown,
             store_always_durable,
             shutdown_save: AtomicU8::new(0),
-            shutdown_wait: Default::default(),
             bgsave_running: Arc::new(AtomicBool::new(false)),
             active_expire: AtomicBool::new(true),
             tuning: crate::tuning::Tuning::default(),

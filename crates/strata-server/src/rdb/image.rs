@@ -39,19 +39,12 @@ pub struct ImageOptions {
     /// one microsecond once in `n` keys on average (Redis's
     /// `rdb-key-save-delay`, which tests use to slow a transfer down).
     pub key_delay_us: i64,
-    /// LZF-compress strings (`rdbcompression`).
-    pub compress: bool,
 }
 
 impl Default for ImageOptions {
     /// Batches of 256 entries or 1 MiB; expiry checked against now.
     fn default() -> Self {
-        ImageOptions {
-            batch: Batch::new(256, 1 << 20),
-            now_ms: crate::keyspace::now_ms(),
-            key_delay_us: 0,
-            compress: false,
-        }
+        ImageOptions { batch: Batch::new(256, 1 << 20), now_ms: crate::keyspace::now_ms(), key_delay_us: 0 }
     }
 }
 
@@ -153,7 +146,6 @@ pub fn write_image<W: Write>(
     opts: &ImageOptions,
 ) -> Result<(W, ImageStats), ImageError> {
     let mut w = RdbWriter::start(out, header)?;
-    w.compress_strings(opts.compress);
     let mut stats = ImageStats::default();
     for (db, view) in views.iter().enumerate() {
         let (keys, expires) = count_keys(view.as_ref(), opts)?;
@@ -457,7 +449,7 @@ mod tests {
     }
 
     fn image(views: &[Box<dyn SnapshotView>], batch: Batch, now_ms: u64) -> (Vec<u8>, ImageStats) {
-        let opts = ImageOptions { batch, now_ms, key_delay_us: 0, compress: false };
+        let opts = ImageOptions { batch, now_ms, key_delay_us: 0 };
         write_image(Vec::new(), &Header::now("7.0.15", 0), views, &opts).unwrap()
     }
 
@@ -542,37 +534,6 @@ mod tests {
             }
             prop_assert_eq!(read_back(&w.finish().unwrap()), want);
         }
-    }
-
-    /// `rdbcompression yes`: strings over 20 bytes that LZF shrinks by 4
-    /// bytes or more are written compressed (strings, members, fields,
-    /// keys), the rest as they are, and the reader gets the same values.
-    #[test]
-    fn compressed_strings_read_back_the_same() {
-        let long = b"abcabcabcabcabcabcabcabcabcabcabcabc".repeat(40);
-        let values = vec![
-            Value::String(long.clone()),
-            Value::String(b"short".to_vec()),
-            Value::String((0..200u32).map(|i| (i * 7919 % 251) as u8).collect()),
-            Value::List(vec![long.clone(), b"x".to_vec(), b"y".repeat(30)]),
-            Value::Hash(vec![(b"f".repeat(25), long.clone()), (b"g".to_vec(), b"h".to_vec())]),
-            Value::Set(vec![b"m".repeat(64), b"n".to_vec()]),
-            Value::ZSet(vec![(b"z".repeat(50), 1.5), (b"w".to_vec(), -2.0)]),
-            Value::String(vec![b'q'; 100_000]),
-        ];
-        let file = |compress: bool| {
-            let mut w = crate::rdb::write::RdbWriter::start(Vec::new(), &Header::now("7.0.15", 0)).unwrap();
-            w.compress_strings(compress);
-            w.select_db(0, values.len() as u64, 0).unwrap();
-            for (i, v) in values.iter().enumerate() {
-                w.key(format!("key-that-is-quite-long-{i:04}-{i:04}").as_bytes(), v, 0).unwrap();
-            }
-            w.finish().unwrap()
-        };
-        let (plain, packed) = (file(false), file(true));
-        assert!(packed.len() * 4 < plain.len(), "{} vs {}", packed.len(), plain.len());
-        assert_eq!(read_back(&packed), read_back(&plain));
-        assert_eq!(read_back(&plain).len(), values.len());
     }
 
     /// A collection whose meta counts more members than it has is an

@@ -71,9 +71,6 @@ pub enum Refused {
 }
 
 // RDB object types.
-/// The special string encoding of an LZF-compressed string (`0xC0 | 3`):
-/// compressed length, original length, the compressed bytes.
-pub(crate) const ENC_LZF: u8 = 0xc3;
 pub(crate) const T_STRING: u8 = 0;
 pub(crate) const T_LIST: u8 = 1;
 pub(crate) const T_SET: u8 = 2;

@@ -110,9 +110,6 @@ pub struct RdbWriter<W: Write> {
     buf: Vec<u8>,
     /// Elements still owed by the collection being streamed.
     owed: u64,
-    /// Strings over 20 bytes are LZF-compressed when that saves space
-    /// (Redis's `rdbcompression yes`).
-    lzf: bool,
 }
 
 /// Gathered bytes pass to the sink beyond this.
@@ -124,7 +121,7 @@ impl<W: Write> RdbWriter<W> {
     /// replication fields when given, `aof-base`).
     pub fn start(out: W, header: &Header) -> io::Result<RdbWriter<W>> {
         let sink = Summing { out, crc: CRC.digest(), written: 0 };
-        let mut w = RdbWriter { sink, buf: Vec::with_capacity(FLUSH_AT * 2), owed: 0, lzf: false };
+        let mut w = RdbWriter { sink, buf: Vec::with_capacity(FLUSH_AT * 2), owed: 0 };
         w.buf.extend_from_slice(format!("REDIS{DUMP_VERSION:04}").as_bytes());
         w.aux(b"redis-ver", header.redis_ver.as_bytes())?;
         w.aux(b"redis-bits", (usize::BITS).to_string().as_bytes())?;
@@ -159,34 +156,9 @@ impl<W: Write> RdbWriter<W> {
         r
     }
 
-    /// LZF-compresses the strings written from now on where that saves
-    /// at least 4 bytes, as Redis does with `rdbcompression yes` (strings
-    /// of more than 20 bytes only).
-    pub fn compress_strings(&mut self, on: bool) {
-        self.lzf = on;
-    }
-
     /// An RDB string; one of more than [`FLUSH_AT`] bytes goes to the sink
-    /// without a copy (unless compressed).
+    /// without a copy.
     fn string(&mut self, s: &[u8]) -> io::Result<()> {
-        if self.lzf && s.len() > 20 {
-            // Redis keeps the compressed form only if it is at least 4
-            // bytes shorter (`rdbSaveLzfStringObject`).
-            if let Ok(packed) = lzf::compress(s).map_err(drop).and_then(|p| match p.len() + 4 <= s.len() {
-                true => Ok(p),
-                false => Err(()),
-            }) {
-                self.buf.push(super::ENC_LZF);
-                put_len(&mut self.buf, packed.len() as u64);
-                put_len(&mut self.buf, s.len() as u64);
-                if packed.len() < FLUSH_AT {
-                    self.buf.extend_from_slice(&packed);
-                    return self.spill();
-                }
-                self.flush_buf()?;
-                return self.sink.put(&packed);
-            }
-        }
         if s.len() < FLUSH_AT {
             put_string(&mut self.buf, s);
             return self.spill();

@@ -387,49 +387,6 @@ impl State {
         }
     }
 
-    /// Every attached replica, online or still syncing: `ip:port`, acked
-    /// offset, seconds since its last ack, whether it follows the stream
-    /// (what a shutdown waits on: Redis's `isReadyToShutdown`).
-    pub fn replica_acks(&self) -> Vec<(String, u64, u64, bool)> {
-        let now = unix_secs();
-        self.replicas
-            .lock()
-            .iter()
-            .map(|r| {
-                let last = r.last_ack.load(Ordering::Acquire);
-                (
-                    format!("{}:{}", r.ip, r.port),
-                    r.ack.load(Ordering::Acquire),
-                    now.saturating_sub(last),
-                    r.online.load(Ordering::Acquire),
-                )
-            })
-            .collect()
-    }
-
-    /// Every attached replica as INFO lists it: ip, port, Redis's name of
-    /// its state (`wait_bgsave` until its image is sent, `send_bulk` while
-    /// a disk-backed one is sent, `online`), acked offset, seconds since
-    /// its last ack.
-    pub fn replica_states(&self) -> Vec<(String, u16, &'static str, u64, u64)> {
-        let now = unix_secs();
-        self.replicas
-            .lock()
-            .iter()
-            .map(|r| {
-                let state = if r.online.load(Ordering::Acquire) {
-                    "online"
-                } else if r.sending.load(Ordering::Acquire) {
-                    "send_bulk"
-                } else {
-                    "wait_bgsave"
-                };
-                let last = r.last_ack.load(Ordering::Acquire);
-                (r.ip.clone(), r.port, state, r.ack.load(Ordering::Acquire), now.saturating_sub(last))
-            })
-            .collect()
-    }
-
     /// The attached replicas that follow the stream: ip, port, acked
     /// offset, seconds since their last ack.
     pub fn replicas(&self) -> Vec<(String, u16, u64, u64)> {
@@ -737,17 +694,15 @@ impl State {
             }
             None => f.push(("role", "master".into())),
         }
-        // Every attached replica counts and is listed, syncing ones too, as
-        // in Redis; only online ones count as good.
-        let all = self.replica_states();
-        f.push(("connected_slaves", all.len().to_string()));
+        let replicas = self.replicas();
+        f.push(("connected_slaves", replicas.len().to_string()));
         if self.settings.min_replicas() > 0 && self.settings.min_replicas_max_lag() > 0 {
             let lag = self.settings.min_replicas_max_lag();
-            f.push(("min_slaves_good_slaves", self.replicas().iter().filter(|r| r.3 <= lag).count().to_string()));
+            f.push(("min_slaves_good_slaves", replicas.iter().filter(|r| r.3 <= lag).count().to_string()));
         }
         let mut slaves = Vec::new();
-        for (i, (ip, port, state, ack, lag)) in all.into_iter().enumerate() {
-            slaves.push((format!("slave{i}"), format!("ip={ip},port={port},state={state},offset={ack},lag={lag}")));
+        for (i, (ip, port, ack, lag)) in replicas.into_iter().enumerate() {
+            slaves.push((format!("slave{i}"), format!("ip={ip},port={port},state=online,offset={ack},lag={lag}")));
         }
         f.push(("master_failover_state", "no-failover".into()));
         f.push(("master_replid", r.replid.clone()));

@@ -153,8 +153,6 @@ pub struct Attached {
     pub port: u16,
     /// The image was sent; it follows the stream.
     pub online: AtomicBool,
-    /// A disk-backed image is being sent to it (Redis's `send_bulk`).
-    pub sending: AtomicBool,
     /// The last offset it acknowledged.
     pub ack: AtomicU64,
     /// Unix seconds of its last acknowledgement.
@@ -181,7 +179,6 @@ pub fn serve(state: Arc<State>, h: Handover, sock: TcpStream, out: Vec<u8>, inpu
             ip,
             port: h.listening_port,
             online: AtomicBool::new(false),
-            sending: AtomicBool::new(false),
             ack: AtomicU64::new(0),
             last_ack: AtomicU64::new(unix_secs()),
             gone: AtomicBool::new(false),
@@ -377,14 +374,9 @@ impl Drop for Writing<'_> {
     }
 }
 
-/// How images are written: as `rdb-key-save-delay` and `rdbcompression`
-/// say.
+/// How images are written: as `rdb-key-save-delay` says.
 fn image_options(state: &State) -> ImageOptions {
-    ImageOptions {
-        key_delay_us: state.settings.key_save_delay(),
-        compress: state.settings.rdb_compression(),
-        ..ImageOptions::default()
-    }
+    ImageOptions { key_delay_us: state.settings.key_save_delay(), ..ImageOptions::default() }
 }
 
 /// Writes the image straight to the socket, framed by a random EOF mark.
@@ -432,7 +424,6 @@ fn send_image(w: &mut &TcpStream, image: &Image, h: &Handover, me: &Attached, op
     let sent = result.and_then(|()| {
         let f = File::open(&path)?;
         let len = f.metadata()?.len();
-        me.sending.store(true, Ordering::Release);
         w.write_all(format!("${len}\r\n").as_bytes())?;
         let copied = io::copy(&mut BufReader::with_capacity(1 << 20, f), w)?;
         if copied != len {

@@ -2,10 +2,8 @@
 //! time, with Redis 7.0's names, defaults and units: the backlog's size,
 //! diskless sync and load, min-replicas-to-write, replica-serve-stale-data,
 //! the link's timeout and ping period and the replicas' output buffer
-//! limit, `rdb-key-save-delay` (a pause per key written into a full
-//! sync's image: Redis's tests slow a transfer down with it) and
-//! `shutdown-timeout` (how long a shutdown waits for lagging replicas)
-//! and `rdbcompression` (LZF strings in images, as Redis writes them). [`Settings::check`] validates a value
+//! limit, and `rdb-key-save-delay` (a pause per key written into a full
+//! sync's image: Redis's tests slow a transfer down with it). [`Settings::check`] validates a value
 //! (CONFIG SET is all or nothing), [`Settings::set`] applies a checked one.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -76,10 +74,6 @@ pub struct Settings {
     /// `rdb-key-save-delay`: microseconds per key; negative `-n`: one
     /// microsecond with probability `1/n`.
     key_save_delay: std::sync::atomic::AtomicI64,
-    /// `shutdown-timeout`: seconds a shutdown waits for lagging replicas.
-    shutdown_timeout: AtomicU64,
-    /// `rdbcompression`: LZF-compress the strings of images.
-    rdb_compression: AtomicBool,
 }
 
 impl Default for Settings {
@@ -98,8 +92,6 @@ impl Default for Settings {
             ping_period: AtomicU64::new(10),
             obuf: Mutex::new([(0, 0, 0), (256 << 20, 64 << 20, 60), (32 << 20, 8 << 20, 60)]),
             key_save_delay: std::sync::atomic::AtomicI64::new(0),
-            shutdown_timeout: AtomicU64::new(10),
-            rdb_compression: AtomicBool::new(true),
         }
     }
 }
@@ -120,8 +112,6 @@ fn canonical(name: &str) -> Option<&'static str> {
         "repl-timeout" => "repl-timeout",
         "repl-ping-replica-period" | "repl-ping-slave-period" => "repl-ping-replica-period",
         "rdb-key-save-delay" => "rdb-key-save-delay",
-        "shutdown-timeout" => "shutdown-timeout",
-        "rdbcompression" => "rdbcompression",
         _ => return None,
     })
 }
@@ -182,7 +172,7 @@ impl Settings {
     pub fn check(name: &str, value: &str) -> Result<(), String> {
         match canonical(name).ok_or_else(|| format!("unknown setting {name}"))? {
             "repl-backlog-size" => memory(value).map(drop),
-            "repl-diskless-sync" | "replica-serve-stale-data" | "rdbcompression" => yes_no(value).map(drop),
+            "repl-diskless-sync" | "replica-serve-stale-data" => yes_no(value).map(drop),
             "client-output-buffer-limit" => buffer_limits(value, &mut [(0, 0, 0); 3]),
             "repl-diskless-load" => DisklessLoad::parse(value).map(drop),
             // Redis's range: at least a second.
@@ -213,8 +203,6 @@ impl Settings {
             "repl-timeout" => self.timeout.store(n(), Ordering::Relaxed),
             "repl-ping-replica-period" => self.ping_period.store(n(), Ordering::Relaxed),
             "rdb-key-save-delay" => self.key_save_delay.store(signed(value)?, Ordering::Relaxed),
-            "shutdown-timeout" => self.shutdown_timeout.store(n(), Ordering::Relaxed),
-            "rdbcompression" => self.rdb_compression.store(yes_no(value)?, Ordering::Relaxed),
             "client-output-buffer-limit" => {
                 let mut l = self.obuf.lock();
                 let mut next = *l;
@@ -253,8 +241,6 @@ impl Settings {
             ("repl-ping-replica-period", self.ping_period.load(Ordering::Relaxed).to_string()),
             ("repl-ping-slave-period", self.ping_period.load(Ordering::Relaxed).to_string()),
             ("rdb-key-save-delay", self.key_save_delay().to_string()),
-            ("shutdown-timeout", self.shutdown_timeout().as_secs().to_string()),
-            ("rdbcompression", yn(self.rdb_compression())),
         ]
     }
 
@@ -262,17 +248,6 @@ impl Settings {
     /// (negative `-n`: one microsecond, once in `n` keys on average).
     pub fn key_save_delay(&self) -> i64 {
         self.key_save_delay.load(Ordering::Relaxed)
-    }
-
-    /// `shutdown-timeout`: how long a shutdown waits for lagging replicas
-    /// (zero: not at all).
-    pub fn shutdown_timeout(&self) -> std::time::Duration {
-        std::time::Duration::from_secs(self.shutdown_timeout.load(Ordering::Relaxed))
-    }
-
-    /// `rdbcompression`: whether images LZF-compress their strings.
-    pub fn rdb_compression(&self) -> bool {
-        self.rdb_compression.load(Ordering::Relaxed)
     }
 
     /// `repl-backlog-size` in bytes.
